@@ -1,0 +1,38 @@
+// What the run ran on: LibTorch, device, BLAS, compiler, threads, git revision, host, time.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+namespace trainbench {
+
+// OpenBLAS's own configuration string, or "" when the process uses another BLAS (Debian's
+// LibTorch links the generic libblas.so.3; without OpenBLAS that is the slow reference BLAS).
+std::string openblas_config();
+
+// Limits OpenBLAS's private thread pool (at::set_num_threads does not reach it).
+void openblas_set_threads(int threads);
+
+// CPU model name from /proc/cpuinfo, or the CUDA device name.
+std::string device_name(const torch::Device& device);
+
+// Cores this process may run on (its affinity mask).
+int available_cores();
+
+// ISO-8601 UTC timestamp, e.g. 2026-11-30T10:23:40Z.
+std::string utc_now_iso8601();
+
+// "Release", "Debug", ... as configured by CMake.
+std::string build_type();
+
+// The env.json object (schema_version 1).
+nlohmann::json collect_env(const torch::Device& device, int num_threads);
+
+// Threading set-up that must happen before the OpenMP and OpenBLAS runtimes start: when
+// OMP_WAIT_POLICY / OPENBLAS_THREAD_TIMEOUT are unset, sets them (passive waiting, so the two
+// thread pools stop spinning against each other) and re-executes the program once.
+void reexec_with_thread_env(int argc, char** argv);
+
+}  // namespace trainbench

@@ -1,0 +1,32 @@
+// Human-facing output: a live progress line on a terminal (stderr), plain log lines otherwise,
+// and the short result table printed to stdout at the end.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace trainbench {
+
+class Progress {
+ public:
+  explicit Progress(int64_t total_steps);
+  // Redraws the progress line (at most every 0.2 s) when stderr is a terminal.
+  void update(int64_t step, double loss, double tokens_per_s, double eta_s);
+  // Writes one log line for a finished window, clearing the live line first.
+  void window(int64_t step, double loss, double sequences_per_s, double tokens_per_s);
+  void message(const std::string& line);
+  void finish();
+
+ private:
+  void clear_();
+  int64_t total_;
+  bool tty_;
+  bool drawn_ = false;
+  double last_draw_s_ = 0;
+};
+
+// The stdout table: configuration, speed, MFU, memory and losses of one run.
+std::string summary_table(const nlohmann::json& config, const nlohmann::json& summary);
+
+}  // namespace trainbench

@@ -1,0 +1,42 @@
+// The run folder: config.json, env.json, metrics.jsonl (flushed per line) and summary.json
+// (written atomically: temp file + rename). Every file carries "schema_version": 1.
+#pragma once
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace trainbench {
+
+inline constexpr int kSchemaVersion = 1;
+
+// Checks that `dir` can become a run folder: it must not exist, be empty, or (with overwrite)
+// be a folder. A non-empty folder without overwrite: ConfigError (nothing is touched).
+void check_run_dir(const std::string& dir, bool overwrite);
+
+// Writes `value` to `path` atomically; the file either keeps its old contents or has the new.
+// Throws RunError on any I/O failure.
+void write_json_atomic(const std::string& path, const nlohmann::json& value);
+
+// Reads a JSON file; throws RunError naming the file when it is missing or malformed.
+nlohmann::json read_json_file(const std::string& path);
+
+class ResultWriter {
+ public:
+  // Creates `dir` (and parents). Throws RunError when it cannot.
+  explicit ResultWriter(std::string dir);
+
+  const std::string& dir() const { return dir_; }
+  void write_config(nlohmann::json config);
+  void write_env(nlohmann::json env);
+  // One JSON object per line, flushed at once so a crash loses nothing already logged.
+  void append_metric(nlohmann::json line);
+  void write_summary(nlohmann::json summary);
+
+ private:
+  std::string dir_;
+  std::ofstream metrics_;
+};
+
+}  // namespace trainbench

@@ -1,0 +1,55 @@
+// The benchmark run: data, model, optimizer, warm-up, timed windows, evaluation, result files.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <torch/optim/adam.h>
+
+#include "trainbench/config.h"
+#include "trainbench/corpus.h"
+#include "trainbench/model.h"
+#include "trainbench/precision.h"
+#include "trainbench/sampler.h"
+
+namespace trainbench {
+
+// One optimizer step and evaluation on a model; no timing, no files. Used by run_benchmark
+// and directly by tests.
+class Trainer {
+ public:
+  Trainer(const RunConfig& cfg, torch::Device device);
+
+  // Forward (under autocast), loss, scaled backward, unscale/skip, Adam step.
+  // bytes: [seq, batch] int64 on any device. Returns the loss (a float32 scalar on device).
+  torch::Tensor step(const torch::Tensor& bytes);
+  // Mean cross-entropy in nats per byte over the given batches, dropout off.
+  double evaluate(const ByteCorpus& corpus, const std::vector<std::vector<int64_t>>& batches);
+
+  LanguageModel& model() { return *model_; }
+  const LossScaler& scaler() const { return scaler_; }
+
+ private:
+  const RunConfig& cfg_;
+  torch::Device device_;
+  std::shared_ptr<LanguageModel> model_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  LossScaler scaler_;
+  int64_t steps_done_ = 0;
+};
+
+// Mean cross-entropy of logits [S, B, 256] against bytes [S, B], computed in float32.
+torch::Tensor byte_loss(const torch::Tensor& logits, const torch::Tensor& bytes);
+
+struct RunResult {
+  std::string run_dir;
+  std::string status;  // completed | diverged | failed
+  nlohmann::json summary;
+};
+
+// The whole benchmark for a validated config. Data problems and an occupied run folder throw
+// ConfigError before anything is written; failures afterwards are recorded in summary.json.
+RunResult run_benchmark(const RunConfig& cfg);
+
+}  // namespace trainbench

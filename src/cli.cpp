@@ -1,0 +1,150 @@
+// cxxopts front end: every flag is read as text and converted here, so that a malformed value
+// gets the same one-line error shape as a value out of range.
+#include "trainbench/cli.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <functional>
+#include <sstream>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+namespace trainbench {
+namespace {
+
+int64_t parse_int_(const std::string& flag, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE) {
+    throw ConfigError("--" + flag + ": '" + text + "' is not an integer; allowed: an integer");
+  }
+  return v;
+}
+
+double parse_double_(const std::string& flag, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE) {
+    throw ConfigError("--" + flag + ": '" + text + "' is not a number; allowed: a number");
+  }
+  return v;
+}
+
+bool parse_bool_(const std::string& flag, const std::string& text) {
+  if (text == "1" || text == "true") return true;
+  if (text == "0" || text == "false") return false;
+  throw ConfigError("--" + flag + ": '" + text + "' is not allowed; use 0|1");
+}
+
+template <typename T>
+std::string to_text_(const T& v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// One flag: its help line, the default shown in --help, and how its text lands in RunConfig.
+struct Flag {
+  std::string name;
+  std::string help;
+  std::function<std::string(const RunConfig&)> show;
+  std::function<void(RunConfig&, const std::string&)> set;
+};
+
+#define TB_INT_FLAG(field, help)                                                   \
+  Flag {                                                                           \
+    #field, help, [](const RunConfig& c) { return to_text_(c.field); },            \
+        [](RunConfig& c, const std::string& t) { c.field = parse_int_(#field, t); } \
+  }
+#define TB_DOUBLE_FLAG(field, help)                                                   \
+  Flag {                                                                              \
+    #field, help, [](const RunConfig& c) { return to_text_(c.field); },               \
+        [](RunConfig& c, const std::string& t) { c.field = parse_double_(#field, t); } \
+  }
+#define TB_TEXT_FLAG(field, help)                                                                 \
+  Flag {                                                                                          \
+    #field, help, [](const RunConfig& c) { return c.field; },                                     \
+        [](RunConfig& c, const std::string& t) { c.field = t; }                                   \
+  }
+
+std::vector<Flag> flags_() {
+  return {
+      TB_TEXT_FLAG(model, "torch (nn::TransformerEncoder, post-LayerNorm) | handcraft (pre-LN "
+                          "blocks from Linear/LayerNorm/matmul)"),
+      TB_TEXT_FLAG(dtype, "float32 | float16 (CUDA, loss-scaled) | bfloat16 (autocast)"),
+      TB_INT_FLAG(num_layer, "transformer blocks (>= 1)"),
+      TB_INT_FLAG(flash, "1: fused scaled-dot-product attention (handcraft only)"),
+      TB_INT_FLAG(compile, "1: compiled/fused path"),
+      TB_TEXT_FLAG(save_dir, "run folder prefix; the folder is "
+                             "{save_dir}_{model}_layer{N}_{dtype}[_compiled][_flash]"),
+      Flag{"overwrite", "reuse a non-empty run folder (its files are replaced)",
+           [](const RunConfig& c) { return std::string(c.overwrite ? "1" : "0"); },
+           [](RunConfig& c, const std::string& t) { c.overwrite = parse_bool_("overwrite", t); }},
+      TB_INT_FLAG(seq_len, "bytes per sequence (>= 2)"),
+      TB_INT_FLAG(d_model, "model width (a multiple of num_heads)"),
+      TB_INT_FLAG(num_heads, "attention heads"),
+      TB_INT_FLAG(ff_dim, "feed-forward hidden width"),
+      TB_DOUBLE_FLAG(dropout, "dropout probability, [0, 1); off during evaluation"),
+      TB_INT_FLAG(batch_size, "sequences per step"),
+      TB_DOUBLE_FLAG(lr, "Adam learning rate (> 0, constant)"),
+      TB_INT_FLAG(steps, "optimizer steps, warm-up included"),
+      TB_TEXT_FLAG(data, "corpus: a raw file (e.g. enwik9) or a .zip with one member; "
+                         "empty: the embedded generated corpus"),
+      TB_INT_FLAG(valid_bytes, "held-out tail for evaluation; -1: min(5,000,000, 5% of corpus)"),
+      TB_TEXT_FLAG(device, "auto | cpu | cuda"),
+      TB_INT_FLAG(threads, "intra-op CPU threads; 0: all available cores"),
+      TB_INT_FLAG(seed, "seed for init, dropout and the sampler (>= 0)"),
+      TB_INT_FLAG(log_every, "steps per timing/log window"),
+      TB_INT_FLAG(eval_every, "steps between evaluations; 0: only at the end"),
+      TB_INT_FLAG(eval_batches, "validation batches per evaluation; 0: the whole held-out range"),
+      TB_INT_FLAG(warmup_steps, "first steps excluded from timing (< steps)"),
+      TB_DOUBLE_FLAG(peak_tflops, "peak TFLOP/s for MFU; 0: GPU table or CPU GEMM probe"),
+      TB_INT_FLAG(fault_nan_step, "testing aid: make the loss of this step NaN; 0: off"),
+  };
+}
+
+}  // namespace
+
+CliResult parse_cli(int argc, const char* const* argv) {
+  cxxopts::Options options("bench", "trainbench: byte-level transformer training benchmark (LibTorch)");
+  options.custom_help("[flags]   |   bench report RUN_DIR...");
+  const RunConfig defaults;
+  auto adder = options.add_options();
+  adder("h,help", "print this help and exit");
+  adder("preset", "reference (the defaults shown) | quick (CPU-sized: 2 layers, d 128, seq 128, "
+                  "batch 16, 400 steps); explicit flags override it",
+        cxxopts::value<std::string>()->default_value(defaults.preset));
+  const std::vector<Flag> flags = flags_();
+  for (const Flag& f : flags) {
+    adder(f.name, f.help, cxxopts::value<std::string>()->default_value(f.show(defaults)));
+  }
+
+  CliResult out;
+  out.help_text = options.help();
+  cxxopts::ParseResult parsed;
+  try {
+    parsed = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::no_such_option& e) {
+    throw ConfigError(std::string(e.what()) + "; see bench --help for the allowed flags");
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw ConfigError(std::string(e.what()) + "; see bench --help");
+  }
+  if (!parsed.unmatched().empty()) {
+    throw ConfigError("unexpected argument '" + parsed.unmatched().front() +
+                      "'; flags take the form --name value (see bench --help)");
+  }
+  if (parsed.count("help")) {
+    out.help = true;
+    return out;
+  }
+  apply_preset(out.config, parsed["preset"].as<std::string>());
+  for (const Flag& f : flags) {
+    if (parsed.count(f.name)) f.set(out.config, parsed[f.name].as<std::string>());
+  }
+  return out;
+}
+
+}  // namespace trainbench

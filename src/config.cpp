@@ -1,0 +1,177 @@
+// RunConfig defaults, presets, validation and JSON round-trip.
+#include "trainbench/config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+namespace trainbench {
+namespace {
+
+std::string join_(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? "|" : "") + items[i];
+  return out;
+}
+
+void check_choice_(const std::string& flag, const std::string& value,
+                   const std::vector<std::string>& allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+    throw ConfigError("--" + flag + ": '" + value + "' is not allowed; use one of " +
+                      join_(allowed));
+  }
+}
+
+template <typename T>
+void check_min_(const std::string& flag, T value, T min) {
+  if (value < min) {
+    std::ostringstream os;
+    os << "--" << flag << ": " << value << " is out of range; allowed: >= " << min;
+    throw ConfigError(os.str());
+  }
+}
+
+}  // namespace
+
+void apply_preset(RunConfig& cfg, const std::string& name) {
+  if (name == "reference") {
+    cfg = RunConfig{};
+  } else if (name == "quick") {
+    // Sized to finish in about a minute on 2 CPU cores while still learning visibly.
+    cfg = RunConfig{};
+    cfg.num_layer = 2;
+    cfg.d_model = 128;
+    cfg.num_heads = 4;
+    cfg.ff_dim = 512;
+    cfg.seq_len = 128;
+    cfg.batch_size = 16;
+    cfg.steps = 400;
+    cfg.eval_every = 200;
+    cfg.eval_batches = 10;
+    cfg.save_dir = "runs/quick";
+  } else {
+    throw ConfigError("--preset: '" + name + "' is not allowed; use one of reference|quick");
+  }
+  cfg.preset = name;
+}
+
+std::string resolved_device(const RunConfig& cfg) {
+  if (cfg.device == "auto") return torch::cuda::is_available() ? "cuda" : "cpu";
+  return cfg.device;
+}
+
+void validate(const RunConfig& cfg) {
+  check_choice_("preset", cfg.preset, {"reference", "quick"});
+  check_choice_("model", cfg.model, {"torch", "handcraft"});
+  check_choice_("dtype", cfg.dtype, {"float32", "float16", "bfloat16"});
+  check_choice_("device", cfg.device, {"auto", "cpu", "cuda"});
+  check_min_<int64_t>("num_layer", cfg.num_layer, 1);
+  if (cfg.flash != 0 && cfg.flash != 1) {
+    throw ConfigError("--flash: " + std::to_string(cfg.flash) + " is not allowed; use 0|1");
+  }
+  if (cfg.compile != 0 && cfg.compile != 1) {
+    throw ConfigError("--compile: " + std::to_string(cfg.compile) + " is not allowed; use 0|1");
+  }
+  check_min_<int64_t>("seq_len", cfg.seq_len, 2);
+  check_min_<int64_t>("d_model", cfg.d_model, 1);
+  check_min_<int64_t>("num_heads", cfg.num_heads, 1);
+  if (cfg.d_model % cfg.num_heads != 0) {
+    throw ConfigError("--d_model: " + std::to_string(cfg.d_model) +
+                      " is not divisible by --num_heads " + std::to_string(cfg.num_heads) +
+                      "; allowed: a multiple of num_heads");
+  }
+  check_min_<int64_t>("ff_dim", cfg.ff_dim, 1);
+  if (!(cfg.dropout >= 0.0 && cfg.dropout < 1.0)) {
+    std::ostringstream os;
+    os << "--dropout: " << cfg.dropout << " is out of range; allowed: [0, 1)";
+    throw ConfigError(os.str());
+  }
+  check_min_<int64_t>("batch_size", cfg.batch_size, 1);
+  if (!(cfg.lr > 0.0) || !std::isfinite(cfg.lr)) {
+    std::ostringstream os;
+    os << "--lr: " << cfg.lr << " is out of range; allowed: a finite number > 0";
+    throw ConfigError(os.str());
+  }
+  check_min_<int64_t>("steps", cfg.steps, 1);
+  check_min_<int64_t>("valid_bytes", cfg.valid_bytes, -1);
+  check_min_<int64_t>("threads", cfg.threads, 0);
+  check_min_<int64_t>("seed", cfg.seed, 0);
+  check_min_<int64_t>("log_every", cfg.log_every, 1);
+  check_min_<int64_t>("eval_every", cfg.eval_every, 0);
+  check_min_<int64_t>("eval_batches", cfg.eval_batches, 0);
+  check_min_<int64_t>("warmup_steps", cfg.warmup_steps, 0);
+  check_min_<int64_t>("fault_nan_step", cfg.fault_nan_step, 0);
+  if (cfg.warmup_steps >= cfg.steps) {
+    throw ConfigError("--warmup_steps: " + std::to_string(cfg.warmup_steps) +
+                      " leaves no timed step; allowed: < --steps (" + std::to_string(cfg.steps) +
+                      ")");
+  }
+  if (!(cfg.peak_tflops >= 0.0) || !std::isfinite(cfg.peak_tflops)) {
+    std::ostringstream os;
+    os << "--peak_tflops: " << cfg.peak_tflops << " is out of range; allowed: >= 0 (0: auto)";
+    throw ConfigError(os.str());
+  }
+  if (cfg.save_dir.empty()) throw ConfigError("--save_dir: empty; allowed: a folder path prefix");
+  if (cfg.model == "torch" && cfg.flash == 1) {
+    throw ConfigError(
+        "--flash: 1 is not allowed with --model torch (nn::TransformerEncoder's C++ attention is "
+        "a fixed composite with no fused kernel); use --model handcraft or --flash 0");
+  }
+  const bool have_cuda = torch::cuda::is_available();
+  if (cfg.device == "cuda" && !have_cuda) {
+    throw ConfigError("--device: 'cuda' is not available (no GPU, or a CPU-only LibTorch " +
+                      std::string(TORCH_VERSION) + "); use --device cpu");
+  }
+  const std::string device = resolved_device(cfg);
+#if TORCH_VERSION_MAJOR < 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 3)
+  if (device == "cpu" && cfg.dtype == "float16") {
+    throw ConfigError("--dtype: 'float16' is not supported on the CPU with LibTorch " +
+                      std::string(TORCH_VERSION) +
+                      " (CPU autocast is bfloat16 only); use --dtype bfloat16|float32 or a GPU");
+  }
+#endif
+  if (cfg.compile == 1) {
+    throw ConfigError("--compile: 1 is not available in this build yet; use --compile 0");
+  }
+}
+
+std::string run_dir_name(const RunConfig& cfg) {
+  std::string name = cfg.save_dir + "_" + cfg.model + "_layer" + std::to_string(cfg.num_layer) +
+                     "_" + cfg.dtype;
+  if (cfg.compile) name += "_compiled";
+  if (cfg.flash) name += "_flash";
+  return name;
+}
+
+int64_t resolved_valid_bytes(const RunConfig& cfg, int64_t corpus_bytes) {
+  if (cfg.valid_bytes >= 0) return cfg.valid_bytes;
+  return std::min<int64_t>(5'000'000, corpus_bytes / 20);
+}
+
+// One key per flag, named as the flag without dashes.
+#define TB_CONFIG_FIELDS(X)                                                                   \
+  X(preset) X(model) X(dtype) X(num_layer) X(flash) X(compile) X(save_dir) X(overwrite)       \
+  X(seq_len) X(d_model) X(num_heads) X(ff_dim) X(dropout) X(batch_size) X(lr) X(steps)        \
+  X(data) X(valid_bytes) X(device) X(threads) X(seed) X(log_every) X(eval_every)              \
+  X(eval_batches) X(warmup_steps) X(peak_tflops) X(fault_nan_step)
+
+void to_json(nlohmann::json& j, const RunConfig& cfg) {
+  j = nlohmann::json::object();
+#define TB_TO_JSON(name) j[#name] = cfg.name;
+  TB_CONFIG_FIELDS(TB_TO_JSON)
+#undef TB_TO_JSON
+}
+
+void from_json(const nlohmann::json& j, RunConfig& cfg) {
+#define TB_FROM_JSON(name) \
+  if (j.contains(#name)) j.at(#name).get_to(cfg.name);
+  TB_CONFIG_FIELDS(TB_FROM_JSON)
+#undef TB_FROM_JSON
+}
+
+}  // namespace trainbench

@@ -1,0 +1,122 @@
+// Environment facts recorded with every run, and the threading environment.
+#include "trainbench/env_info.h"
+
+#include <dlfcn.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include "trainbench/torch_compat.h"
+
+#ifdef TB_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+namespace trainbench {
+
+std::string openblas_config() {
+  using fn = char* (*)();
+  auto get = reinterpret_cast<fn>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
+  return get ? std::string(get()) : std::string();
+}
+
+void openblas_set_threads(int threads) {
+  using fn = void (*)(int);
+  auto set = reinterpret_cast<fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (set) set(threads);
+}
+
+std::string device_name(const torch::Device& device) {
+#ifdef TB_WITH_CUDA
+  if (device.is_cuda()) return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->name;
+#endif
+  (void)device;
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "cpu";
+}
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string build_type() { return TB_BUILD_TYPE; }
+
+nlohmann::json collect_env(const torch::Device& device, int num_threads) {
+  nlohmann::json j;
+  j["schema_version"] = 1;
+  j["libtorch_version"] = TORCH_VERSION;
+  j["device"] = device.str();
+  j["device_name"] = device_name(device);
+  j["cuda_version"] = nullptr;
+  j["cudnn_version"] = nullptr;
+  j["compute_capability"] = nullptr;
+  j["tf32_matmul"] = nullptr;
+#ifdef TB_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto* prop = at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index());
+    j["compute_capability"] = std::to_string(prop->major) + "." + std::to_string(prop->minor);
+    j["cuda_version"] = std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10);
+    j["tf32_matmul"] = at::globalContext().allowTF32CuBLAS();
+  }
+#endif
+  j["num_threads"] = num_threads;
+  j["available_cores"] = available_cores();
+  const std::string blas = openblas_config();
+  j["blas"] = blas.empty() ? "reference or unknown (no OpenBLAS symbols)" : "OpenBLAS " + blas;
+  j["parallel_info"] = at::get_parallel_info();
+#if defined(__clang__)
+  j["compiler"] = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  j["compiler"] = std::string("g++ ") + __VERSION__;
+#else
+  j["compiler"] = "unknown";
+#endif
+  j["build_type"] = build_type();
+  j["git_revision"] = TB_GIT_REVISION;
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  j["hostname"] = host;
+  j["started_at"] = utc_now_iso8601();
+  return j;
+}
+
+void reexec_with_thread_env(int argc, char** argv) {
+  (void)argc;
+  if (std::getenv("TRAINBENCH_THREAD_ENV")) return;  // already re-executed
+  bool changed = false;
+  if (!std::getenv("OMP_WAIT_POLICY")) changed |= setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0;
+  if (!std::getenv("OPENBLAS_THREAD_TIMEOUT")) {
+    changed |= setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1) == 0;
+  }
+  setenv("TRAINBENCH_THREAD_ENV", "1", 1);
+  if (changed) execv("/proc/self/exe", argv);  // on failure, carry on with the current runtime
+}
+
+}  // namespace trainbench

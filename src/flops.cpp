@@ -1,0 +1,79 @@
+// FLOP accounting and the peak used for MFU.
+#include "trainbench/flops.h"
+
+#include <chrono>
+#include <vector>
+
+namespace trainbench {
+
+int64_t matmul_weight_count(const RunConfig& cfg) {
+  const int64_t d = cfg.d_model;
+  const int64_t per_block = 3 * d * d + d * d + 2 * d * cfg.ff_dim;
+  return cfg.num_layer * per_block + d * 256;
+}
+
+double flops_per_token(const RunConfig& cfg) {
+  return 6.0 * static_cast<double>(matmul_weight_count(cfg)) +
+         12.0 * static_cast<double>(cfg.num_layer * cfg.seq_len * cfg.d_model);
+}
+
+namespace {
+
+struct GpuPeak {
+  const char* name_part;  // matched as a substring of the CUDA device name
+  double tf32_tflops, bf16_tflops, fp16_tflops;  // dense tensor-core peaks
+};
+
+// Vendor datasheet dense peaks (no sparsity). H200 SXM has the H100 SXM compute.
+const std::vector<GpuPeak>& gpu_table_() {
+  static const std::vector<GpuPeak> table = {
+      {"H200", 494.7, 989.4, 989.4},     {"H100 PCIe", 378.0, 756.0, 756.0},
+      {"H100", 494.7, 989.4, 989.4},     {"A100", 156.0, 312.0, 312.0},
+      {"RTX 4090", 82.6, 165.2, 165.2},  {"RTX A5000", 55.6, 111.1, 111.1},
+  };
+  return table;
+}
+
+}  // namespace
+
+double gpu_peak_flops(const std::string& device_name, const std::string& dtype) {
+  for (const GpuPeak& g : gpu_table_()) {
+    if (device_name.find(g.name_part) == std::string::npos) continue;
+    const double t = dtype == "bfloat16" ? g.bf16_tflops
+                     : dtype == "float16" ? g.fp16_tflops
+                                          : g.tf32_tflops;
+    return t * 1e12;
+  }
+  return 0;
+}
+
+double gemm_probe_flops(const std::string& dtype, int64_t n, double min_seconds) {
+  torch::NoGradGuard no_grad;
+  const auto type = dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat;
+  torch::manual_seed(0);
+  const torch::Tensor a = torch::randn({n, n}).to(type), b = torch::randn({n, n}).to(type);
+  torch::Tensor c = torch::matmul(a, b);  // warm-up: thread pools, packing buffers
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  int64_t reps = 0;
+  double elapsed = 0;
+  do {
+    c = torch::matmul(a, b);
+    ++reps;
+    elapsed = std::chrono::duration<double>(clock::now() - t0).count();
+  } while (elapsed < min_seconds);
+  return 2.0 * static_cast<double>(n * n * n) * static_cast<double>(reps) / elapsed;
+}
+
+PeakFlops resolve_peak_flops(const RunConfig& cfg, const torch::Device& device,
+                             const std::string& device_name) {
+  if (cfg.peak_tflops > 0) return {cfg.peak_tflops * 1e12, "flag"};
+  if (device.is_cuda()) {
+    const double peak = gpu_peak_flops(device_name, cfg.dtype);
+    if (peak > 0) return {peak, "table:" + device_name};
+    return {0, "unknown"};
+  }
+  return {gemm_probe_flops(cfg.dtype), "gemm_probe"};
+}
+
+}  // namespace trainbench

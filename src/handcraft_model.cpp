@@ -1,0 +1,97 @@
+// The reference block written by hand: pre-LayerNorm, fused qkv projection, naive or fused
+// (SDPA) causal attention, ReLU feed-forward. No final LayerNorm, as in the reference.
+#include <cmath>
+
+#include "trainbench/model.h"
+#include "trainbench/torch_compat.h"
+
+namespace trainbench {
+namespace {
+
+class BlockImpl : public torch::nn::Module {
+ public:
+  explicit BlockImpl(const ModelOptions& o)
+      : heads_(o.num_heads),
+        dropout_(o.dropout),
+        flash_(o.flash),
+        ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model})))),
+        qkv(register_module("qkv", torch::nn::Linear(o.d_model, 3 * o.d_model))),
+        out(register_module("out", torch::nn::Linear(o.d_model, o.d_model))),
+        ln2(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model})))),
+        ff1(register_module("ff1", torch::nn::Linear(o.d_model, o.ff_dim))),
+        ff2(register_module("ff2", torch::nn::Linear(o.ff_dim, o.d_model))) {}
+
+  // x: [S, B, d]; mask: [S, S] additive causal mask (unused on the fused path).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
+    const bool train = is_training();
+    torch::Tensor h = x + torch::dropout(out(attention(ln1(x), mask)), dropout_, train);
+    torch::Tensor f = ff2(torch::dropout(torch::relu(ff1(ln2(h))), dropout_, train));
+    return h + torch::dropout(f, dropout_, train);
+  }
+
+  torch::Tensor attention(const torch::Tensor& x, const torch::Tensor& mask) {
+    const int64_t S = x.size(0), B = x.size(1), d = x.size(2), hd = d / heads_;
+    // [S, B, 3d] → [S, B, 3, H, hd] → [3, B, H, S, hd]
+    auto qkv_heads = qkv(x).view({S, B, 3, heads_, hd}).permute({2, 1, 3, 0, 4});
+    torch::Tensor q = qkv_heads[0], k = qkv_heads[1], v = qkv_heads[2];
+    torch::Tensor o;  // [B, H, S, hd]
+    if (flash_) {
+      o = tb_sdpa(q, k, v, 0.0, /*is_causal=*/true);
+    } else {
+      auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(hd)));
+      auto weights = torch::softmax(scores + mask, -1);  // [B, H, S, S]
+      o = torch::matmul(weights.to(v.scalar_type()), v);
+    }
+    return o.permute({2, 0, 1, 3}).reshape({S, B, d});  // [S, B, d]
+  }
+
+ private:
+  int64_t heads_;
+  double dropout_;
+  bool flash_;
+
+ public:
+  torch::nn::LayerNorm ln1;
+  torch::nn::Linear qkv, out;
+  torch::nn::LayerNorm ln2;
+  torch::nn::Linear ff1, ff2;
+};
+TORCH_MODULE(Block);
+
+class HandcraftModel : public LanguageModel {
+ public:
+  explicit HandcraftModel(const ModelOptions& o) : options_(o) {
+    embed = register_module("embed", torch::nn::Embedding(kVocabSize, o.d_model));
+    pos = register_parameter("pos", torch::randn({o.seq_len, o.d_model}));  // normal(0, 1)
+    blocks = register_module("blocks", torch::nn::ModuleList());
+    for (int64_t i = 0; i < o.num_layer; ++i) blocks->push_back(Block(o));
+    head = register_module("head", torch::nn::Linear(o.d_model, kVocabSize));
+  }
+
+  torch::Tensor forward(const torch::Tensor& bytes) override {
+    const int64_t S = bytes.size(0);
+    torch::Tensor x = torch::dropout(embed_shifted(bytes, embed->weight, pos), options_.dropout,
+                                     is_training());  // [S, B, d]
+    torch::Tensor mask;
+    if (!options_.flash) mask = causal_mask(S, torch::TensorOptions().device(bytes.device()));
+    for (const auto& block : *blocks) x = block->as<BlockImpl>()->forward(x, mask);
+    return head(x);  // [S, B, 256]
+  }
+
+  const ModelOptions& options() const override { return options_; }
+
+ private:
+  ModelOptions options_;
+  torch::nn::Embedding embed{nullptr};
+  torch::Tensor pos;
+  torch::nn::ModuleList blocks{nullptr};
+  torch::nn::Linear head{nullptr};
+};
+
+}  // namespace
+
+std::shared_ptr<LanguageModel> make_handcraft_model(const ModelOptions& options) {
+  return std::make_shared<HandcraftModel>(options);
+}
+
+}  // namespace trainbench

@@ -1,0 +1,36 @@
+// bench: parse → validate → run → exit code (0 ok, 1 runtime failure or diverged, 2 usage).
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "trainbench/cli.h"
+#include "trainbench/config.h"
+#include "trainbench/env_info.h"
+#include "trainbench/log.h"
+#include "trainbench/progress.h"
+#include "trainbench/results.h"
+#include "trainbench/trainer.h"
+
+int main(int argc, char** argv) {
+  using namespace trainbench;
+  try {
+    const CliResult cli = parse_cli(argc, argv);
+    if (cli.help) {
+      std::cout << cli.help_text;
+      return 0;
+    }
+    validate(cli.config);
+    reexec_with_thread_env(argc, argv);  // returns only when the environment is already set
+    const RunResult result = run_benchmark(cli.config);
+    const nlohmann::json config = read_json_file(result.run_dir + "/config.json");
+    std::cout << summary_table(config, result.summary);
+    std::cout << "results: " << result.run_dir << "\n";
+    return result.status == "completed" ? 0 : 1;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "bench: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench: failed: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,49 @@
+// make_model and the pieces both models share.
+#include "trainbench/model.h"
+
+#include <limits>
+
+namespace trainbench {
+
+ModelOptions ModelOptions::from_config(const RunConfig& cfg) {
+  ModelOptions o;
+  o.seq_len = cfg.seq_len;
+  o.d_model = cfg.d_model;
+  o.num_heads = cfg.num_heads;
+  o.ff_dim = cfg.ff_dim;
+  o.num_layer = cfg.num_layer;
+  o.dropout = cfg.dropout;
+  o.flash = cfg.flash == 1;
+  return o;
+}
+
+std::shared_ptr<LanguageModel> make_model(const RunConfig& cfg) {
+  const ModelOptions o = ModelOptions::from_config(cfg);
+  if (cfg.model == "torch") return make_torch_model(o);
+  if (cfg.model == "handcraft") return make_handcraft_model(o);
+  throw ConfigError("--model: '" + cfg.model + "' is not allowed; use one of torch|handcraft");
+}
+
+int64_t count_parameters(const torch::nn::Module& module) {
+  int64_t n = 0;
+  for (const auto& p : module.parameters()) n += p.numel();
+  return n;
+}
+
+torch::Tensor causal_mask(int64_t seq_len, const torch::TensorOptions& options) {
+  return torch::full({seq_len, seq_len}, -std::numeric_limits<float>::infinity(), options)
+      .triu(1);
+}
+
+torch::Tensor embed_shifted(const torch::Tensor& bytes, const torch::Tensor& embedding_weight,
+                            const torch::Tensor& positions) {
+  const int64_t seq = bytes.size(0);
+  TORCH_CHECK(seq <= positions.size(0), "sequence of ", seq, " bytes is longer than the ",
+              positions.size(0), " learned positions (--seq_len)");
+  torch::Tensor e = torch::embedding(embedding_weight, bytes);  // [S, B, d]
+  // Right shift: position t gets the embedding of byte t-1, position 0 a zero vector.
+  e = torch::cat({torch::zeros_like(e.narrow(0, 0, 1)), e.narrow(0, 0, seq - 1)}, 0);
+  return e + positions.narrow(0, 0, seq).unsqueeze(1);  // + [S, 1, d]
+}
+
+}  // namespace trainbench

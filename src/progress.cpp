@@ -1,0 +1,85 @@
+// Progress line and result table.
+#include "trainbench/progress.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+#include "trainbench/log.h"
+
+namespace trainbench {
+namespace {
+
+double now_s_() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string fmt_(double v, int precision) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(precision) << v;
+  return os.str();
+}
+
+std::string num_or_dash_(const nlohmann::json& v, int precision, double scale = 1.0) {
+  return v.is_number() ? fmt_(v.get<double>() * scale, precision) : "-";
+}
+
+}  // namespace
+
+Progress::Progress(int64_t total_steps) : total_(total_steps), tty_(isatty(STDERR_FILENO)) {}
+
+void Progress::clear_() {
+  if (drawn_) std::fprintf(stderr, "\r\033[K");
+  drawn_ = false;
+}
+
+void Progress::update(int64_t step, double loss, double tokens_per_s, double eta_s) {
+  if (!tty_) return;
+  const double now = now_s_();
+  if (step != total_ && now - last_draw_s_ < 0.2) return;
+  last_draw_s_ = now;
+  std::fprintf(stderr, "\r\033[Kstep %lld/%lld  loss %.4f  %.0f tok/s  ETA %.0fs",
+               static_cast<long long>(step), static_cast<long long>(total_), loss, tokens_per_s,
+               eta_s);
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void Progress::window(int64_t step, double loss, double sequences_per_s, double tokens_per_s) {
+  clear_();
+  log_info("step " + std::to_string(step) + "/" + std::to_string(total_) + "  loss " +
+           fmt_(loss, 4) + "  " + fmt_(sequences_per_s, 1) + " seq/s  " + fmt_(tokens_per_s, 0) +
+           " tok/s");
+}
+
+void Progress::message(const std::string& line) {
+  clear_();
+  log_info(line);
+}
+
+void Progress::finish() { clear_(); }
+
+std::string summary_table(const nlohmann::json& config, const nlohmann::json& summary) {
+  std::ostringstream os;
+  const auto& st = summary["step_time_ms"];
+  os << "| model | dtype | layers | flash | device | seq/s | tokens/s | step ms (median, min-max) "
+        "| MFU | peak MB | train loss | valid bpb | status |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+     << "| " << config["model"].get<std::string>() << " | " << config["dtype"].get<std::string>()
+     << " | " << config["num_layer"] << " | " << config["flash"] << " | "
+     << config["device"].get<std::string>() << " | " << num_or_dash_(summary["sequences_per_s"], 1)
+     << " | " << num_or_dash_(summary["tokens_per_s"], 0) << " | "
+     << num_or_dash_(st["median"], 1) << " (" << num_or_dash_(st["min"], 1) << "-"
+     << num_or_dash_(st["max"], 1) << ") | " << num_or_dash_(summary["mfu"], 1, 100.0) << "% | "
+     << num_or_dash_(summary["peak_memory_bytes"], 0, 1.0 / (1 << 20)) << " | "
+     << num_or_dash_(summary["final_train_loss"], 4) << " | "
+     << num_or_dash_(summary["final_valid_bpb"], 4) << " | "
+     << summary["status"].get<std::string>() << " |\n";
+  return os.str();
+}
+
+}  // namespace trainbench

@@ -1,0 +1,88 @@
+// Run-folder files. nlohmann::json already writes NaN/inf as null; callers set "status".
+#include "trainbench/results.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "trainbench/config.h"
+
+namespace trainbench {
+
+namespace fs = std::filesystem;
+
+void check_run_dir(const std::string& dir, bool overwrite) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (!fs::exists(st)) return;
+  if (!fs::is_directory(st)) {
+    throw ConfigError("--save_dir: run folder '" + dir +
+                      "' exists and is not a folder; choose another --save_dir");
+  }
+  if (fs::is_empty(dir, ec) || overwrite) return;
+  throw ConfigError("--save_dir: run folder '" + dir +
+                    "' already holds results; choose another --save_dir or pass --overwrite 1");
+}
+
+void write_json_atomic(const std::string& path, const nlohmann::json& value) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << value.dump(2) << "\n";
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw RunError("cannot write '" + tmp + "': " + std::strerror(errno));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw RunError("cannot move '" + tmp + "' to '" + path + "': " + why);
+  }
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw RunError("cannot read '" + path + "'");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw RunError("'" + path + "' is not valid JSON: " + e.what());
+  }
+}
+
+ResultWriter::ResultWriter(std::string dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw RunError("cannot create run folder '" + dir_ + "': " + ec.message());
+  metrics_.open(dir_ + "/metrics.jsonl", std::ios::trunc);
+  if (!metrics_) throw RunError("cannot write '" + dir_ + "/metrics.jsonl'");
+}
+
+void ResultWriter::write_config(nlohmann::json config) {
+  config["schema_version"] = kSchemaVersion;
+  write_json_atomic(dir_ + "/config.json", config);
+}
+
+void ResultWriter::write_env(nlohmann::json env) {
+  env["schema_version"] = kSchemaVersion;
+  write_json_atomic(dir_ + "/env.json", env);
+}
+
+void ResultWriter::append_metric(nlohmann::json line) {
+  line["schema_version"] = kSchemaVersion;
+  metrics_ << line.dump() << "\n";
+  metrics_.flush();
+  if (!metrics_) throw RunError("cannot append to '" + dir_ + "/metrics.jsonl'");
+}
+
+void ResultWriter::write_summary(nlohmann::json summary) {
+  summary["schema_version"] = kSchemaVersion;
+  write_json_atomic(dir_ + "/summary.json", summary);
+}
+
+}  // namespace trainbench

@@ -1,0 +1,202 @@
+// run_benchmark: sets up threads, data, model and the run folder, then runs the step loop with
+// warm-up, timed windows and evaluation, and writes the result files.
+#include <sys/resource.h>
+
+#include <ATen/Parallel.h>
+#include <cmath>
+
+#include "trainbench/batch_loader.h"
+#include "trainbench/env_info.h"
+#include "trainbench/flops.h"
+#include "trainbench/log.h"
+#include "trainbench/progress.h"
+#include "trainbench/results.h"
+#include "trainbench/timing.h"
+#include "trainbench/trainer.h"
+
+#ifdef TB_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+namespace trainbench {
+namespace {
+
+int64_t peak_memory_bytes_(const torch::Device& device) {
+#ifdef TB_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(
+        device.has_index() ? device.index() : 0);
+    return stats.allocated_bytes[0].peak;  // aggregate pool
+  }
+#endif
+  (void)device;
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // peak RSS of the process
+}
+
+void warn_about_setup_(int threads) {
+  if (openblas_config().empty()) {
+    log_warn("BLAS: OpenBLAS not found; float32 matmuls use the slow reference BLAS "
+             "(install libopenblas0-pthread: scripts/install_deps.sh)");
+  }
+  if (build_type() != "Release") {
+    log_warn("***WARNING*** bench was built as " + build_type() +
+             "; timings are not representative (configure with -DCMAKE_BUILD_TYPE=Release)");
+  }
+  if (threads < available_cores()) {
+    log_warn("using " + std::to_string(threads) + " of " + std::to_string(available_cores()) +
+             " available cores (--threads)");
+  }
+}
+
+// Training state reported per window of log_every steps.
+struct Window {
+  double loss_sum = 0, seconds = 0;
+  int64_t steps = 0;
+  bool has_warmup = false;
+};
+
+}  // namespace
+
+RunResult run_benchmark(const RunConfig& cfg) {
+  const torch::Device device(resolved_device(cfg));
+  const int threads = cfg.threads > 0 ? static_cast<int>(cfg.threads) : available_cores();
+  at::set_num_threads(threads);
+  openblas_set_threads(threads);
+
+  // Data first: a bad corpus is a usage error and must leave nothing on disk.
+  if (cfg.data.empty()) log_info("data: no --data given, using the embedded generated corpus");
+  const ByteCorpus corpus = cfg.data.empty() ? embedded_corpus() : open_corpus(cfg.data);
+  const int64_t valid_bytes = resolved_valid_bytes(cfg, corpus.size());
+  const DataSplit split =
+      split_corpus(corpus.size(), valid_bytes, cfg.seq_len, cfg.batch_size, corpus.source());
+  const std::string run_dir = run_dir_name(cfg);
+  check_run_dir(run_dir, cfg.overwrite);
+  warn_about_setup_(threads);
+
+  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+  Trainer trainer(cfg, device);
+  const int64_t params = count_parameters(trainer.model());
+  const std::string dev_name = device_name(device);
+  const PeakFlops peak = resolve_peak_flops(cfg, device, dev_name);
+  const double flops_tok = flops_per_token(cfg);
+
+  RunConfig resolved = cfg;
+  resolved.device = device.str();
+  resolved.threads = threads;
+  resolved.valid_bytes = valid_bytes;
+  nlohmann::json config_json = resolved;
+  config_json["run_dir"] = run_dir;
+  config_json["corpus_source"] = corpus.source();
+  config_json["corpus_bytes"] = corpus.size();
+  config_json["train_bytes"] = split.train_end;
+  config_json["params"] = params;
+  ResultWriter writer(run_dir);
+  writer.write_config(config_json);
+  writer.write_env(collect_env(device, threads));
+  log_info("run folder " + run_dir + ": " + cfg.model + " model, " + std::to_string(params) +
+           " parameters, " + cfg.dtype + " on " + dev_name + ", " + std::to_string(threads) +
+           " threads; corpus " + corpus.source() + " (" + std::to_string(corpus.size()) +
+           " bytes)");
+
+  SamplerOptions so;
+  so.train_end = split.train_end;
+  so.seq_len = cfg.seq_len;
+  so.batch_size = cfg.batch_size;
+  so.seed = static_cast<uint64_t>(cfg.seed);
+  BatchLoader loader(corpus, EpochSampler(so), device.is_cuda());
+  const auto valid = validation_batches(split, cfg.seq_len, cfg.batch_size, cfg.eval_batches);
+
+  Progress progress(cfg.steps);
+  std::vector<double> timed_ms;
+  Window win;
+  double warmup_s = 0, final_train_loss = NAN, valid_loss = NAN;
+  const double run_start = synchronized_now_s(device);
+  std::string status = "completed";
+  int64_t step = 0;
+  auto run_eval = [&] {
+    valid_loss = trainer.evaluate(corpus, valid);
+    writer.append_metric({{"step", step},
+                          {"valid_loss", valid_loss},
+                          {"valid_bpb", valid_loss / std::log(2.0)}});
+    progress.message("eval at step " + std::to_string(step) + ": valid loss " +
+                     std::to_string(valid_loss) + " nats/byte, " +
+                     std::to_string(valid_loss / std::log(2.0)) + " bits/byte");
+  };
+  while (step < cfg.steps) {
+    const double t0 = synchronized_now_s(device);
+    const torch::Tensor loss = trainer.step(loader.next());
+    const double loss_value = loss.item<double>();  // synchronizes on CUDA
+    const double t1 = synchronized_now_s(device);
+    ++step;
+    const bool warm = step <= cfg.warmup_steps;
+    if (warm) {
+      warmup_s += t1 - t0;
+    } else {
+      timed_ms.push_back((t1 - t0) * 1e3);
+    }
+    win.loss_sum += loss_value;
+    win.seconds += t1 - t0;
+    win.has_warmup |= warm;
+    ++win.steps;
+    const double tok_s = cfg.batch_size * cfg.seq_len * win.steps / win.seconds;
+    progress.update(step, loss_value, tok_s, (cfg.steps - step) * (t1 - t0));
+    if (!std::isfinite(loss_value)) {
+      status = "diverged";
+      progress.finish();
+      log_error("loss is " + std::to_string(loss_value) + " at step " + std::to_string(step) +
+                "; the run diverged (try a lower --lr, or float32/bfloat16)");
+      break;
+    }
+    if (step % cfg.log_every == 0 || step == cfg.steps) {
+      final_train_loss = win.loss_sum / win.steps;
+      const double seq_s = cfg.batch_size * win.steps / win.seconds;
+      writer.append_metric({{"step", step},
+                            {"loss", final_train_loss},
+                            {"sequences_per_s", seq_s},
+                            {"tokens_per_s", seq_s * cfg.seq_len},
+                            {"elapsed_s", t1 - run_start},
+                            {"window_steps", win.steps},
+                            {"includes_warmup", win.has_warmup}});
+      progress.window(step, final_train_loss, seq_s, seq_s * cfg.seq_len);
+      win = Window{};
+    }
+    if (cfg.eval_every > 0 && step % cfg.eval_every == 0 && step < cfg.steps) run_eval();
+  }
+  if (status == "completed") run_eval();
+  progress.finish();
+
+  const StepStats stats = step_stats(timed_ms);
+  const double seq_s = stats.count ? cfg.batch_size * 1e3 / stats.median_ms : NAN;
+  nlohmann::json summary;
+  summary["status"] = status;
+  summary["params"] = params;
+  summary["steps_done"] = step;
+  summary["steps_timed"] = stats.count;
+  summary["step_time_ms"] = {{"median", stats.median_ms}, {"min", stats.min_ms},
+                             {"max", stats.max_ms}};
+  summary["step_time_ms_samples"] = timed_ms;
+  summary["sequences_per_s"] = seq_s;
+  summary["tokens_per_s"] = seq_s * cfg.seq_len;
+  summary["flops_per_token"] = flops_tok;
+  summary["mfu"] = peak.flops_per_s > 0 ? nlohmann::json(seq_s * cfg.seq_len * flops_tok /
+                                                         peak.flops_per_s)
+                                        : nlohmann::json(nullptr);
+  summary["peak_flops"] = peak.flops_per_s > 0 ? nlohmann::json(peak.flops_per_s) : nullptr;
+  summary["peak_flops_source"] = peak.source;
+  summary["peak_memory_bytes"] = peak_memory_bytes_(device);
+  summary["warmup_seconds"] = warmup_s;
+  summary["compile_seconds"] = 0.0;
+  summary["total_seconds"] = synchronized_now_s(device) - run_start;
+  summary["final_train_loss"] = final_train_loss;
+  summary["final_valid_loss"] = valid_loss;
+  summary["final_valid_bpb"] = valid_loss / std::log(2.0);
+  summary["loss_scale"] = trainer.scaler().enabled() ? nlohmann::json(trainer.scaler().scale())
+                                                     : nlohmann::json(nullptr);
+  summary["skipped_steps"] = trainer.scaler().skipped_steps();
+  writer.write_summary(summary);
+  return {run_dir, status, summary};
+}
+
+}  // namespace trainbench

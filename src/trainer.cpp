@@ -1,0 +1,66 @@
+// Trainer: one training step and evaluation. The step is what the benchmark times.
+#include "trainbench/trainer.h"
+
+#include <cmath>
+#include <limits>
+
+#include "trainbench/batch_loader.h"
+
+namespace trainbench {
+
+torch::Tensor byte_loss(const torch::Tensor& logits, const torch::Tensor& bytes) {
+  // [S*B, 256] float32 against [S*B]: mean nats per byte.
+  return torch::cross_entropy_loss(logits.reshape({-1, kVocabSize}).to(torch::kFloat),
+                                   bytes.reshape({-1}));
+}
+
+Trainer::Trainer(const RunConfig& cfg, torch::Device device)
+    : cfg_(cfg), device_(device), scaler_(cfg.dtype == "float16") {
+  model_ = make_model(cfg);
+  model_->to(device_);
+  optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
+                                                    torch::optim::AdamOptions(cfg.lr));
+}
+
+torch::Tensor Trainer::step(const torch::Tensor& bytes_in) {
+  const torch::Tensor bytes = bytes_in.to(device_, /*non_blocking=*/true);
+  model_->train();
+  optimizer_->zero_grad();
+  torch::Tensor loss;
+  {
+    AutocastGuard autocast(device_.type(), autocast_dtype(cfg_.dtype));
+    loss = byte_loss(model_->forward(bytes), bytes);
+  }
+  ++steps_done_;
+  if (cfg_.fault_nan_step > 0 && steps_done_ == cfg_.fault_nan_step) {
+    loss = loss + std::numeric_limits<float>::quiet_NaN();  // injected fault (tests)
+  }
+  scaler_.scale_loss(loss).backward();
+  std::vector<torch::Tensor> grads;
+  if (scaler_.enabled()) {
+    for (const auto& p : model_->parameters()) grads.push_back(p.grad());
+  }
+  const bool found_inf = scaler_.unscale_(grads);
+  if (!found_inf) optimizer_->step();
+  scaler_.update(found_inf);
+  return loss.detach();
+}
+
+double Trainer::evaluate(const ByteCorpus& corpus,
+                         const std::vector<std::vector<int64_t>>& batches) {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  double total = 0;
+  int64_t count = 0;
+  for (const auto& starts : batches) {
+    const torch::Tensor bytes = make_batch(corpus, starts, cfg_.seq_len, false).to(device_);
+    AutocastGuard autocast(device_.type(), autocast_dtype(cfg_.dtype));
+    const double loss = byte_loss(model_->forward(bytes), bytes).item<double>();
+    total += loss * static_cast<double>(bytes.numel());
+    count += bytes.numel();
+  }
+  model_->train();
+  return count ? total / static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace trainbench
