@@ -44,8 +44,8 @@ void BatchLoader::produce_() {
         cv_.wait(lock, [this] { return stop_ || ready_.size() < depth_; });
         if (stop_) return;
       }
-      torch::Tensor batch = make_batch(corpus_, sampler_.next_batch(),
-                                       sampler_.options().seq_len, pin_memory_);
+      torch::Tensor batch =
+          make_batch(corpus_, sampler_.next_batch(), sampler_.options().seq_len, pin_memory_);
       {
         std::lock_guard<std::mutex> lock(mutex_);
         ready_.push_back(std::move(batch));

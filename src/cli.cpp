@@ -54,32 +54,41 @@ struct Flag {
   std::function<void(RunConfig&, const std::string&)> set;
 };
 
-#define TB_INT_FLAG(field, help)                                                   \
-  Flag {                                                                           \
-    #field, help, [](const RunConfig& c) { return to_text_(c.field); },            \
-        [](RunConfig& c, const std::string& t) { c.field = parse_int_(#field, t); } \
+#define TB_INT_FLAG(field, help)                                                                \
+  Flag {                                                                                        \
+#field, help,                                                                               \
+        [](const RunConfig&                                                                     \
+               c) { return to_text_(c.field); }, [](RunConfig & c,                              \
+                                                    const std::string&                          \
+                                                        t) { c.field = parse_int_(#field, t); } \
   }
-#define TB_DOUBLE_FLAG(field, help)                                                   \
-  Flag {                                                                              \
-    #field, help, [](const RunConfig& c) { return to_text_(c.field); },               \
-        [](RunConfig& c, const std::string& t) { c.field = parse_double_(#field, t); } \
+#define TB_DOUBLE_FLAG(field, help)                                                                \
+  Flag {                                                                                           \
+#field, help,                                                                                  \
+        [](const RunConfig&                                                                        \
+               c) { return to_text_(c.field); }, [](RunConfig & c,                                 \
+                                                    const std::string&                             \
+                                                        t) { c.field = parse_double_(#field, t); } \
   }
-#define TB_TEXT_FLAG(field, help)                                                                 \
-  Flag {                                                                                          \
-    #field, help, [](const RunConfig& c) { return c.field; },                                     \
-        [](RunConfig& c, const std::string& t) { c.field = t; }                                   \
+#define TB_TEXT_FLAG(field, help)                                                             \
+  Flag {                                                                                      \
+#field, help,                                                                             \
+        [](const RunConfig& c) { return c.field; }, [](RunConfig & c,                         \
+                                                       const std::string& t) { c.field = t; } \
   }
 
 std::vector<Flag> flags_() {
   return {
-      TB_TEXT_FLAG(model, "torch (nn::TransformerEncoder, post-LayerNorm) | handcraft (pre-LN "
-                          "blocks from Linear/LayerNorm/matmul)"),
+      TB_TEXT_FLAG(model,
+                   "torch (nn::TransformerEncoder, post-LayerNorm) | handcraft (pre-LN "
+                   "blocks from Linear/LayerNorm/matmul)"),
       TB_TEXT_FLAG(dtype, "float32 | float16 (CUDA, loss-scaled) | bfloat16 (autocast)"),
       TB_INT_FLAG(num_layer, "transformer blocks (>= 1)"),
       TB_INT_FLAG(flash, "1: fused scaled-dot-product attention (handcraft only)"),
       TB_INT_FLAG(compile, "1: compiled/fused path"),
-      TB_TEXT_FLAG(save_dir, "run folder prefix; the folder is "
-                             "{save_dir}_{model}_layer{N}_{dtype}[_compiled][_flash]"),
+      TB_TEXT_FLAG(save_dir,
+                   "run folder prefix; the folder is "
+                   "{save_dir}_{model}_layer{N}_{dtype}[_compiled][_flash]"),
       Flag{"overwrite", "reuse a non-empty run folder (its files are replaced)",
            [](const RunConfig& c) { return std::string(c.overwrite ? "1" : "0"); },
            [](RunConfig& c, const std::string& t) { c.overwrite = parse_bool_("overwrite", t); }},
@@ -91,8 +100,9 @@ std::vector<Flag> flags_() {
       TB_INT_FLAG(batch_size, "sequences per step"),
       TB_DOUBLE_FLAG(lr, "Adam learning rate (> 0, constant)"),
       TB_INT_FLAG(steps, "optimizer steps, warm-up included"),
-      TB_TEXT_FLAG(data, "corpus: a raw file (e.g. enwik9) or a .zip with one member; "
-                         "empty: the embedded generated corpus"),
+      TB_TEXT_FLAG(data,
+                   "corpus: a raw file (e.g. enwik9) or a .zip with one member; "
+                   "empty: the embedded generated corpus"),
       TB_INT_FLAG(valid_bytes, "held-out tail for evaluation; -1: min(5,000,000, 5% of corpus)"),
       TB_TEXT_FLAG(device, "auto | cpu | cuda"),
       TB_INT_FLAG(threads, "intra-op CPU threads; 0: all available cores"),
@@ -109,13 +119,15 @@ std::vector<Flag> flags_() {
 }  // namespace
 
 CliResult parse_cli(int argc, const char* const* argv) {
-  cxxopts::Options options("bench", "trainbench: byte-level transformer training benchmark (LibTorch)");
+  cxxopts::Options options("bench",
+                           "trainbench: byte-level transformer training benchmark (LibTorch)");
   options.custom_help("[flags]   |   bench report RUN_DIR...");
   const RunConfig defaults;
   auto adder = options.add_options();
   adder("h,help", "print this help and exit");
-  adder("preset", "reference (the defaults shown) | quick (CPU-sized: 2 layers, d 128, seq 128, "
-                  "batch 16, 400 steps); explicit flags override it",
+  adder("preset",
+        "reference (the defaults shown) | quick (CPU-sized: 2 layers, d 128, seq 128, "
+        "batch 16, 400 steps); explicit flags override it",
         cxxopts::value<std::string>()->default_value(defaults.preset));
   const std::vector<Flag> flags = flags_();
   for (const Flag& f : flags) {
@@ -124,6 +136,18 @@ CliResult parse_cli(int argc, const char* const* argv) {
 
   CliResult out;
   out.help_text = options.help();
+  // Unknown flags are caught here so that the message has our shape (cxxopts' has its own).
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) continue;
+    const std::string name =
+        arg.substr(2, arg.find('=') == std::string::npos ? std::string::npos : arg.find('=') - 2);
+    bool known = name == "help" || name == "preset";
+    for (const Flag& f : flags) known |= f.name == name;
+    if (!known) {
+      throw ConfigError("--" + name + ": unknown flag; see bench --help for the allowed flags");
+    }
+  }
   cxxopts::ParseResult parsed;
   try {
     parsed = options.parse(argc, argv);

@@ -6,9 +6,9 @@
 #include <sstream>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 #include <torch/version.h>
+#include <nlohmann/json.hpp>
 
 namespace trainbench {
 namespace {
@@ -141,8 +141,8 @@ void validate(const RunConfig& cfg) {
 }
 
 std::string run_dir_name(const RunConfig& cfg) {
-  std::string name = cfg.save_dir + "_" + cfg.model + "_layer" + std::to_string(cfg.num_layer) +
-                     "_" + cfg.dtype;
+  std::string name =
+      cfg.save_dir + "_" + cfg.model + "_layer" + std::to_string(cfg.num_layer) + "_" + cfg.dtype;
   if (cfg.compile) name += "_compiled";
   if (cfg.flash) name += "_flash";
   return name;
@@ -154,11 +154,12 @@ int64_t resolved_valid_bytes(const RunConfig& cfg, int64_t corpus_bytes) {
 }
 
 // One key per flag, named as the flag without dashes.
-#define TB_CONFIG_FIELDS(X)                                                                   \
-  X(preset) X(model) X(dtype) X(num_layer) X(flash) X(compile) X(save_dir) X(overwrite)       \
-  X(seq_len) X(d_model) X(num_heads) X(ff_dim) X(dropout) X(batch_size) X(lr) X(steps)        \
-  X(data) X(valid_bytes) X(device) X(threads) X(seed) X(log_every) X(eval_every)              \
-  X(eval_batches) X(warmup_steps) X(peak_tflops) X(fault_nan_step)
+#define TB_CONFIG_FIELDS(X)                                                                      \
+  X(preset)                                                                                      \
+  X(model) X(dtype) X(num_layer) X(flash) X(compile) X(save_dir) X(overwrite) X(seq_len)         \
+      X(d_model) X(num_heads) X(ff_dim) X(dropout) X(batch_size) X(lr) X(steps) X(data)          \
+          X(valid_bytes) X(device) X(threads) X(seed) X(log_every) X(eval_every) X(eval_batches) \
+              X(warmup_steps) X(peak_tflops) X(fault_nan_step)
 
 void to_json(nlohmann::json& j, const RunConfig& cfg) {
   j = nlohmann::json::object();

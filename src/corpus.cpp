@@ -80,8 +80,8 @@ ByteCorpus open_corpus(const std::string& path) {
     return ByteCorpus(mapping, bytes, st.st_size, path);
   }
   std::string member;
-  auto buffer = std::make_shared<std::vector<uint8_t>>(
-      unzip_single_member(bytes, st.st_size, path, &member));
+  auto buffer =
+      std::make_shared<std::vector<uint8_t>>(unzip_single_member(bytes, st.st_size, path, &member));
   if (buffer->empty()) {
     throw ConfigError("--data: the member '" + member + "' of '" + path +
                       "' is empty; allowed: a zip with one non-empty member");
@@ -106,7 +106,7 @@ struct TextGen {
 
 std::vector<std::string> make_words_(TextGen& g, int count) {
   static const std::array<const char*, 24> syllables = {
-      "the", "an", "in", "er", "on", "re", "at", "en", "ti", "es", "or", "te",
+      "the", "an", "in", "er", "on", "re", "at", "en", "ti", "es",  "or", "te",
       "al",  "de", "ra", "co", "ma", "li", "st", "ve", "ne", "pro", "ic", "ly"};
   std::vector<std::string> words;
   for (int i = 0; i < count; ++i) {

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -35,7 +36,8 @@ void openblas_set_threads(int threads) {
 
 std::string device_name(const torch::Device& device) {
 #ifdef TB_WITH_CUDA
-  if (device.is_cuda()) return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->name;
+  if (device.is_cuda())
+    return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->name;
 #endif
   (void)device;
   std::ifstream in("/proc/cpuinfo");
@@ -68,6 +70,25 @@ std::string utc_now_iso8601() {
 
 std::string build_type() { return TB_BUILD_TYPE; }
 
+namespace {
+
+// The source tree's revision now (a configure-time value goes stale after new commits),
+// with "-dirty" for uncommitted changes; the configure-time value when git is unavailable.
+std::string git_revision_() {
+  const std::string cmd = std::string("git -C '") + TB_SOURCE_DIR +
+                          "' describe --always --dirty --abbrev=12 2>/dev/null";
+  std::string out;
+  if (FILE* pipe = popen(cmd.c_str(), "r")) {
+    char buf[128];
+    while (fgets(buf, sizeof(buf), pipe)) out += buf;
+    pclose(pipe);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out.empty() ? TB_GIT_REVISION : out;
+}
+
+}  // namespace
+
 nlohmann::json collect_env(const torch::Device& device, int num_threads) {
   nlohmann::json j;
   j["schema_version"] = 1;
@@ -82,14 +103,15 @@ nlohmann::json collect_env(const torch::Device& device, int num_threads) {
   if (device.is_cuda()) {
     const auto* prop = at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index());
     j["compute_capability"] = std::to_string(prop->major) + "." + std::to_string(prop->minor);
-    j["cuda_version"] = std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10);
+    j["cuda_version"] =
+        std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10);
     j["tf32_matmul"] = at::globalContext().allowTF32CuBLAS();
   }
 #endif
   j["num_threads"] = num_threads;
   j["available_cores"] = available_cores();
   const std::string blas = openblas_config();
-  j["blas"] = blas.empty() ? "reference or unknown (no OpenBLAS symbols)" : "OpenBLAS " + blas;
+  j["blas"] = blas.empty() ? "reference or unknown (no OpenBLAS symbols)" : blas;
   j["parallel_info"] = at::get_parallel_info();
 #if defined(__clang__)
   j["compiler"] = std::string("clang ") + __clang_version__;
@@ -99,7 +121,7 @@ nlohmann::json collect_env(const torch::Device& device, int num_threads) {
   j["compiler"] = "unknown";
 #endif
   j["build_type"] = build_type();
-  j["git_revision"] = TB_GIT_REVISION;
+  j["git_revision"] = git_revision_();
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   j["hostname"] = host;

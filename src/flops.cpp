@@ -20,16 +20,16 @@ double flops_per_token(const RunConfig& cfg) {
 namespace {
 
 struct GpuPeak {
-  const char* name_part;  // matched as a substring of the CUDA device name
+  const char* name_part;                         // matched as a substring of the CUDA device name
   double tf32_tflops, bf16_tflops, fp16_tflops;  // dense tensor-core peaks
 };
 
 // Vendor datasheet dense peaks (no sparsity). H200 SXM has the H100 SXM compute.
 const std::vector<GpuPeak>& gpu_table_() {
   static const std::vector<GpuPeak> table = {
-      {"H200", 494.7, 989.4, 989.4},     {"H100 PCIe", 378.0, 756.0, 756.0},
-      {"H100", 494.7, 989.4, 989.4},     {"A100", 156.0, 312.0, 312.0},
-      {"RTX 4090", 82.6, 165.2, 165.2},  {"RTX A5000", 55.6, 111.1, 111.1},
+      {"H200", 494.7, 989.4, 989.4},    {"H100 PCIe", 378.0, 756.0, 756.0},
+      {"H100", 494.7, 989.4, 989.4},    {"A100", 156.0, 312.0, 312.0},
+      {"RTX 4090", 82.6, 165.2, 165.2}, {"RTX A5000", 55.6, 111.1, 111.1},
   };
   return table;
 }
@@ -39,7 +39,7 @@ const std::vector<GpuPeak>& gpu_table_() {
 double gpu_peak_flops(const std::string& device_name, const std::string& dtype) {
   for (const GpuPeak& g : gpu_table_()) {
     if (device_name.find(g.name_part) == std::string::npos) continue;
-    const double t = dtype == "bfloat16" ? g.bf16_tflops
+    const double t = dtype == "bfloat16"  ? g.bf16_tflops
                      : dtype == "float16" ? g.fp16_tflops
                                           : g.tf32_tflops;
     return t * 1e12;

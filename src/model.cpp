@@ -31,8 +31,7 @@ int64_t count_parameters(const torch::nn::Module& module) {
 }
 
 torch::Tensor causal_mask(int64_t seq_len, const torch::TensorOptions& options) {
-  return torch::full({seq_len, seq_len}, -std::numeric_limits<float>::infinity(), options)
-      .triu(1);
+  return torch::full({seq_len, seq_len}, -std::numeric_limits<float>::infinity(), options).triu(1);
 }
 
 torch::Tensor embed_shifted(const torch::Tensor& bytes, const torch::Tensor& embedding_weight,

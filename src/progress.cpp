@@ -14,8 +14,7 @@ namespace trainbench {
 namespace {
 
 double now_s_() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::string fmt_(double v, int precision) {
@@ -72,13 +71,13 @@ std::string summary_table(const nlohmann::json& config, const nlohmann::json& su
      << "| " << config["model"].get<std::string>() << " | " << config["dtype"].get<std::string>()
      << " | " << config["num_layer"] << " | " << config["flash"] << " | "
      << config["device"].get<std::string>() << " | " << num_or_dash_(summary["sequences_per_s"], 1)
-     << " | " << num_or_dash_(summary["tokens_per_s"], 0) << " | "
-     << num_or_dash_(st["median"], 1) << " (" << num_or_dash_(st["min"], 1) << "-"
-     << num_or_dash_(st["max"], 1) << ") | " << num_or_dash_(summary["mfu"], 1, 100.0) << "% | "
+     << " | " << num_or_dash_(summary["tokens_per_s"], 0) << " | " << num_or_dash_(st["median"], 1)
+     << " (" << num_or_dash_(st["min"], 1) << "-" << num_or_dash_(st["max"], 1) << ") | "
+     << num_or_dash_(summary["mfu"], 1, 100.0) << "% | "
      << num_or_dash_(summary["peak_memory_bytes"], 0, 1.0 / (1 << 20)) << " | "
      << num_or_dash_(summary["final_train_loss"], 4) << " | "
-     << num_or_dash_(summary["final_valid_bpb"], 4) << " | "
-     << summary["status"].get<std::string>() << " |\n";
+     << num_or_dash_(summary["final_valid_bpb"], 4) << " | " << summary["status"].get<std::string>()
+     << " |\n";
   return os.str();
 }
 

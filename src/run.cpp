@@ -24,8 +24,8 @@ namespace {
 int64_t peak_memory_bytes_(const torch::Device& device) {
 #ifdef TB_WITH_CUDA
   if (device.is_cuda()) {
-    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(
-        device.has_index() ? device.index() : 0);
+    const auto stats =
+        c10::cuda::CUDACachingAllocator::getDeviceStats(device.has_index() ? device.index() : 0);
     return stats.allocated_bytes[0].peak;  // aggregate pool
   }
 #endif
@@ -37,8 +37,9 @@ int64_t peak_memory_bytes_(const torch::Device& device) {
 
 void warn_about_setup_(int threads) {
   if (openblas_config().empty()) {
-    log_warn("BLAS: OpenBLAS not found; float32 matmuls use the slow reference BLAS "
-             "(install libopenblas0-pthread: scripts/install_deps.sh)");
+    log_warn(
+        "BLAS: OpenBLAS not found; float32 matmuls use the slow reference BLAS "
+        "(install libopenblas0-pthread: scripts/install_deps.sh)");
   }
   if (build_type() != "Release") {
     log_warn("***WARNING*** bench was built as " + build_type() +
@@ -117,9 +118,8 @@ RunResult run_benchmark(const RunConfig& cfg) {
   int64_t step = 0;
   auto run_eval = [&] {
     valid_loss = trainer.evaluate(corpus, valid);
-    writer.append_metric({{"step", step},
-                          {"valid_loss", valid_loss},
-                          {"valid_bpb", valid_loss / std::log(2.0)}});
+    writer.append_metric(
+        {{"step", step}, {"valid_loss", valid_loss}, {"valid_bpb", valid_loss / std::log(2.0)}});
     progress.message("eval at step " + std::to_string(step) + ": valid loss " +
                      std::to_string(valid_loss) + " nats/byte, " +
                      std::to_string(valid_loss / std::log(2.0)) + " bits/byte");
@@ -174,15 +174,15 @@ RunResult run_benchmark(const RunConfig& cfg) {
   summary["params"] = params;
   summary["steps_done"] = step;
   summary["steps_timed"] = stats.count;
-  summary["step_time_ms"] = {{"median", stats.median_ms}, {"min", stats.min_ms},
-                             {"max", stats.max_ms}};
+  summary["step_time_ms"] = {
+      {"median", stats.median_ms}, {"min", stats.min_ms}, {"max", stats.max_ms}};
   summary["step_time_ms_samples"] = timed_ms;
   summary["sequences_per_s"] = seq_s;
   summary["tokens_per_s"] = seq_s * cfg.seq_len;
   summary["flops_per_token"] = flops_tok;
-  summary["mfu"] = peak.flops_per_s > 0 ? nlohmann::json(seq_s * cfg.seq_len * flops_tok /
-                                                         peak.flops_per_s)
-                                        : nlohmann::json(nullptr);
+  summary["mfu"] = peak.flops_per_s > 0
+                       ? nlohmann::json(seq_s * cfg.seq_len * flops_tok / peak.flops_per_s)
+                       : nlohmann::json(nullptr);
   summary["peak_flops"] = peak.flops_per_s > 0 ? nlohmann::json(peak.flops_per_s) : nullptr;
   summary["peak_flops_source"] = peak.source;
   summary["peak_memory_bytes"] = peak_memory_bytes_(device);

@@ -70,8 +70,8 @@ DataSplit split_corpus(int64_t corpus_bytes, int64_t valid_bytes, int64_t seq_le
   if (valid_bytes < seq_len) {
     throw ConfigError("--data: '" + source + "' leaves a validation range of " +
                       std::to_string(valid_bytes) + " bytes, shorter than one sequence (" +
-                      std::to_string(seq_len) + "); use a larger corpus or --valid_bytes >= " +
-                      std::to_string(seq_len));
+                      std::to_string(seq_len) +
+                      "); use a larger corpus or --valid_bytes >= " + std::to_string(seq_len));
   }
   if (corpus_bytes - valid_bytes < train_needed) {
     throw ConfigError("--data: '" + source + "' has " + std::to_string(corpus_bytes) +

@@ -18,8 +18,8 @@ Trainer::Trainer(const RunConfig& cfg, torch::Device device)
     : cfg_(cfg), device_(device), scaler_(cfg.dtype == "float16") {
   model_ = make_model(cfg);
   model_->to(device_);
-  optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
-                                                    torch::optim::AdamOptions(cfg.lr));
+  optimizer_ =
+      std::make_unique<torch::optim::Adam>(model_->parameters(), torch::optim::AdamOptions(cfg.lr));
 }
 
 torch::Tensor Trainer::step(const torch::Tensor& bytes_in) {

@@ -64,8 +64,8 @@ void inflate_into_(const uint8_t* src, uint64_t src_len, std::vector<uint8_t>& d
 
 }  // namespace
 
-std::vector<uint8_t> unzip_single_member(const uint8_t* zip, int64_t size,
-                                         const std::string& name, std::string* member_name) {
+std::vector<uint8_t> unzip_single_member(const uint8_t* zip, int64_t size, const std::string& name,
+                                         std::string* member_name) {
   const uint8_t* eocd = find_eocd_(zip, size);
   if (!eocd) corrupt_(name, "no end-of-central-directory record");
   const uint16_t entries = le16_(eocd + 10);
@@ -99,8 +99,8 @@ std::vector<uint8_t> unzip_single_member(const uint8_t* zip, int64_t size,
   const uint16_t flags = le16_(member + 8), method = le16_(member + 10);
   const uint32_t crc = le32_(member + 16), comp_size = le32_(member + 20),
                  raw_size = le32_(member + 24), local_offset = le32_(member + 42);
-  if (member_name) *member_name = std::string(reinterpret_cast<const char*>(member + 46),
-                                              le16_(member + 28));
+  if (member_name)
+    *member_name = std::string(reinterpret_cast<const char*>(member + 46), le16_(member + 28));
   if (flags & 1u) corrupt_(name, "the member is encrypted");
   if (comp_size == 0xffffffffu || raw_size == 0xffffffffu) corrupt_(name, "zip64 is not supported");
   if (method != 0 && method != 8) {

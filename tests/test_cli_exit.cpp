@@ -1,1 +1,88 @@
+// The bench binary end to end: exit codes, one-line errors, nothing created on bad input.
 #include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "test_util.h"
+
+namespace trainbench {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_bench;
+
+const char* kTiny =
+    " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
+    " --steps 3 --warmup_steps 1 --log_every 1 --threads 1 --device cpu --peak_tflops 1";
+
+TEST(Cli, HelpExitsZeroAndListsFlags) {
+  const auto r = run_bench("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--num_layer"), std::string::npos);
+  EXPECT_NE(r.output.find("--preset"), std::string::npos);
+}
+
+TEST(Cli, BadFlagsExitTwoWithOneLineAndCreateNothing) {
+  testing::TempDir dir;
+  const std::string save = " --save_dir " + (dir / "r");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--num_layer 0", "bench: error: --num_layer: 0 is out of range; allowed: >= 1\n"},
+      {"--dtype fp8",
+       "bench: error: --dtype: 'fp8' is not allowed; use one of "
+       "float32|float16|bfloat16\n"},
+      {"--batch_size ten",
+       "bench: error: --batch_size: 'ten' is not an integer; allowed: an "
+       "integer\n"},
+      {"--bogus 1",
+       "bench: error: --bogus: unknown flag; see bench --help for the allowed "
+       "flags\n"},
+      {"stray",
+       "bench: error: unexpected argument 'stray'; flags take the form --name value "
+       "(see bench --help)\n"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const auto r = run_bench(args + save);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_EQ(r.output, expected) << args;
+  }
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+TEST(Cli, BadDataExitsTwoAndCreatesNothing) {
+  testing::TempDir dir;
+  testing::write_file(dir / "tiny.txt", "just a few bytes");
+  const std::string save = " --save_dir " + (dir / "out" + "/r");
+  for (const std::string& data : {dir / "missing.txt", dir / "tiny.txt", dir.path()}) {
+    const auto r = run_bench(std::string(kTiny) + save + " --data " + data);
+    EXPECT_EQ(r.exit_code, 2) << data << r.output;
+    EXPECT_NE(r.output.find("bench: error: --data: '" + data + "'"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+TEST(Cli, SmokeRunExitsZeroPrintsTheTableAndRefusesToOverwrite) {
+  testing::TempDir dir;
+  const std::string args = std::string(kTiny) + " --save_dir " + (dir / "r");
+  const auto r = run_bench(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("| handcraft | float32 | 1 | 0 | cpu |"), std::string::npos) << r.output;
+  const std::string run_dir = dir / "r_handcraft_layer1_float32";
+  for (const char* f : {"config.json", "env.json", "metrics.jsonl", "summary.json"}) {
+    EXPECT_TRUE(fs::exists(run_dir + "/" + f)) << f;
+  }
+  const std::string summary = testing::read_file(run_dir + "/summary.json");
+  const auto again = run_bench(args);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.output.find("already holds results"), std::string::npos) << again.output;
+  EXPECT_EQ(testing::read_file(run_dir + "/summary.json"), summary);
+}
+
+TEST(Cli, DivergedRunExitsOne) {
+  testing::TempDir dir;
+  const auto r = run_bench(std::string(kTiny) + " --fault_nan_step 2 --save_dir " + (dir / "r"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("diverged"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainbench

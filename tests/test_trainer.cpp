@@ -1,1 +1,166 @@
+// Training: learning, determinism, bf16 vs float32, and the result files of a run.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "test_util.h"
+#include "trainbench/batch_loader.h"
+#include "trainbench/log.h"
+#include "trainbench/results.h"
+#include "trainbench/trainer.h"
+
+namespace trainbench {
+namespace {
+
+// Losses of `steps` steps on the embedded corpus, seeded by cfg.seed.
+std::vector<double> train_losses(const RunConfig& cfg, int steps) {
+  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+  Trainer trainer(cfg, torch::kCPU);
+  SamplerOptions o;
+  o.train_end = 1'000'000;
+  o.seq_len = cfg.seq_len;
+  o.batch_size = cfg.batch_size;
+  o.seed = static_cast<uint64_t>(cfg.seed);
+  EpochSampler sampler(o);
+  const ByteCorpus corpus = embedded_corpus();
+  std::vector<double> losses;
+  for (int i = 0; i < steps; ++i) {
+    losses.push_back(
+        trainer.step(make_batch(corpus, sampler.next_batch(), cfg.seq_len, false)).item<double>());
+  }
+  return losses;
+}
+
+double mean(const std::vector<double>& v, size_t begin, size_t end) {
+  double s = 0;
+  for (size_t i = begin; i < end; ++i) s += v[i];
+  return s / static_cast<double>(end - begin);
+}
+
+TEST(Trainer, AHandfulOfStepsLowersTheLoss) {
+  RunConfig c = testing::tiny_config();
+  c.lr = 3e-3;
+  const auto losses = train_losses(c, 30);
+  EXPECT_NEAR(losses[0], std::log(256.0), 1.5);  // starts near uniform over bytes
+  EXPECT_LT(mean(losses, 25, 30), mean(losses, 0, 5) - 1.0);
+}
+
+TEST(Trainer, SameSeedGivesIdenticalLosses) {
+  RunConfig c = testing::tiny_config();
+  const auto a = train_losses(c, 8), b = train_losses(c, 8);
+  EXPECT_EQ(a, b);
+  c.seed = 99;
+  EXPECT_NE(train_losses(c, 8), a);
+}
+
+TEST(Trainer, Bfloat16TracksFloat32Within0p1NatsOver50Steps) {
+  RunConfig c = testing::tiny_config();
+  c.dropout = 0;
+  c.lr = 3e-3;
+  const auto f32 = train_losses(c, 50);
+  c.dtype = "bfloat16";
+  const auto bf16 = train_losses(c, 50);
+  for (size_t i = 0; i < f32.size(); ++i) {
+    EXPECT_NEAR(bf16[i], f32[i], 0.1) << "step " << i + 1;
+  }
+  EXPECT_NE(bf16, f32);  // it really ran in lower precision
+}
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override { log_set_quiet(true); }
+  void TearDown() override { log_set_quiet(false); }
+  RunConfig config() {
+    RunConfig c = testing::tiny_config();
+    c.save_dir = dir / "run";
+    return c;
+  }
+  testing::TempDir dir;
+};
+
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
+  RunConfig c = config();
+  c.eval_every = 4;
+  const RunResult r = run_benchmark(c);
+  EXPECT_EQ(r.status, "completed");
+  EXPECT_EQ(r.run_dir, dir / "run_handcraft_layer1_float32");
+  const auto cfg = read_json_file(r.run_dir + "/config.json");
+  for (const char* k :
+       {"model",     "dtype",   "num_layer", "flash",      "compile",    "seq_len",     "d_model",
+        "num_heads", "ff_dim",  "dropout",   "batch_size", "lr",         "steps",       "data",
+        "device",    "threads", "seed",      "log_every",  "eval_every", "warmup_steps"}) {
+    EXPECT_TRUE(cfg.contains(k)) << k;
+  }
+  EXPECT_EQ(cfg["schema_version"], 1);
+  EXPECT_EQ(cfg["device"], "cpu");
+  const auto env = read_json_file(r.run_dir + "/env.json");
+  for (const char* k : {"libtorch_version", "device_name", "cuda_version", "num_threads", "blas",
+                        "compiler", "git_revision", "hostname", "started_at"}) {
+    EXPECT_TRUE(env.contains(k)) << k;
+  }
+  EXPECT_TRUE(env["cuda_version"].is_null());
+  const auto lines = read_jsonl(r.run_dir + "/metrics.jsonl");
+  std::vector<int64_t> train_steps, eval_steps;
+  for (const auto& l : lines) {
+    if (l.contains("loss")) {
+      train_steps.push_back(l["step"]);
+      for (const char* k : {"sequences_per_s", "tokens_per_s", "elapsed_s"})
+        EXPECT_TRUE(l[k].is_number()) << k;
+      EXPECT_DOUBLE_EQ(l["tokens_per_s"].get<double>(), l["sequences_per_s"].get<double>() * 32);
+    } else {
+      eval_steps.push_back(l["step"]);
+      EXPECT_NEAR(l["valid_bpb"].get<double>(), l["valid_loss"].get<double>() / std::log(2.0),
+                  1e-9);
+    }
+  }
+  EXPECT_EQ(train_steps, (std::vector<int64_t>{2, 4, 6}));
+  EXPECT_EQ(eval_steps, (std::vector<int64_t>{4, 6}));
+  const auto s = read_json_file(r.run_dir + "/summary.json");
+  EXPECT_EQ(s["status"], "completed");
+  EXPECT_EQ(s["steps_done"], 6);
+  EXPECT_EQ(s["steps_timed"], 5);  // 6 steps minus 1 warm-up
+  EXPECT_LE(s["step_time_ms"]["min"].get<double>(), s["step_time_ms"]["median"].get<double>());
+  EXPECT_LE(s["step_time_ms"]["median"].get<double>(), s["step_time_ms"]["max"].get<double>());
+  EXPECT_NEAR(s["sequences_per_s"].get<double>(),
+              4 * 1e3 / s["step_time_ms"]["median"].get<double>(), 1e-6);
+  EXPECT_EQ(s["peak_flops_source"], "flag");
+  EXPECT_NEAR(s["mfu"].get<double>(),
+              s["tokens_per_s"].get<double>() * s["flops_per_token"].get<double>() / 1e12, 1e-9);
+  for (const char* k : {"params", "warmup_seconds", "peak_memory_bytes", "final_train_loss",
+                        "final_valid_loss", "final_valid_bpb", "peak_flops"}) {
+    EXPECT_TRUE(s[k].is_number()) << k;
+  }
+  EXPECT_EQ(s["step_time_ms_samples"].size(), 5u);
+}
+
+TEST_F(RunTest, InjectedNanStopsTheRunAsDiverged) {
+  RunConfig c = config();
+  c.fault_nan_step = 3;
+  const RunResult r = run_benchmark(c);
+  EXPECT_EQ(r.status, "diverged");
+  const auto s = read_json_file(r.run_dir + "/summary.json");
+  EXPECT_EQ(s["status"], "diverged");
+  EXPECT_EQ(s["steps_done"], 3);
+  EXPECT_TRUE(s["final_valid_loss"].is_null());  // not evaluated; non-finite is null
+}
+
+TEST_F(RunTest, AnOccupiedRunFolderIsNeverOverwritten) {
+  RunConfig c = config();
+  const RunResult first = run_benchmark(c);
+  const std::string before = testing::read_file(first.run_dir + "/summary.json");
+  EXPECT_THROW(run_benchmark(c), ConfigError);
+  EXPECT_EQ(testing::read_file(first.run_dir + "/summary.json"), before);
+  c.overwrite = true;
+  EXPECT_EQ(run_benchmark(c).status, "completed");
+}
+
+}  // namespace
+}  // namespace trainbench

@@ -9,8 +9,8 @@ namespace trainbench {
 
 struct CliResult {
   RunConfig config;
-  bool help = false;       // --help was given: print help_text and exit 0
-  std::string help_text;   // the full usage text
+  bool help = false;      // --help was given: print help_text and exit 0
+  std::string help_text;  // the full usage text
 };
 
 // Parses argv. Unknown flags, malformed numbers and bad preset names throw ConfigError.

@@ -23,14 +23,14 @@ class RunError : public std::runtime_error {
 };
 
 struct RunConfig {
-  std::string preset = "reference";  // reference | quick; explicit flags override it
-  std::string model = "handcraft";   // torch | handcraft
-  std::string dtype = "float32";     // float32 | float16 | bfloat16
-  int64_t num_layer = 24;            // transformer blocks (the reference code's default)
-  int64_t flash = 0;                 // 1: fused scaled-dot-product attention (handcraft only)
-  int64_t compile = 0;               // 1: compiled/fused path
-  std::string save_dir = "runs/run"; // run folder prefix; the config suffix is appended
-  bool overwrite = false;            // allow reusing a non-empty run folder
+  std::string preset = "reference";   // reference | quick; explicit flags override it
+  std::string model = "handcraft";    // torch | handcraft
+  std::string dtype = "float32";      // float32 | float16 | bfloat16
+  int64_t num_layer = 24;             // transformer blocks (the reference code's default)
+  int64_t flash = 0;                  // 1: fused scaled-dot-product attention (handcraft only)
+  int64_t compile = 0;                // 1: compiled/fused path
+  std::string save_dir = "runs/run";  // run folder prefix; the config suffix is appended
+  bool overwrite = false;             // allow reusing a non-empty run folder
 
   int64_t seq_len = 256;     // bytes per sequence (the context length)
   int64_t d_model = 512;     // model width

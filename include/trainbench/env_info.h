@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <torch/types.h>
+#include <nlohmann/json.hpp>
 
 namespace trainbench {
 

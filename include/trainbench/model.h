@@ -15,13 +15,13 @@ inline constexpr int64_t kVocabSize = 256;  // bytes
 
 // Shapes of the network, derived from RunConfig.
 struct ModelOptions {
-  int64_t seq_len = 256;    // max positions (size of the learned positional encoding)
+  int64_t seq_len = 256;  // max positions (size of the learned positional encoding)
   int64_t d_model = 512;
   int64_t num_heads = 8;
   int64_t ff_dim = 2048;
   int64_t num_layer = 8;
   double dropout = 0.1;
-  bool flash = false;       // handcraft: fused SDPA instead of explicit scores
+  bool flash = false;  // handcraft: fused SDPA instead of explicit scores
 
   static ModelOptions from_config(const RunConfig& cfg);
 };

@@ -31,9 +31,9 @@ class AutocastGuard {
 };
 
 struct LossScalerOptions {
-  double init_scale = 65536.0;    // 2^16
-  double growth_factor = 2.0;     // after growth_interval good steps in a row
-  double backoff_factor = 0.5;    // on any inf/nan gradient
+  double init_scale = 65536.0;  // 2^16
+  double growth_factor = 2.0;   // after growth_interval good steps in a row
+  double backoff_factor = 0.5;  // on any inf/nan gradient
   int64_t growth_interval = 2000;
 };
 

@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <torch/optim/adam.h>
+#include <nlohmann/json.hpp>
 
 #include "trainbench/config.h"
 #include "trainbench/corpus.h"

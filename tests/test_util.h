@@ -1,0 +1,87 @@
+// Helpers shared by the tests: temporary folders, tiny configs, running the bench binary.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "trainbench/config.h"
+
+namespace trainbench::testing {
+
+// A fresh, empty temporary folder removed at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "tbtest-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A model small enough to train in milliseconds on one core.
+inline RunConfig tiny_config() {
+  RunConfig c;
+  c.num_layer = 1;
+  c.d_model = 32;
+  c.num_heads = 2;
+  c.ff_dim = 64;
+  c.seq_len = 32;
+  c.batch_size = 4;
+  c.steps = 6;
+  c.warmup_steps = 1;
+  c.log_every = 2;
+  c.eval_every = 0;
+  c.eval_batches = 2;
+  c.threads = 1;
+  c.device = "cpu";
+  c.peak_tflops = 1.0;  // skip the GEMM probe
+  return c;
+}
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a shell command line, capturing its output and exit status.
+inline CommandResult run_command(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) r.output.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// Runs the bench binary with the given arguments.
+inline CommandResult run_bench(const std::string& args) {
+  return run_command(std::string(TB_BENCH_EXE) + " " + args);
+}
+
+}  // namespace trainbench::testing
