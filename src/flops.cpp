@@ -1,6 +1,7 @@
 // FLOP accounting and the peak used for MFU.
 #include "trainbench/flops.h"
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -53,16 +54,23 @@ double gemm_probe_flops(const std::string& dtype, int64_t n, double min_seconds)
   torch::manual_seed(0);
   const torch::Tensor a = torch::randn({n, n}).to(type), b = torch::randn({n, n}).to(type);
   torch::Tensor c = torch::matmul(a, b);  // warm-up: thread pools, packing buffers
+  // The best of five trials: a peak is what the machine can do, and a shared machine's
+  // background load only ever slows a trial down.
   using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
-  int64_t reps = 0;
-  double elapsed = 0;
-  do {
-    c = torch::matmul(a, b);
-    ++reps;
-    elapsed = std::chrono::duration<double>(clock::now() - t0).count();
-  } while (elapsed < min_seconds);
-  return 2.0 * static_cast<double>(n * n * n) * static_cast<double>(reps) / elapsed;
+  double best = 0;
+  for (int trial = 0; trial < 5; ++trial) {
+    const auto t0 = clock::now();
+    int64_t reps = 0;
+    double elapsed = 0;
+    do {
+      c = torch::matmul(a, b);
+      ++reps;
+      elapsed = std::chrono::duration<double>(clock::now() - t0).count();
+    } while (elapsed < min_seconds / 5);
+    best =
+        std::max(best, 2.0 * static_cast<double>(n * n * n) * static_cast<double>(reps) / elapsed);
+  }
+  return best;
 }
 
 PeakFlops resolve_peak_flops(const RunConfig& cfg, const torch::Device& device,

@@ -58,34 +58,23 @@ class BlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Block);
 
-class HandcraftModel : public LanguageModel {
+class HandcraftModel : public ByteModelBase {
  public:
-  explicit HandcraftModel(const ModelOptions& o) : options_(o) {
-    embed = register_module("embed", torch::nn::Embedding(kVocabSize, o.d_model));
-    pos = register_parameter("pos", torch::randn({o.seq_len, o.d_model}));  // normal(0, 1)
+  explicit HandcraftModel(const ModelOptions& o) : ByteModelBase(o) {
     blocks = register_module("blocks", torch::nn::ModuleList());
     for (int64_t i = 0; i < o.num_layer; ++i) blocks->push_back(Block(o));
-    head = register_module("head", torch::nn::Linear(o.d_model, kVocabSize));
   }
 
-  torch::Tensor forward(const torch::Tensor& bytes) override {
-    const int64_t S = bytes.size(0);
-    torch::Tensor x = torch::dropout(embed_shifted(bytes, embed->weight, pos), options_.dropout,
-                                     is_training());  // [S, B, d]
-    torch::Tensor mask;
-    if (!options_.flash) mask = causal_mask(S, torch::TensorOptions().device(bytes.device()));
+ protected:
+  torch::Tensor body(const torch::Tensor& input) override {
+    torch::Tensor x = input, mask;  // [S, B, d]
+    if (!options_.flash) mask = causal_mask(x.size(0), torch::TensorOptions().device(x.device()));
     for (const auto& block : *blocks) x = block->as<BlockImpl>()->forward(x, mask);
-    return head(x);  // [S, B, 256]
+    return x;
   }
-
-  const ModelOptions& options() const override { return options_; }
 
  private:
-  ModelOptions options_;
-  torch::nn::Embedding embed{nullptr};
-  torch::Tensor pos;
   torch::nn::ModuleList blocks{nullptr};
-  torch::nn::Linear head{nullptr};
 };
 
 }  // namespace

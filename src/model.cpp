@@ -17,6 +17,18 @@ ModelOptions ModelOptions::from_config(const RunConfig& cfg) {
   return o;
 }
 
+ByteModelBase::ByteModelBase(const ModelOptions& o) : options_(o) {
+  embed_ = register_module("embed", torch::nn::Embedding(kVocabSize, o.d_model));
+  pos_ = register_parameter("pos", torch::randn({o.seq_len, o.d_model}));  // normal(0, 1)
+  head_ = register_module("head", torch::nn::Linear(o.d_model, kVocabSize));
+}
+
+torch::Tensor ByteModelBase::forward(const torch::Tensor& bytes) {
+  const torch::Tensor x = torch::dropout(embed_shifted(bytes, embed_->weight, pos_),
+                                         options_.dropout, is_training());  // [S, B, d]
+  return head_(body(x));                                                    // [S, B, 256]
+}
+
 std::shared_ptr<LanguageModel> make_model(const RunConfig& cfg) {
   const ModelOptions o = ModelOptions::from_config(cfg);
   if (cfg.model == "torch") return make_torch_model(o);

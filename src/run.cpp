@@ -65,6 +65,8 @@ RunResult run_benchmark(const RunConfig& cfg) {
   const int threads = cfg.threads > 0 ? static_cast<int>(cfg.threads) : available_cores();
   at::set_num_threads(threads);
   openblas_set_threads(threads);
+  // float32 on CUDA may use TF32 tensor cores, as in the reference (recorded in env.json).
+  if (device.is_cuda()) at::globalContext().setAllowTF32CuBLAS(true);
 
   // Data first: a bad corpus is a usage error and must leave nothing on disk.
   if (cfg.data.empty()) log_info("data: no --data given, using the embedded generated corpus");

@@ -6,11 +6,9 @@
 namespace trainbench {
 namespace {
 
-class TorchModel : public LanguageModel {
+class TorchModel : public ByteModelBase {
  public:
-  explicit TorchModel(const ModelOptions& o) : options_(o) {
-    embed = register_module("embed", torch::nn::Embedding(kVocabSize, o.d_model));
-    pos = register_parameter("pos", torch::randn({o.seq_len, o.d_model}));  // normal(0, 1)
+  explicit TorchModel(const ModelOptions& o) : ByteModelBase(o) {
     auto layer = torch::nn::TransformerEncoderLayerOptions(o.d_model, o.num_heads)
                      .dim_feedforward(o.ff_dim)
                      .dropout(o.dropout)
@@ -18,25 +16,15 @@ class TorchModel : public LanguageModel {
     encoder = register_module(
         "encoder",
         torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(layer, o.num_layer)));
-    head = register_module("head", torch::nn::Linear(o.d_model, kVocabSize));
   }
 
-  torch::Tensor forward(const torch::Tensor& bytes) override {
-    const int64_t S = bytes.size(0);
-    torch::Tensor x = torch::dropout(embed_shifted(bytes, embed->weight, pos), options_.dropout,
-                                     is_training());  // [S, B, d]
-    x = encoder(x, causal_mask(S, torch::TensorOptions().device(bytes.device())));
-    return head(x);  // [S, B, 256]
+ protected:
+  torch::Tensor body(const torch::Tensor& x) override {  // [S, B, d]
+    return encoder(x, causal_mask(x.size(0), torch::TensorOptions().device(x.device())));
   }
-
-  const ModelOptions& options() const override { return options_; }
 
  private:
-  ModelOptions options_;
-  torch::nn::Embedding embed{nullptr};
-  torch::Tensor pos;
   torch::nn::TransformerEncoder encoder{nullptr};
-  torch::nn::Linear head{nullptr};
 };
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <string>
 
 #include <torch/nn/module.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
 #include <torch/types.h>
 
 #include "trainbench/config.h"
@@ -32,6 +34,25 @@ class LanguageModel : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& bytes) = 0;
   virtual const ModelOptions& options() const = 0;
+};
+
+// What both models share: byte embedding, learned positional encoding [seq_len, d], embedding
+// dropout and the output layer Linear(d, 256). Subclasses supply the blocks in body().
+class ByteModelBase : public LanguageModel {
+ public:
+  explicit ByteModelBase(const ModelOptions& options);
+  torch::Tensor forward(const torch::Tensor& bytes) override;
+  const ModelOptions& options() const override { return options_; }
+
+ protected:
+  // x: [S, B, d] embedded input → [S, B, d] after the blocks.
+  virtual torch::Tensor body(const torch::Tensor& x) = 0;
+  ModelOptions options_;
+
+ private:
+  torch::nn::Embedding embed_{nullptr};
+  torch::Tensor pos_;
+  torch::nn::Linear head_{nullptr};
 };
 
 // Builds the model named by cfg.model with PyTorch's default initialization (seeded by the

@@ -31,7 +31,7 @@ class Trainer {
   const LossScaler& scaler() const { return scaler_; }
 
  private:
-  const RunConfig& cfg_;
+  RunConfig cfg_;
   torch::Device device_;
   std::shared_ptr<LanguageModel> model_;
   std::unique_ptr<torch::optim::Adam> optimizer_;
