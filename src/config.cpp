@@ -154,12 +154,13 @@ int64_t resolved_valid_bytes(const RunConfig& cfg, int64_t corpus_bytes) {
 }
 
 // One key per flag, named as the flag without dashes.
-#define TB_CONFIG_FIELDS(X)                                                                       \
-  X(preset)                                                                                       \
-  X(model)                                                                                        \
-  X(dtype) X(num_layer) X(flash) X(compile) X(save_dir) X(overwrite) X(seq_len) X(d_model)        \
-      X(num_heads) X(ff_dim) X(dropout) X(batch_size) X(lr) X(steps) X(data) X(valid_bytes)       \
-          X(device) X(threads) X(seed) X(log_every) X(eval_every) X(eval_batches) X(warmup_steps) \
+#define TB_CONFIG_FIELDS(X)                                                                    \
+  X(preset)                                                                                    \
+  X(model)                                                                                     \
+  X(dtype)                                                                                     \
+  X(num_layer) X(flash) X(compile) X(save_dir) X(overwrite) X(seq_len) X(d_model) X(num_heads) \
+      X(ff_dim) X(dropout) X(batch_size) X(lr) X(steps) X(data) X(valid_bytes) X(device)       \
+          X(threads) X(seed) X(log_every) X(eval_every) X(eval_batches) X(warmup_steps)        \
               X(peak_tflops) X(fault_nan_step)
 
 void to_json(nlohmann::json& j, const RunConfig& cfg) {

@@ -113,6 +113,10 @@ nlohmann::json collect_env(const torch::Device& device, int num_threads) {
   const std::string blas = openblas_config();
   j["blas"] = blas.empty() ? "reference or unknown (no OpenBLAS symbols)" : blas;
   j["parallel_info"] = at::get_parallel_info();
+  for (const char* var : {"OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS"}) {
+    const char* value = std::getenv(var);
+    j["env_" + std::string(var)] = value ? nlohmann::json(value) : nlohmann::json(nullptr);
+  }
 #if defined(__clang__)
   j["compiler"] = std::string("clang ") + __clang_version__;
 #elif defined(__GNUC__)
@@ -129,13 +133,14 @@ nlohmann::json collect_env(const torch::Device& device, int num_threads) {
   return j;
 }
 
-void reexec_with_thread_env(int argc, char** argv) {
-  (void)argc;
-  if (std::getenv("TRAINBENCH_THREAD_ENV")) return;  // already re-executed
+void reexec_with_thread_env(char** argv, bool passive_omp) {
+  if (std::getenv("TRAINBENCH_THREAD_ENV")) return;  // already re-executed, or opted out
   bool changed = false;
-  if (!std::getenv("OMP_WAIT_POLICY")) changed |= setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0;
   if (!std::getenv("OPENBLAS_THREAD_TIMEOUT")) {
     changed |= setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1) == 0;
+  }
+  if (passive_omp && !std::getenv("OMP_WAIT_POLICY")) {
+    changed |= setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0;
   }
   setenv("TRAINBENCH_THREAD_ENV", "1", 1);
   if (changed) execv("/proc/self/exe", argv);  // on failure, carry on with the current runtime

@@ -20,7 +20,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     validate(cli.config);
-    reexec_with_thread_env(argc, argv);  // returns only when the environment is already set
+    // Returns only when the environment is already set (or cannot be).
+    reexec_with_thread_env(argv,
+                           cli.config.dtype == "float32" && resolved_device(cli.config) == "cpu");
     const RunResult result = run_benchmark(cli.config);
     const nlohmann::json config = read_json_file(result.run_dir + "/config.json");
     std::cout << summary_table(config, result.summary);

@@ -30,9 +30,13 @@ std::string build_type();
 // The env.json object (schema_version 1).
 nlohmann::json collect_env(const torch::Device& device, int num_threads);
 
-// Threading set-up that must happen before the OpenMP and OpenBLAS runtimes start: when
-// OMP_WAIT_POLICY / OPENBLAS_THREAD_TIMEOUT are unset, sets them (passive waiting, so the two
-// thread pools stop spinning against each other) and re-executes the program once.
-void reexec_with_thread_env(int argc, char** argv);
+// Threading set-up that must happen before the OpenMP and OpenBLAS runtimes start, so bench
+// re-executes itself once with: OPENBLAS_THREAD_TIMEOUT=4 (OpenBLAS's idle threads stop
+// spinning sooner) and, when passive_omp, OMP_WAIT_POLICY=PASSIVE (OpenMP threads sleep
+// between parallel regions). Measured on 2 vCPUs (docs/BENCHMARKS.md): passive waiting speeds
+// up float32 steps, whose matmuls run on OpenBLAS's pool, and slows bfloat16 steps, whose
+// matmuls run on oneDNN's OpenMP pool; so callers pass passive_omp for float32 on CPU only.
+// Variables the user set are kept; TRAINBENCH_THREAD_ENV=1 skips the set-up.
+void reexec_with_thread_env(char** argv, bool passive_omp);
 
 }  // namespace trainbench
