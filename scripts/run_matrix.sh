@@ -4,7 +4,7 @@
 # Usage: scripts/run_matrix.sh OUT_DIR [bench flags common to every run...]
 # Example (CPU, reference shape, batch 8):
 #   scripts/run_matrix.sh runs/cpu8 --num_layer 8 --batch_size 8 --steps 12 --warmup_steps 2
-# MATRIX overrides the list: "model:dtype:flash ..." (default: the six CPU-runnable ones).
+# MATRIX overrides the list: "model:dtype:flash[:compile] ..." (default: six CPU-runnable ones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 OUT_DIR [bench flags...]" >&2; exit 2; }
@@ -13,14 +13,16 @@ BENCH=${BENCH:-./build/bench}
 matrix=${MATRIX:-"handcraft:float32:0 handcraft:float32:1 handcraft:bfloat16:0 handcraft:bfloat16:1 torch:float32:0 torch:bfloat16:0"}
 mkdir -p "$out"
 dirs=()
+i=0
 for entry in $matrix; do
-  IFS=: read -r model dtype flash <<<"$entry"
-  echo "== $model $dtype flash=$flash" >&2
-  if "$BENCH" --model "$model" --dtype "$dtype" --flash "$flash" --save_dir "$out/run" \
-      --eval_batches 2 "$@" >/dev/null; then :; else
-    echo "   (exit $?: see above)" >&2
+  IFS=: read -r model dtype flash compile <<<"$entry"
+  compile=${compile:-0}
+  i=$((i + 1))
+  echo "== $model $dtype flash=$flash compile=$compile" >&2
+  if ! "$BENCH" --model "$model" --dtype "$dtype" --flash "$flash" --compile "$compile" \
+      --save_dir "$out/$i" --eval_batches 2 "$@" >/dev/null; then
+    echo "   (bench failed; its run folder, if any, says why)" >&2
   fi
-  d="$out/run_${model}_layer"
-  dirs+=("$(ls -d "$d"*"_${dtype}"$([ "$flash" = 1 ] && echo _flash) 2>/dev/null | head -n1)")
+  for d in "$out/${i}"_*; do [ -d "$d" ] && dirs+=("$d"); done
 done
 python3 scripts/summarize_runs.py "${dirs[@]}"

@@ -30,15 +30,16 @@ def main(dirs):
         if base is None and seq:
             base = seq
         st = s.get("step_time_ms", {})
-        rows.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-            config["model"], config["dtype"], config["flash"], config["batch_size"],
+        rows.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            config["model"], config["dtype"], config["flash"], config.get("compile", 0),
+            config["batch_size"],
             fmt(seq, ".2f"), fmt(s.get("tokens_per_s"), ".0f"),
             f"{fmt(st.get('median'), '.0f')} ({fmt(st.get('min'), '.0f')}-{fmt(st.get('max'), '.0f')})",
             fmt(s.get("mfu"), ".1f", 100), fmt(s.get("peak_memory_bytes"), ".0f", 2**-20),
             fmt(seq / base if seq and base else None, ".2f") + "x", s["status"]))
-    print("| model | dtype | flash | batch | seq/s | tokens/s | step ms (median, min-max) "
+    print("| model | dtype | flash | compile | batch | seq/s | tokens/s | step ms (median, min-max) "
           "| MFU % | peak MB | vs first | status |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
 

@@ -85,7 +85,9 @@ std::vector<Flag> flags_() {
       TB_TEXT_FLAG(dtype, "float32 | float16 (CUDA, loss-scaled) | bfloat16 (autocast)"),
       TB_INT_FLAG(num_layer, "transformer blocks (>= 1)"),
       TB_INT_FLAG(flash, "1: fused scaled-dot-product attention (handcraft only)"),
-      TB_INT_FLAG(compile, "1: compiled/fused path"),
+      TB_INT_FLAG(compile,
+                  "1: TorchScript graph of the handcraft model, run by the graph "
+                  "executor with the tensor-expression fuser where it can fuse"),
       TB_TEXT_FLAG(save_dir,
                    "run folder prefix; the folder is "
                    "{save_dir}_{model}_layer{N}_{dtype}[_compiled][_flash]"),
@@ -112,6 +114,9 @@ std::vector<Flag> flags_() {
       TB_INT_FLAG(eval_batches, "validation batches per evaluation; 0: the whole held-out range"),
       TB_INT_FLAG(warmup_steps, "first steps excluded from timing (< steps)"),
       TB_DOUBLE_FLAG(peak_tflops, "peak TFLOP/s for MFU; 0: GPU table or CPU GEMM probe"),
+      TB_TEXT_FLAG(save_model,
+                   "write the trained network as a TorchScript file (handcraft; "
+                   "torch.jit.load opens it)"),
       TB_INT_FLAG(fault_nan_step, "testing aid: make the loss of this step NaN; 0: off"),
   };
 }

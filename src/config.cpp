@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 #include <vector>
 
@@ -135,8 +136,31 @@ void validate(const RunConfig& cfg) {
                       " (CPU autocast is bfloat16 only); use --dtype bfloat16|float32 or a GPU");
   }
 #endif
-  if (cfg.compile == 1) {
-    throw ConfigError("--compile: 1 is not available in this build yet; use --compile 0");
+  if (cfg.compile == 1 && cfg.model == "torch") {
+    throw ConfigError(
+        "--compile: 1 is not allowed with --model torch (LibTorch's C++ nn::TransformerEncoder "
+        "has no TorchScript form); use --model handcraft or --compile 0");
+  }
+  if (cfg.compile == 1 && cfg.warmup_steps < kProfilingSteps) {
+    throw ConfigError("--warmup_steps: " + std::to_string(cfg.warmup_steps) +
+                      " with --compile 1; allowed: >= " + std::to_string(kProfilingSteps) +
+                      " (the graph executor profiles and optimizes during the first steps)");
+  }
+  if (!cfg.save_model.empty()) {
+    if (cfg.model == "torch") {
+      throw ConfigError(
+          "--save_model: not available with --model torch (no TorchScript form); "
+          "use --model handcraft");
+    }
+    const std::filesystem::path parent = std::filesystem::absolute(cfg.save_model).parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(parent, ec)) {
+      throw ConfigError("--save_model: folder '" + parent.string() +
+                        "' does not exist; allowed: a file path in an existing folder");
+    }
+    if (std::filesystem::is_directory(cfg.save_model, ec)) {
+      throw ConfigError("--save_model: '" + cfg.save_model + "' is a folder; allowed: a file path");
+    }
   }
 }
 
@@ -154,14 +178,13 @@ int64_t resolved_valid_bytes(const RunConfig& cfg, int64_t corpus_bytes) {
 }
 
 // One key per flag, named as the flag without dashes.
-#define TB_CONFIG_FIELDS(X)                                                                    \
-  X(preset)                                                                                    \
-  X(model)                                                                                     \
-  X(dtype)                                                                                     \
-  X(num_layer) X(flash) X(compile) X(save_dir) X(overwrite) X(seq_len) X(d_model) X(num_heads) \
-      X(ff_dim) X(dropout) X(batch_size) X(lr) X(steps) X(data) X(valid_bytes) X(device)       \
-          X(threads) X(seed) X(log_every) X(eval_every) X(eval_batches) X(warmup_steps)        \
-              X(peak_tflops) X(fault_nan_step)
+// clang-format off
+#define TB_CONFIG_FIELDS(X)                                                           \
+  X(preset) X(model) X(dtype) X(num_layer) X(flash) X(compile) X(save_dir) X(overwrite) \
+  X(seq_len) X(d_model) X(num_heads) X(ff_dim) X(dropout) X(batch_size) X(lr) X(steps)  \
+  X(data) X(valid_bytes) X(device) X(threads) X(seed) X(log_every) X(eval_every)        \
+  X(eval_batches) X(warmup_steps) X(peak_tflops) X(save_model) X(fault_nan_step)
+// clang-format on
 
 void to_json(nlohmann::json& j, const RunConfig& cfg) {
   j = nlohmann::json::object();

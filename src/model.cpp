@@ -3,6 +3,8 @@
 
 #include <limits>
 
+#include "trainbench/scripted_model.h"
+
 namespace trainbench {
 
 ModelOptions ModelOptions::from_config(const RunConfig& cfg) {
@@ -32,7 +34,9 @@ torch::Tensor ByteModelBase::forward(const torch::Tensor& bytes) {
 std::shared_ptr<LanguageModel> make_model(const RunConfig& cfg) {
   const ModelOptions o = ModelOptions::from_config(cfg);
   if (cfg.model == "torch") return make_torch_model(o);
-  if (cfg.model == "handcraft") return make_handcraft_model(o);
+  if (cfg.model == "handcraft") {
+    return cfg.compile == 1 ? make_scripted_model(o) : make_handcraft_model(o);
+  }
   throw ConfigError("--model: '" + cfg.model + "' is not allowed; use one of torch|handcraft");
 }
 

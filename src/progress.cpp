@@ -65,14 +65,16 @@ void Progress::finish() { clear_(); }
 std::string summary_table(const nlohmann::json& config, const nlohmann::json& summary) {
   std::ostringstream os;
   const auto& st = summary["step_time_ms"];
-  os << "| model | dtype | layers | flash | device | seq/s | tokens/s | step ms (median, min-max) "
+  os << "| model | dtype | layers | flash | compile | device | seq/s | tokens/s | step ms (median, "
+        "min-max) "
         "| MFU | peak MB | train loss | valid bpb | status |\n"
-     << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
      << "| " << config["model"].get<std::string>() << " | " << config["dtype"].get<std::string>()
-     << " | " << config["num_layer"] << " | " << config["flash"] << " | "
-     << config["device"].get<std::string>() << " | " << num_or_dash_(summary["sequences_per_s"], 1)
-     << " | " << num_or_dash_(summary["tokens_per_s"], 0) << " | " << num_or_dash_(st["median"], 1)
-     << " (" << num_or_dash_(st["min"], 1) << "-" << num_or_dash_(st["max"], 1) << ") | "
+     << " | " << config["num_layer"] << " | " << config["flash"] << " | " << config["compile"]
+     << " | " << config["device"].get<std::string>() << " | "
+     << num_or_dash_(summary["sequences_per_s"], 1) << " | "
+     << num_or_dash_(summary["tokens_per_s"], 0) << " | " << num_or_dash_(st["median"], 1) << " ("
+     << num_or_dash_(st["min"], 1) << "-" << num_or_dash_(st["max"], 1) << ") | "
      << num_or_dash_(summary["mfu"], 1, 100.0) << "% | "
      << num_or_dash_(summary["peak_memory_bytes"], 0, 1.0 / (1 << 20)) << " | "
      << num_or_dash_(summary["final_train_loss"], 4) << " | "

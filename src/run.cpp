@@ -11,6 +11,7 @@
 #include "trainbench/log.h"
 #include "trainbench/progress.h"
 #include "trainbench/results.h"
+#include "trainbench/scripted_model.h"
 #include "trainbench/timing.h"
 #include "trainbench/trainer.h"
 
@@ -78,8 +79,13 @@ RunResult run_benchmark(const RunConfig& cfg) {
   check_run_dir(run_dir, cfg.overwrite);
   warn_about_setup_(threads);
 
+  const std::string backend = cfg.compile ? configure_script_executor(device) : "eager";
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+  const double build_start = synchronized_now_s(device);
   Trainer trainer(cfg, device);
+  // Compiling = defining the script (here) + the executor's profiling steps (below).
+  double compile_s = cfg.compile ? synchronized_now_s(device) - build_start : 0.0;
+  int64_t fused_groups = 0;
   const int64_t params = count_parameters(trainer.model());
   const std::string dev_name = device_name(device);
   const PeakFlops peak = resolve_peak_flops(cfg, device, dev_name);
@@ -100,8 +106,8 @@ RunResult run_benchmark(const RunConfig& cfg) {
   writer.write_env(collect_env(device, threads));
   log_info("run folder " + run_dir + ": " + cfg.model + " model, " + std::to_string(params) +
            " parameters, " + cfg.dtype + " on " + dev_name + ", " + std::to_string(threads) +
-           " threads; corpus " + corpus.source() + " (" + std::to_string(corpus.size()) +
-           " bytes)");
+           " threads, " + backend + "; corpus " + corpus.source() + " (" +
+           std::to_string(corpus.size()) + " bytes)");
 
   SamplerOptions so;
   so.train_end = split.train_end;
@@ -133,6 +139,8 @@ RunResult run_benchmark(const RunConfig& cfg) {
     const double t1 = synchronized_now_s(device);
     ++step;
     const bool warm = step <= cfg.warmup_steps;
+    if (cfg.compile && step <= kProfilingSteps) compile_s += t1 - t0;
+    if (cfg.compile && step == cfg.warmup_steps) fused_groups = last_graph_fused_groups();
     if (warm) {
       warmup_s += t1 - t0;
     } else {
@@ -189,7 +197,9 @@ RunResult run_benchmark(const RunConfig& cfg) {
   summary["peak_flops_source"] = peak.source;
   summary["peak_memory_bytes"] = peak_memory_bytes_(device);
   summary["warmup_seconds"] = warmup_s;
-  summary["compile_seconds"] = 0.0;
+  summary["compile_seconds"] = compile_s;
+  summary["compile_backend"] = backend;
+  summary["fused_groups"] = cfg.compile ? nlohmann::json(fused_groups) : nlohmann::json(nullptr);
   summary["total_seconds"] = synchronized_now_s(device) - run_start;
   summary["final_train_loss"] = final_train_loss;
   summary["final_valid_loss"] = valid_loss;
@@ -197,6 +207,10 @@ RunResult run_benchmark(const RunConfig& cfg) {
   summary["loss_scale"] = trainer.scaler().enabled() ? nlohmann::json(trainer.scaler().scale())
                                                      : nlohmann::json(nullptr);
   summary["skipped_steps"] = trainer.scaler().skipped_steps();
+  if (!cfg.save_model.empty() && status == "completed") {
+    save_torchscript(trainer.model(), cfg.save_model);
+    log_info("saved the trained network as TorchScript: " + cfg.save_model);
+  }
   writer.write_summary(summary);
   return {run_dir, status, summary};
 }

@@ -65,7 +65,8 @@ TEST(Cli, SmokeRunExitsZeroPrintsTheTableAndRefusesToOverwrite) {
   const std::string args = std::string(kTiny) + " --save_dir " + (dir / "r");
   const auto r = run_bench(args);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("| handcraft | float32 | 1 | 0 | cpu |"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| handcraft | float32 | 1 | 0 | 0 | cpu |"), std::string::npos)
+      << r.output;
   const std::string run_dir = dir / "r_handcraft_layer1_float32";
   for (const char* f : {"config.json", "env.json", "metrics.jsonl", "summary.json"}) {
     EXPECT_TRUE(fs::exists(run_dir + "/" + f)) << f;
@@ -75,6 +76,18 @@ TEST(Cli, SmokeRunExitsZeroPrintsTheTableAndRefusesToOverwrite) {
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.output.find("already holds results"), std::string::npos) << again.output;
   EXPECT_EQ(testing::read_file(run_dir + "/summary.json"), summary);
+}
+
+TEST(Cli, CompiledRunRecordsItsBackendAndSavesTheNetwork) {
+  testing::TempDir dir;
+  const auto r = run_bench(std::string(kTiny) + " --steps 4 --warmup_steps 2 --compile 1" +
+                           " --save_model " + (dir / "net.pt") + " --save_dir " + (dir / "r"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string summary =
+      testing::read_file(dir / "r_handcraft_layer1_float32_compiled/summary.json");
+  EXPECT_NE(summary.find("\"compile_backend\": \"torchscript"), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("\"compile_seconds\": 0.0,"), std::string::npos) << summary;
+  EXPECT_GT(fs::file_size(dir / "net.pt"), 10'000u);
 }
 
 TEST(Cli, DivergedRunExitsOne) {

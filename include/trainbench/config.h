@@ -51,8 +51,13 @@ struct RunConfig {
   int64_t eval_batches = 20;    // validation batches per evaluation (0: the whole range)
   int64_t warmup_steps = 5;     // first steps, excluded from timing
   double peak_tflops = 0;       // peak for MFU; 0: known table (CUDA) or a GEMM probe (CPU)
+  std::string save_model;       // write the trained network as a TorchScript file here
   int64_t fault_nan_step = 0;   // testing aid: the loss of this step becomes NaN (0: off)
 };
+
+// Steps the TorchScript graph executor spends profiling and optimizing (--compile 1); they
+// must fall inside the warm-up.
+inline constexpr int64_t kProfilingSteps = 2;
 
 // Applies a named preset to cfg ("reference" resets to the defaults, "quick" is CPU-sized).
 // Throws ConfigError naming the allowed presets.
