@@ -12,6 +12,7 @@ packages=(
   zlib1g-dev              # inflate for reading enwik9.zip directly
   zip                     # tests build zip archives with it
   python3
+  python3-torch           # Python side of the tests (TorchScript files load in Python)
 )
 
 missing=()

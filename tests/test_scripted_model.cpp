@@ -148,6 +148,33 @@ TEST(Scripted, SavedFileLoadsBackAndGivesTheSameLogits) {
   }
 }
 
+// Debian's python3-torch (installed by scripts/install_deps.sh) is the Python side.
+TEST(Scripted, SavedFileRunsInPythonWithTheSameLogits) {
+  if (testing::run_command("/usr/bin/python3 -c 'import torch'").exit_code != 0) {
+    GTEST_SKIP() << "no Python torch at /usr/bin/python3";
+  }
+  testing::TempDir dir;
+  RunConfig cfg = small(1);
+  torch::manual_seed(5);
+  auto m = make_model(cfg);
+  m->eval();
+  save_torchscript(*m, dir / "net.pt");
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = torch::randint(0, 256, {cfg.seq_len, 2}, torch::kInt64);
+  for (const auto& [name, t] :
+       {std::pair<std::string, torch::Tensor>{"x.pt", x}, {"y.pt", m->forward(x)}}) {
+    const std::vector<char> bytes = torch::pickle_save(t);
+    testing::write_file(dir / name, std::string(bytes.begin(), bytes.end()));
+  }
+  const auto r = testing::run_command(
+      "cd " + dir.path() +
+      " && /usr/bin/python3 -c \"import torch; m = torch.jit.load('net.pt'); m.eval(); "
+      "x = torch.load('x.pt'); y = torch.load('y.pt'); out = m(x); "
+      "print(tuple(out.shape), bool(torch.allclose(out, y, atol=1e-5, rtol=1e-5)))\"");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(32, 2, 256) True"), std::string::npos) << r.output;
+}
+
 TEST(Scripted, EagerCheckpointLoadsIntoTheCompiledModel) {
   testing::TempDir dir;
   RunConfig cfg = small(0);
