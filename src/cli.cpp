@@ -130,6 +130,10 @@ CliResult parse_cli(int argc, const char* const* argv) {
   const RunConfig defaults;
   auto adder = options.add_options();
   adder("h,help", "print this help and exit");
+  adder("export_corpus",
+        "write the embedded corpus to this file and exit (for the Python/JAX "
+        "peers, which then read the same bytes with --data)",
+        cxxopts::value<std::string>());
   adder("preset",
         "reference (the defaults shown) | quick (CPU-sized: 2 layers, d 128, seq 128, "
         "batch 16, 400 steps); explicit flags override it",
@@ -147,7 +151,7 @@ CliResult parse_cli(int argc, const char* const* argv) {
     if (arg.rfind("--", 0) != 0) continue;
     const std::string name =
         arg.substr(2, arg.find('=') == std::string::npos ? std::string::npos : arg.find('=') - 2);
-    bool known = name == "help" || name == "preset";
+    bool known = name == "help" || name == "preset" || name == "export_corpus";
     for (const Flag& f : flags) known |= f.name == name;
     if (!known) {
       throw ConfigError("--" + name + ": unknown flag; see bench --help for the allowed flags");
@@ -169,6 +173,7 @@ CliResult parse_cli(int argc, const char* const* argv) {
     out.help = true;
     return out;
   }
+  if (parsed.count("export_corpus")) out.export_corpus = parsed["export_corpus"].as<std::string>();
   apply_preset(out.config, parsed["preset"].as<std::string>());
   for (const Flag& f : flags) {
     if (parsed.count(f.name)) f.set(out.config, parsed[f.name].as<std::string>());

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -156,6 +157,22 @@ ByteCorpus embedded_corpus() {
     return out;
   }();
   return ByteCorpus(bytes, bytes->data(), static_cast<int64_t>(bytes->size()), "embedded");
+}
+
+void export_embedded_corpus(const std::string& path) {
+  const ByteCorpus c = embedded_corpus();
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) {
+    throw ConfigError("--export_corpus: cannot write '" + path + "' (" + std::strerror(errno) +
+                      "); allowed: a file path in an existing, writable folder");
+  }
+  const bool ok =
+      std::fwrite(c.data(), 1, static_cast<size_t>(c.size()), f) == static_cast<size_t>(c.size());
+  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw RunError("cannot write '" + path + "'");
+  }
 }
 
 }  // namespace trainbench

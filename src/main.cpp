@@ -2,21 +2,31 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "trainbench/cli.h"
 #include "trainbench/config.h"
+#include "trainbench/corpus.h"
 #include "trainbench/env_info.h"
 #include "trainbench/log.h"
 #include "trainbench/progress.h"
+#include "trainbench/report.h"
 #include "trainbench/results.h"
 #include "trainbench/trainer.h"
 
 int main(int argc, char** argv) {
   using namespace trainbench;
+  if (argc > 1 && std::string(argv[1]) == "report") return report_main(argc - 1, argv + 1);
   try {
     const CliResult cli = parse_cli(argc, argv);
     if (cli.help) {
       std::cout << cli.help_text;
+      return 0;
+    }
+    if (!cli.export_corpus.empty()) {
+      export_embedded_corpus(cli.export_corpus);
+      std::cout << "wrote the embedded corpus (" << kEmbeddedCorpusBytes << " bytes) to "
+                << cli.export_corpus << "\n";
       return 0;
     }
     validate(cli.config);

@@ -9,8 +9,9 @@ namespace trainbench {
 
 struct CliResult {
   RunConfig config;
-  bool help = false;      // --help was given: print help_text and exit 0
-  std::string help_text;  // the full usage text
+  bool help = false;          // --help was given: print help_text and exit 0
+  std::string help_text;      // the full usage text
+  std::string export_corpus;  // --export_corpus FILE: write the embedded corpus there and exit
 };
 
 // Parses argv. Unknown flags, malformed numbers and bad preset names throw ConfigError.

@@ -38,6 +38,10 @@ ByteCorpus open_corpus(const std::string& path);
 ByteCorpus embedded_corpus();
 inline constexpr int64_t kEmbeddedCorpusBytes = 6'000'000;
 
+// Writes the embedded corpus to `path` (temp file + rename). A path in a missing folder:
+// ConfigError naming --export_corpus.
+void export_embedded_corpus(const std::string& path);
+
 // Inflates the single member of a zip archive held in memory. `name` is used in messages.
 // Supports stored and deflate members, checks the CRC-32 and sizes. Throws ConfigError.
 std::vector<uint8_t> unzip_single_member(const uint8_t* zip, int64_t zip_size,

@@ -1,0 +1,41 @@
+// `bench report RUN_DIR...`: run folders (ours, or the Python/JAX peers', which write the same
+// files) → the reference's tables: rows by dtype, columns by configuration, speed-up ratios
+// against a baseline column, then one detail row per run. Markdown, CSV or JSON.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace trainbench {
+
+// One run folder as the report sees it.
+struct RunRecord {
+  std::string dir;
+  std::string label;  // configuration column: "{framework} {model}[ compiled][ flash]"
+  std::string dtype;
+  int64_t num_layer = 0;
+  int64_t batch_size = 0;
+  std::string status;  // completed | interrupted | diverged | failed | ...
+  nlohmann::json sequences_per_s, tokens_per_s, mfu, peak_memory_bytes, final_valid_bpb;
+};
+
+// Reads config.json + summary.json of `dir`. Throws RunError naming the folder and the problem
+// (missing file, bad JSON, schema_version other than 1, missing fields).
+RunRecord read_run(const std::string& dir);
+
+struct ReportOptions {
+  std::string format = "markdown";  // markdown | csv | json
+  std::string baseline;             // column label the ratios divide by; "": the first column
+};
+
+// Renders the report. Only completed runs enter the speed table; others appear there as their
+// status and in the detail rows. Throws ConfigError for a baseline that names no column.
+std::string render_report(const std::vector<RunRecord>& runs, const ReportOptions& options);
+
+// The `report` subcommand: argv after "report". Returns the exit code (0 ok, 2 usage or no
+// readable run folder); warnings for unreadable folders go to stderr.
+int report_main(int argc, const char* const* argv);
+
+}  // namespace trainbench

@@ -1,0 +1,236 @@
+"""Framework-free parts shared by the Python peers (pytorch_run.py, jax_run.py): the corpus,
+the reference epoch sampler (bit-for-bit the C++ one: std::seed_seq + std::mt19937_64), the
+flag set, FLOP accounting and the result files (the same contract as bench's)."""
+import argparse
+import json
+import math
+import os
+import platform
+import socket
+import statistics
+import sys
+import time
+import zipfile
+
+SCHEMA_VERSION = 1
+MASK32, MASK64 = 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF
+
+
+def seed_seq_generate(seeds, n):
+    """std::seed_seq::generate for n 32-bit words (C++ [rand.util.seedseq])."""
+    v = [s & MASK32 for s in seeds]
+    s = len(v)
+    b = [0x8B8B8B8B] * n
+    t = 11 if n >= 623 else 7 if n >= 68 else 5 if n >= 39 else 3 if n >= 7 else (n - 1) // 2
+    p = (n - t) // 2
+    q = p + t
+    m = max(s + 1, n)
+    T = lambda x: x ^ (x >> 27)
+    for k in range(m):
+        r1 = (1664525 * T(b[k % n] ^ b[(k + p) % n] ^ b[(k - 1) % n])) & MASK32
+        if k == 0:
+            r2 = (r1 + s) & MASK32
+        elif k <= s:
+            r2 = (r1 + k % n + v[k - 1]) & MASK32
+        else:
+            r2 = (r1 + k % n) & MASK32
+        b[(k + p) % n] = (b[(k + p) % n] + r1) & MASK32
+        b[(k + q) % n] = (b[(k + q) % n] + r2) & MASK32
+        b[k % n] = r2
+    for k in range(m, m + n):
+        r3 = (1566083941 * T((b[k % n] + b[(k + p) % n] + b[(k - 1) % n]) & MASK32)) & MASK32
+        r4 = (r3 - k % n) & MASK32
+        b[(k + p) % n] ^= r3
+        b[(k + q) % n] ^= r4
+        b[k % n] = r4
+    return b
+
+
+class Mt19937_64:
+    """std::mt19937_64 seeded from a std::seed_seq."""
+    N, M = 312, 156
+    A = 0xB5026F5AA96619E9
+    UPPER, LOWER = (MASK64 << 31) & MASK64, (1 << 31) - 1
+
+    def __init__(self, seeds):
+        w = seed_seq_generate(seeds, 2 * self.N)
+        self.x = [w[2 * i] | (w[2 * i + 1] << 32) for i in range(self.N)]
+        self.i = self.N
+
+    def _twist(self):
+        x, N, M = self.x, self.N, self.M
+        for i in range(N):
+            y = (x[i] & self.UPPER) | (x[(i + 1) % N] & self.LOWER)
+            x[i] = x[(i + M) % N] ^ (y >> 1) ^ (self.A if y & 1 else 0)
+        self.i = 0
+
+    def __call__(self):
+        if self.i >= self.N:
+            self._twist()
+        z = self.x[self.i]
+        self.i += 1
+        z ^= (z >> 29) & 0x5555555555555555
+        z ^= (z << 17) & 0x71D67FFFEDA60000
+        z ^= (z << 37) & 0xFFF7EEE000000000
+        z ^= z >> 43
+        return z & MASK64
+
+
+def plan_epoch(seed, epoch, train_end, seq_len, train_begin=0):
+    """(offset, shuffled slice starts) of one epoch, identical to EpochSampler::plan."""
+    rng = Mt19937_64([seed, epoch, 0x7B])
+    offset = rng() % seq_len
+    first = train_begin + offset
+    count = max((train_end - first) // seq_len, 0)
+    starts = [first + i * seq_len for i in range(count)]
+    for i in range(count - 1, 0, -1):
+        j = rng() % (i + 1)
+        starts[i], starts[j] = starts[j], starts[i]
+    return offset, starts
+
+
+class Sampler:
+    """Full batches of slice starts, moving through epochs like the C++ sampler."""
+
+    def __init__(self, seed, train_end, seq_len, batch_size):
+        self.seed, self.train_end, self.seq_len, self.batch = seed, train_end, seq_len, batch_size
+        self.epoch, self.index = 0, 0
+        self.starts = plan_epoch(seed, 0, train_end, seq_len)[1]
+
+    def next_batch(self):
+        while self.index >= len(self.starts) // self.batch:
+            self.epoch += 1
+            self.index = 0
+            self.starts = plan_epoch(self.seed, self.epoch, self.train_end, self.seq_len)[1]
+        out = self.starts[self.index * self.batch:(self.index + 1) * self.batch]
+        self.index += 1
+        return out
+
+
+def load_corpus(path):
+    """bytes of a raw file, or of the single member of a zip (like bench's --data)."""
+    if not path:
+        sys.exit("error: --data is required (bench --export_corpus FILE writes bench's embedded "
+                 "corpus, so both sides read the same bytes)")
+    if not os.path.isfile(path):
+        sys.exit(f"error: --data: '{path}' is not a file")
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            members = [i for i in z.infolist() if not i.is_dir()]
+            if len(members) != 1:
+                sys.exit(f"error: --data: '{path}' holds {len(members)} members; allowed: one")
+            return z.read(members[0]), f"{path}!{members[0].filename}"
+    with open(path, "rb") as f:
+        return f.read(), path
+
+
+def validation_batches(valid_begin, valid_end, seq_len, batch_size, max_batches):
+    batches, batch = [], []
+    for s in range(valid_begin, valid_end - seq_len + 1, seq_len):
+        batch.append(s)
+        if len(batch) == batch_size:
+            batches.append(batch)
+            batch = []
+            if max_batches and len(batches) == max_batches:
+                return batches
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def arg_parser(description):
+    """The bench flags the peers share, with bench's defaults."""
+    p = argparse.ArgumentParser(description=description)
+    a = p.add_argument
+    a("--model", default="handcraft", choices=["handcraft", "torch"])
+    a("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    a("--num_layer", type=int, default=24)
+    a("--flash", type=int, default=0, choices=[0, 1])
+    a("--compile", type=int, default=0, choices=[0, 1])
+    a("--save_dir", default="runs/peer")
+    a("--overwrite", type=int, default=0, choices=[0, 1])
+    a("--seq_len", type=int, default=256)
+    a("--d_model", type=int, default=512)
+    a("--num_heads", type=int, default=8)
+    a("--ff_dim", type=int, default=2048)
+    a("--dropout", type=float, default=0.1)
+    a("--batch_size", type=int, default=100)
+    a("--lr", type=float, default=1e-3)
+    a("--steps", type=int, default=5000)
+    a("--data", default="")
+    a("--valid_bytes", type=int, default=-1)
+    a("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    a("--threads", type=int, default=0)
+    a("--seed", type=int, default=1234)
+    a("--log_every", type=int, default=20)
+    a("--eval_every", type=int, default=500)
+    a("--eval_batches", type=int, default=20)
+    a("--warmup_steps", type=int, default=5)
+    a("--peak_tflops", type=float, default=0.0)
+    return p
+
+
+def check_args(args, parser):
+    if args.num_layer < 1 or args.seq_len < 2 or args.batch_size < 1 or args.steps < 1:
+        parser.error("num_layer, batch_size and steps must be >= 1 and seq_len >= 2")
+    if args.d_model % args.num_heads:
+        parser.error(f"--d_model {args.d_model} is not divisible by --num_heads {args.num_heads}")
+    if not 0 <= args.dropout < 1 or args.lr <= 0 or args.warmup_steps >= args.steps:
+        parser.error("dropout must be in [0, 1), lr > 0 and warmup_steps < steps")
+
+
+def flops_per_token(a):
+    matmul = a.num_layer * (4 * a.d_model ** 2 + 2 * a.d_model * a.ff_dim) + a.d_model * 256
+    return 6.0 * matmul + 12.0 * a.num_layer * a.seq_len * a.d_model
+
+
+def run_dir_name(a):
+    name = f"{a.save_dir}_{a.model}_layer{a.num_layer}_{a.dtype}"
+    return name + ("_compiled" if a.compile else "") + ("_flash" if a.flash else "")
+
+
+def write_json_atomic(path, value):
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(value, f, indent=2, allow_nan=False, default=str)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def finite_or_none(x):
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+class Results:
+    """The run folder: config.json, env.json, metrics.jsonl (flushed), summary.json (atomic)."""
+
+    def __init__(self, args):
+        self.dir = run_dir_name(args)
+        if os.path.isdir(self.dir) and os.listdir(self.dir) and not args.overwrite:
+            sys.exit(f"error: --save_dir: run folder '{self.dir}' already holds results; choose "
+                     "another --save_dir or pass --overwrite 1")
+        os.makedirs(self.dir, exist_ok=True)
+        self.metrics = open(os.path.join(self.dir, "metrics.jsonl"), "w")
+
+    def write(self, name, value):
+        value = {k: finite_or_none(v) if isinstance(v, float) else v for k, v in value.items()}
+        write_json_atomic(os.path.join(self.dir, name), dict(value, schema_version=SCHEMA_VERSION))
+
+    def metric(self, **line):
+        line = {k: finite_or_none(v) if isinstance(v, float) else v for k, v in line.items()}
+        self.metrics.write(json.dumps(dict(line, schema_version=SCHEMA_VERSION)) + "\n")
+        self.metrics.flush()
+
+
+def base_env(framework_version, device_name, threads):
+    return {"libtorch_version": None, "framework_version": framework_version,
+            "device_name": device_name, "cuda_version": None, "num_threads": threads,
+            "blas": None, "compiler": "python " + platform.python_version(),
+            "git_revision": None, "hostname": socket.gethostname(),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def step_stats(ms):
+    if not ms:
+        return {"median": None, "min": None, "max": None}
+    return {"median": statistics.median(ms), "min": min(ms), "max": max(ms)}

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""The trainbench reference workload in JAX/flax with optax Adam: the handcraft model (pre-LN,
+fused qkv, naive causal attention), the same sampler and the same result files as bench.
+Linear weights use variance scaling (scale 1/3, fan_in, uniform), which equals PyTorch's
+default uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)); biases likewise uniform in that range.
+float32 and bfloat16 (parameters float32, compute bfloat16). JAX is not installable on the
+development machines; this runs where JAX is (e.g. the GPU machine).
+Example: jax_run.py --data corpus.bin --num_layer 8 --batch_size 100 --steps 300"""
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import flax.linen as nn  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+
+TORCH_INIT = nn.initializers.variance_scaling(1 / 3, "fan_in", "uniform")
+
+
+def torch_bias_init(fan_in):
+    bound = 1 / math.sqrt(fan_in)
+    return lambda key, shape, dtype=jnp.float32: jax.random.uniform(key, shape, dtype, -bound,
+                                                                    bound)
+
+
+def dense(features, fan_in, dtype, name):
+    return nn.Dense(features, dtype=dtype, kernel_init=TORCH_INIT,
+                    bias_init=torch_bias_init(fan_in), name=name)
+
+
+class Block(nn.Module):
+    d: int
+    heads: int
+    ff: int
+    p: float
+    dtype: jnp.dtype
+
+    @nn.compact
+    def __call__(self, x, mask, train):  # x: [S, B, d]
+        S, B, d = x.shape
+        hd = d // self.heads
+        drop = nn.Dropout(self.p, deterministic=not train)
+        a = nn.LayerNorm(epsilon=1e-5, dtype=jnp.float32, name="ln1")(x)
+        qkv = dense(3 * d, d, self.dtype, "qkv")(a).reshape(S, B, 3, self.heads, hd)
+        q, k, v = [qkv[:, :, i].transpose(1, 2, 0, 3) for i in range(3)]  # [B, H, S, hd]
+        scores = jnp.einsum("bhqd,bhkd->bhqk", q, k).astype(jnp.float32) / math.sqrt(hd) + mask
+        w = jax.nn.softmax(scores, -1).astype(v.dtype)
+        o = jnp.einsum("bhqk,bhkd->bhqd", w, v).transpose(2, 0, 1, 3).reshape(S, B, d)
+        x = x + drop(dense(d, d, self.dtype, "out")(o))
+        f = nn.LayerNorm(epsilon=1e-5, dtype=jnp.float32, name="ln2")(x)
+        f = drop(nn.relu(dense(self.ff, d, self.dtype, "ff1")(f)))
+        return x + drop(dense(d, self.ff, self.dtype, "ff2")(f))
+
+
+class ByteLM(nn.Module):
+    a: object
+    dtype: jnp.dtype
+
+    @nn.compact
+    def __call__(self, x, train):  # x: [S, B] int32 → [S, B, 256]
+        a = self.a
+        S = x.shape[0]
+        e = nn.Embed(256, a.d_model, embedding_init=nn.initializers.normal(1.0), name="embed")(x)
+        e = jnp.concatenate([jnp.zeros_like(e[:1]), e[:-1]], 0)
+        pos = self.param("pos", nn.initializers.normal(1.0), (a.seq_len, a.d_model))
+        h = nn.Dropout(a.dropout, deterministic=not train)(e + pos[:S][:, None, :])
+        mask = jnp.triu(jnp.full((S, S), -jnp.inf), 1)
+        for i in range(a.num_layer):
+            h = Block(a.d_model, a.num_heads, a.ff_dim, a.dropout, self.dtype, name=f"blocks_{i}")(
+                h, mask, train)
+        return dense(256, a.d_model, self.dtype, "head")(h).astype(jnp.float32)
+
+
+def main():
+    parser = common.arg_parser(__doc__)
+    a = parser.parse_args()
+    common.check_args(a, parser)
+    if a.model != "handcraft" or a.flash or a.compile or a.dtype == "float16":
+        parser.error("jax_run.py runs --model handcraft --flash 0 --compile 0 (jit is always on) "
+                     "with --dtype float32|bfloat16")
+    dtype = jnp.bfloat16 if a.dtype == "bfloat16" else jnp.float32
+    data, source = common.load_corpus(a.data)
+    valid = a.valid_bytes if a.valid_bytes >= 0 else min(5_000_000, len(data) // 20)
+    train_end = len(data) - valid
+    corpus = np.frombuffer(data, dtype=np.uint8)
+    sampler = common.Sampler(a.seed, train_end, a.seq_len, a.batch_size)
+    offsets = np.arange(a.seq_len)[:, None]
+
+    def batch(starts):
+        return jnp.asarray(corpus[np.asarray(starts)[None, :] + offsets].astype(np.int32))
+
+    model = ByteLM(a, dtype)
+    key = jax.random.PRNGKey(a.seed)
+    params = model.init(key, batch(sampler.next_batch()), False)
+    sampler = common.Sampler(a.seed, train_end, a.seq_len, a.batch_size)
+    n_params = sum(x.size for x in jax.tree_util.tree_leaves(params))
+    opt = optax.adam(a.lr)
+    opt_state = opt.init(params)
+
+    def loss_fn(p, x, rng, train):
+        logits = model.apply(p, x, train, rngs={"dropout": rng})
+        return optax.softmax_cross_entropy_with_integer_labels(logits.reshape(-1, 256),
+                                                               x.reshape(-1)).mean()
+
+    @jax.jit
+    def train_step(p, s, x, rng):
+        loss, grads = jax.value_and_grad(loss_fn)(p, x, rng, True)
+        updates, s = opt.update(grads, s, p)
+        return optax.apply_updates(p, updates), s, loss
+
+    eval_loss = jax.jit(lambda p, x: loss_fn(p, x, jax.random.PRNGKey(0), False))
+
+    res = common.Results(a)
+    res.write("config.json", dict(vars(a), framework="jax", device=jax.devices()[0].platform,
+                                  valid_bytes=valid, run_dir=res.dir, corpus_source=source,
+                                  corpus_bytes=len(data), params=n_params))
+    res.write("env.json", common.base_env("jax " + jax.__version__,
+                                          jax.devices()[0].device_kind, None))
+    timed, warm_s, status, last, vloss = [], 0.0, "completed", float("nan"), float("nan")
+    wl, ws, wn, step, start = 0.0, 0.0, 0, 0, time.perf_counter()
+    while step < a.steps:
+        key, sub = jax.random.split(key)
+        t0 = time.perf_counter()
+        params, opt_state, loss = train_step(params, opt_state, batch(sampler.next_batch()), sub)
+        lv = float(loss)  # blocks until the step is done
+        t1 = time.perf_counter()
+        step += 1
+        (timed.append((t1 - t0) * 1e3) if step > a.warmup_steps else None)
+        warm_s += (t1 - t0) if step <= a.warmup_steps else 0.0
+        wl, ws, wn = wl + lv, ws + t1 - t0, wn + 1
+        if not math.isfinite(lv):
+            status = "diverged"
+            break
+        if step % a.log_every == 0 or step == a.steps:
+            last, seq = wl / wn, a.batch_size * wn / ws
+            res.metric(step=step, loss=last, sequences_per_s=seq, tokens_per_s=seq * a.seq_len,
+                       elapsed_s=t1 - start)
+            print(f"step {step}/{a.steps}  loss {last:.4f}  {seq:.2f} seq/s", file=sys.stderr)
+            wl, ws, wn = 0.0, 0.0, 0
+    if status == "completed":
+        batches = common.validation_batches(train_end, len(data), a.seq_len, a.batch_size,
+                                            a.eval_batches)
+        tot = sum(float(eval_loss(params, batch(b))) * len(b) for b in batches)
+        vloss = tot / sum(len(b) for b in batches)
+        res.metric(step=step, valid_loss=vloss, valid_bpb=vloss / math.log(2))
+    st = common.step_stats(timed)
+    seq = a.batch_size * 1e3 / st["median"] if st["median"] else None
+    fpt = common.flops_per_token(a)
+    res.write("summary.json", {
+        "status": status, "params": n_params, "steps_done": step, "steps_timed": len(timed),
+        "step_time_ms": st, "step_time_ms_samples": timed, "sequences_per_s": seq,
+        "tokens_per_s": seq * a.seq_len if seq else None, "flops_per_token": fpt,
+        "mfu": seq * a.seq_len * fpt / (a.peak_tflops * 1e12) if seq and a.peak_tflops else None,
+        "peak_flops": a.peak_tflops * 1e12 or None,
+        "peak_flops_source": "flag" if a.peak_tflops else "unknown", "peak_memory_bytes": None,
+        "warmup_seconds": warm_s, "compile_seconds": None, "compile_backend": "jax.jit",
+        "final_train_loss": last, "final_valid_loss": vloss,
+        "final_valid_bpb": vloss / math.log(2)})
+    print(f"results: {res.dir}")
+    return 0 if status == "completed" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""The trainbench reference workload in PyTorch-Python: same model, sampler, optimizer, timing
+rules and result files as bench, so `bench report` sets C++ and Python side by side.
+Runs on Debian's python3-torch (1.13, CPU) and on a CUDA torch 2.x. --compile 1 uses
+torch.compile (torch >= 2.0) and is refused, saying so, where the torch in use lacks it.
+Example: pytorch_run.py --data corpus.bin --num_layer 8 --batch_size 8 --steps 12"""
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+
+def sdpa(q, k, v):
+    if hasattr(F, "scaled_dot_product_attention"):  # torch >= 2.0
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return torch.ops.aten._scaled_dot_product_attention(q, k, v, None, 0.0, False, True)[0]
+
+
+class Block(nn.Module):
+    """Pre-LN block: x + drop(attn(LN1(x))), x + drop(FF(LN2(x))); x: [S, B, d]."""
+
+    def __init__(self, a):
+        super().__init__()
+        self.h, self.p, self.flash = a.num_heads, a.dropout, a.flash
+        self.ln1, self.ln2 = nn.LayerNorm(a.d_model), nn.LayerNorm(a.d_model)
+        self.qkv, self.out = nn.Linear(a.d_model, 3 * a.d_model), nn.Linear(a.d_model, a.d_model)
+        self.ff1, self.ff2 = nn.Linear(a.d_model, a.ff_dim), nn.Linear(a.ff_dim, a.d_model)
+
+    def attention(self, x, mask):
+        S, B, d = x.shape
+        q, k, v = self.qkv(x).view(S, B, 3, self.h, d // self.h).permute(2, 1, 3, 0, 4)
+        if self.flash:
+            o = sdpa(q, k, v)
+        else:
+            w = torch.softmax(q @ k.transpose(-2, -1) * (1.0 / math.sqrt(d // self.h)) + mask, -1)
+            o = w.to(v.dtype) @ v
+        return o.permute(2, 0, 1, 3).reshape(S, B, d)
+
+    def forward(self, x, mask):
+        x = x + F.dropout(self.out(self.attention(self.ln1(x), mask)), self.p, self.training)
+        f = self.ff2(F.dropout(F.relu(self.ff1(self.ln2(x))), self.p, self.training))
+        return x + F.dropout(f, self.p, self.training)
+
+
+class ByteLM(nn.Module):
+    """bytes [S, B] → logits [S, B, 256]; handcraft (pre-LN) or torch (nn.TransformerEncoder,
+    post-LN like LibTorch's C++ layer)."""
+
+    def __init__(self, a):
+        super().__init__()
+        self.a = a
+        self.embed = nn.Embedding(256, a.d_model)
+        self.pos = nn.Parameter(torch.randn(a.seq_len, a.d_model))
+        self.head = nn.Linear(a.d_model, 256)
+        if a.model == "handcraft":
+            self.blocks = nn.ModuleList(Block(a) for _ in range(a.num_layer))
+        else:
+            layer = nn.TransformerEncoderLayer(a.d_model, a.num_heads, a.ff_dim, a.dropout)
+            self.encoder = nn.TransformerEncoder(layer, a.num_layer, enable_nested_tensor=False)
+
+    def forward(self, x):
+        S = x.shape[0]
+        e = self.embed(x)
+        e = torch.cat([torch.zeros_like(e[:1]), e[:-1]], 0) + self.pos[:S].unsqueeze(1)
+        h = F.dropout(e, self.a.dropout, self.training)
+        mask = torch.full((S, S), float("-inf"), device=x.device).triu(1)
+        if self.a.model == "handcraft":
+            for b in self.blocks:
+                h = b(h, mask)
+        else:
+            h = self.encoder(h, mask)
+        return self.head(h)
+
+
+def gemm_probe(dtype, device):
+    a = torch.randn(1024, 1024, device=device, dtype=dtype)
+    b = torch.randn(1024, 1024, device=device, dtype=dtype)
+    a @ b
+    best = 0.0
+    for _ in range(5):
+        t0, n = time.perf_counter(), 0
+        while time.perf_counter() - t0 < 0.1:
+            a @ b
+            n += 1
+        best = max(best, 2 * 1024 ** 3 * n / (time.perf_counter() - t0))
+    return best
+
+
+def main():
+    parser = common.arg_parser(__doc__)
+    a = parser.parse_args()
+    common.check_args(a, parser)
+    device = torch.device("cuda" if a.device == "cuda" or (a.device == "auto" and
+                                                             torch.cuda.is_available()) else "cpu")
+    if a.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device")
+    if a.dtype == "float16" and device.type == "cpu":
+        parser.error("--dtype float16 needs CUDA here; use bfloat16 or float32")
+    if a.compile and not hasattr(torch, "compile"):
+        parser.error(f"--compile 1: torch {torch.__version__} has no torch.compile (needs >= 2.0)")
+    threads = a.threads or len(os.sched_getaffinity(0))
+    torch.set_num_threads(threads)
+    data, source = common.load_corpus(a.data)
+    valid = a.valid_bytes if a.valid_bytes >= 0 else min(5_000_000, len(data) // 20)
+    train_end = len(data) - valid
+    if train_end < a.batch_size * a.seq_len + a.seq_len - 1 or valid < a.seq_len:
+        parser.error(f"--data: '{source}' is too small for one batch plus the held-out range")
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+    torch.manual_seed(a.seed)
+    model = ByteLM(a).to(device)
+    params = sum(p.numel() for p in model.parameters())
+    step_model = torch.compile(model) if a.compile else model
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    amp = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(a.dtype)
+    scaler = torch.cuda.amp.GradScaler() if a.dtype == "float16" else None
+    corpus = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    sampler = common.Sampler(a.seed, train_end, a.seq_len, a.batch_size)
+    offsets = torch.arange(a.seq_len)
+
+    def batch(starts):  # [S, B] int64
+        idx = torch.tensor(starts).unsqueeze(0) + offsets.unsqueeze(1)
+        return corpus[idx].long().to(device, non_blocking=True)
+
+    def loss_of(net, x):
+        with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+            return F.cross_entropy(net(x).reshape(-1, 256).float(), x.reshape(-1))
+
+    def sync_now():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
+    def evaluate():
+        model.eval()
+        total, n = 0.0, 0
+        with torch.no_grad():
+            for starts in common.validation_batches(train_end, len(data), a.seq_len,
+                                                    a.batch_size, a.eval_batches):
+                x = batch(starts)
+                total += loss_of(model, x).item() * x.numel()
+                n += x.numel()
+        model.train()
+        return total / n
+
+    res = common.Results(a)
+    cfg = dict(vars(a), framework="pytorch", device=device.type, threads=threads,
+               valid_bytes=valid, run_dir=res.dir, corpus_source=source, corpus_bytes=len(data),
+               params=params)
+    res.write("config.json", cfg)
+    dev_name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform_cpu()
+    env = common.base_env("torch " + torch.__version__, dev_name, threads)
+    env["cuda_version"] = torch.version.cuda if device.type == "cuda" else None
+    res.write("env.json", env)
+    peak, peak_src = (a.peak_tflops * 1e12, "flag") if a.peak_tflops > 0 else (
+        (0.0, "unknown") if device.type == "cuda" else
+        (gemm_probe(amp or torch.float32, device), "gemm_probe"))
+    timed, warm_s, status, vloss, wl, ws, wn, last = [], 0.0, "completed", float("nan"), 0, 0, 0, 0
+    start = sync_now()
+    step = 0
+    while step < a.steps:
+        t0 = sync_now()
+        x = batch(sampler.next_batch())
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of(step_model, x)
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        lv = loss.item()
+        t1 = sync_now()
+        step += 1
+        if step <= a.warmup_steps:
+            warm_s += t1 - t0
+        else:
+            timed.append((t1 - t0) * 1e3)
+        wl, ws, wn = wl + lv, ws + t1 - t0, wn + 1
+        if not math.isfinite(lv):
+            status = "diverged"
+            print(f"loss is {lv} at step {step}; the run diverged", file=sys.stderr)
+            break
+        if step % a.log_every == 0 or step == a.steps:
+            last, seq = wl / wn, a.batch_size * wn / ws
+            res.metric(step=step, loss=last, sequences_per_s=seq, tokens_per_s=seq * a.seq_len,
+                       elapsed_s=t1 - start)
+            print(f"step {step}/{a.steps}  loss {last:.4f}  {seq:.2f} seq/s", file=sys.stderr)
+            wl, ws, wn = 0, 0, 0
+        if a.eval_every and step % a.eval_every == 0 and step < a.steps:
+            vloss = evaluate()
+            res.metric(step=step, valid_loss=vloss, valid_bpb=vloss / math.log(2))
+    if status == "completed":
+        vloss = evaluate()
+        res.metric(step=step, valid_loss=vloss, valid_bpb=vloss / math.log(2))
+    st = common.step_stats(timed)
+    seq = a.batch_size * 1e3 / st["median"] if st["median"] else None
+    fpt = common.flops_per_token(a)
+    mem = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else peak_rss()
+    res.write("summary.json", {
+        "status": status, "params": params, "steps_done": step, "steps_timed": len(timed),
+        "step_time_ms": st, "step_time_ms_samples": timed, "sequences_per_s": seq,
+        "tokens_per_s": seq * a.seq_len if seq else None, "flops_per_token": fpt,
+        "mfu": seq * a.seq_len * fpt / peak if seq and peak else None,
+        "peak_flops": peak or None, "peak_flops_source": peak_src, "peak_memory_bytes": mem,
+        "warmup_seconds": warm_s, "compile_seconds": None,
+        "compile_backend": "torch.compile" if a.compile else "eager",
+        "final_train_loss": last, "final_valid_loss": vloss,
+        "final_valid_bpb": vloss / math.log(2)})
+    print(f"results: {res.dir}")
+    return 0 if status == "completed" else 1
+
+
+def platform_cpu():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "cpu"
+
+
+def peak_rss():
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+if __name__ == "__main__":
+    sys.exit(main())
