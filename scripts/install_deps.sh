@@ -12,7 +12,8 @@ packages=(
   zlib1g-dev              # inflate for reading enwik9.zip directly
   zip                     # tests build zip archives with it
   python3
-  python3-torch           # Python side of the tests (TorchScript files load in Python)
+  python3-torch           # Python side of the tests and the PyTorch peer
+  python3-matplotlib      # scripts/plot_runs.py
 )
 
 missing=()

@@ -25,7 +25,9 @@ Trainer::Trainer(const RunConfig& cfg, torch::Device device)
 torch::Tensor Trainer::step(const torch::Tensor& bytes_in) {
   const torch::Tensor bytes = bytes_in.to(device_, /*non_blocking=*/true);
   model_->train();
-  optimizer_->zero_grad();
+  // Gradients are dropped, not zeroed (PyTorch's set_to_none): backward then writes fresh
+  // gradient tensors instead of a memset plus an accumulate into every one.
+  for (auto& p : model_->parameters()) p.mutable_grad() = torch::Tensor();
   torch::Tensor loss;
   {
     AutocastGuard autocast(device_.type(), autocast_dtype(cfg_.dtype));

@@ -28,6 +28,10 @@ std::string make_run(const testing::TempDir& root, const std::string& name,
   if (status != "completed") summary["final_valid_bpb"] = nullptr;
   testing::write_file(dir + "/config.json", config.dump());
   testing::write_file(dir + "/summary.json", summary.dump());
+  testing::write_file(dir + "/metrics.jsonl",
+                      "{\"step\": 20, \"loss\": 3.5, \"elapsed_s\": 2.0}\n"
+                      "{\"step\": 40, \"loss\": 2.5, \"elapsed_s\": 4.0}\n"
+                      "{\"step\": 40, \"valid_loss\": 2.6, \"valid_bpb\": 3.75}\n");
   return dir;
 }
 
@@ -117,6 +121,27 @@ TEST_F(ReportTest, MalformedAndMismatchedFoldersAreWarnedAboutAndSkipped) {
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.output.find("bench report: error: report: no readable run folder"),
             std::string::npos);
+}
+
+TEST_F(ReportTest, PlotScriptWritesThreePngsAndSkipsUnreadableFolders) {
+  if (testing::run_command("/usr/bin/python3 -c 'import matplotlib'").exit_code != 0) {
+    GTEST_SKIP() << "no matplotlib at /usr/bin/python3";
+  }
+  const std::string out = root / "plots";
+  const auto r = testing::run_command("/usr/bin/python3 " + std::string(TB_SOURCE_DIR) +
+                                      "/scripts/plot_runs.py --out " + out + " " + dirs[0] + " " +
+                                      dirs[3] + " " + (root / "missing"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: skipping " + root / "missing"), std::string::npos) << r.output;
+  for (const char* png : {"loss_by_step.png", "loss_by_time.png", "throughput.png"}) {
+    const std::string bytes = testing::read_file(out + "/" + png);
+    ASSERT_GT(bytes.size(), 1000u) << png;
+    EXPECT_EQ(bytes.substr(0, 8), "\x89PNG\r\n\x1a\n") << png;
+  }
+  const auto none = testing::run_command("/usr/bin/python3 " + std::string(TB_SOURCE_DIR) +
+                                         "/scripts/plot_runs.py --out " + out + " " +
+                                         (root / "missing"));
+  EXPECT_EQ(none.exit_code, 2);
 }
 
 }  // namespace

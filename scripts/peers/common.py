@@ -142,6 +142,7 @@ def arg_parser(description):
     """The bench flags the peers share, with bench's defaults."""
     p = argparse.ArgumentParser(description=description)
     a = p.add_argument
+    a("--preset", default="reference", choices=["reference", "quick"])
     a("--model", default="handcraft", choices=["handcraft", "torch"])
     a("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     a("--num_layer", type=int, default=24)
@@ -168,6 +169,23 @@ def arg_parser(description):
     a("--warmup_steps", type=int, default=5)
     a("--peak_tflops", type=float, default=0.0)
     return p
+
+
+# bench's --preset quick (src/config.cpp apply_preset); explicit flags override it.
+QUICK = dict(num_layer=2, d_model=128, num_heads=4, ff_dim=512, seq_len=128, batch_size=16,
+             steps=400, eval_every=200, eval_batches=10, save_dir="runs/quick")
+
+
+def parse_args(parser, argv=None):
+    """Parses with bench's preset rule: --preset quick changes the defaults, flags win."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--preset", default="reference", choices=["reference", "quick"])
+    known, _ = pre.parse_known_args(argv)
+    if known.preset == "quick":
+        parser.set_defaults(**QUICK)
+    args = parser.parse_args(argv)
+    check_args(args, parser)
+    return args
 
 
 def check_args(args, parser):

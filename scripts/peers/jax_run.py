@@ -79,8 +79,7 @@ class ByteLM(nn.Module):
 
 def main():
     parser = common.arg_parser(__doc__)
-    a = parser.parse_args()
-    common.check_args(a, parser)
+    a = common.parse_args(parser)
     if a.model != "handcraft" or a.flash or a.compile or a.dtype == "float16":
         parser.error("jax_run.py runs --model handcraft --flash 0 --compile 0 (jit is always on) "
                      "with --dtype float32|bfloat16")

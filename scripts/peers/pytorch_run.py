@@ -95,8 +95,7 @@ def gemm_probe(dtype, device):
 
 def main():
     parser = common.arg_parser(__doc__)
-    a = parser.parse_args()
-    common.check_args(a, parser)
+    a = common.parse_args(parser)
     device = torch.device("cuda" if a.device == "cuda" or (a.device == "auto" and
                                                              torch.cuda.is_available()) else "cpu")
     if a.device == "cuda" and not torch.cuda.is_available():

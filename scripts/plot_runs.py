@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""Loss curves and throughput of run folders as PNG files (Debian's python3-matplotlib).
+Usage: plot_runs.py --out DIR RUN_DIR...
+Writes DIR/loss_by_step.png, DIR/loss_by_time.png (train loss per window and validation loss,
+nats per byte) and DIR/throughput.png (sequences/s of completed runs). Folders that cannot be
+read are named in a warning and left out."""
+import argparse
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def label_of(config):
+    label = f"{config.get('framework', 'libtorch')} {config['model']} {config['dtype']}"
+    label += " compiled" if config.get("compile") else ""
+    return label + (" flash" if config.get("flash") else "")
+
+
+def read_run(run_dir):
+    with open(os.path.join(run_dir, "config.json")) as f:
+        config = json.load(f)
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        summary = json.load(f)
+    train, valid = [], []
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        for line in f:
+            m = json.loads(line)
+            if m.get("loss") is not None:
+                train.append((m["step"], m.get("elapsed_s"), m["loss"]))
+            elif m.get("valid_loss") is not None:
+                valid.append((m["step"], m["valid_loss"]))
+    return label_of(config), summary, train, valid
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="folder for the PNG files")
+    p.add_argument("runs", nargs="+", help="run folders")
+    a = p.parse_args()
+    runs = []
+    for d in a.runs:
+        try:
+            runs.append(read_run(d) + (d,))
+        except (OSError, ValueError, KeyError) as e:
+            print(f"plot_runs: warning: skipping {d}: {e}", file=sys.stderr)
+    if not runs:
+        print("plot_runs: error: no readable run folder", file=sys.stderr)
+        return 2
+    labels = [r[0] for r in runs]
+    # Same configuration twice: tell the curves apart by folder name.
+    runs = [(f"{r[0]} ({os.path.basename(os.path.normpath(r[4]))})" if labels.count(r[0]) > 1
+             else r[0],) + r[1:4] for r in runs]
+    os.makedirs(a.out, exist_ok=True)
+    for by_time, name in ((False, "loss_by_step.png"), (True, "loss_by_time.png")):
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for label, _, train, valid in runs:
+            xs = [t if by_time else s for s, t, _ in train]
+            line, = ax.plot(xs, [l for _, _, l in train], label=f"{label} train")
+            if valid and not by_time:
+                ax.plot([s for s, _ in valid], [v for _, v in valid], "o--",
+                        color=line.get_color(), label=f"{label} valid")
+        ax.set_xlabel("wall time (s)" if by_time else "step")
+        ax.set_ylabel("loss (nats/byte)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(a.out, name), dpi=100)
+        plt.close(fig)
+    done = [(label, s["sequences_per_s"]) for label, s, _, _ in runs
+            if s.get("status") == "completed" and s.get("sequences_per_s")]
+    fig, ax = plt.subplots(figsize=(8, 0.5 + 0.4 * max(len(done), 1)))
+    ax.barh([l for l, _ in done], [v for _, v in done])
+    ax.set_xlabel("sequences/s (median step)")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "throughput.png"), dpi=100)
+    plt.close(fig)
+    print(f"plots: {a.out}/loss_by_step.png loss_by_time.png throughput.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
