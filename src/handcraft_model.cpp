@@ -24,16 +24,27 @@ class BlockImpl : public torch::nn::Module {
   // x: [S, B, d]; mask: [S, S] additive causal mask (unused on the fused path).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
     const bool train = is_training();
-    torch::Tensor h = x + torch::dropout(out(attention(ln1(x), mask)), dropout_, train);
-    torch::Tensor f = ff2(torch::dropout(torch::relu(ff1(ln2(h))), dropout_, train));
+    torch::Tensor h = x + torch::dropout(linear_(out, attention(ln1(x), mask)), dropout_, train);
+    torch::Tensor f =
+        linear_(ff2, torch::dropout(torch::relu(linear_(ff1, ln2(h))), dropout_, train));
     return h + torch::dropout(f, dropout_, train);
+  }
+
+  // at::linear rather than nn::Linear's forward: LibTorch 1.13's C++ functional linear runs a
+  // 3-D input as matmul + a separate bias add, where at::linear folds it into one addmm (the op
+  // Python's nn.Linear calls), saving a pass over the activations forward and backward.
+  static torch::Tensor linear_(const torch::nn::Linear& layer, const torch::Tensor& x) {
+    return torch::linear(x, layer->weight, layer->bias);
   }
 
   torch::Tensor attention(const torch::Tensor& x, const torch::Tensor& mask) {
     const int64_t S = x.size(0), B = x.size(1), d = x.size(2), hd = d / heads_;
     // [S, B, 3d] → [S, B, 3, H, hd] → [3, B, H, S, hd]
-    auto qkv_heads = qkv(x).view({S, B, 3, heads_, hd}).permute({2, 1, 3, 0, 4});
-    torch::Tensor q = qkv_heads[0], k = qkv_heads[1], v = qkv_heads[2];
+    // unbind, not three index ops: each select's backward would allocate and fill a full-size
+    // zero gradient, where unbind's backward stacks the three at once.
+    const auto qkv_heads =
+        linear_(qkv, x).view({S, B, 3, heads_, hd}).permute({2, 1, 3, 0, 4}).unbind(0);
+    const torch::Tensor &q = qkv_heads[0], &k = qkv_heads[1], &v = qkv_heads[2];
     torch::Tensor o;  // [B, H, S, hd]
     if (flash_) {
       o = tb_sdpa(q, k, v, 0.0, /*is_causal=*/true);

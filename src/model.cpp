@@ -28,7 +28,8 @@ ByteModelBase::ByteModelBase(const ModelOptions& o) : options_(o) {
 torch::Tensor ByteModelBase::forward(const torch::Tensor& bytes) {
   const torch::Tensor x = torch::dropout(embed_shifted(bytes, embed_->weight, pos_),
                                          options_.dropout, is_training());  // [S, B, d]
-  return head_(body(x));                                                    // [S, B, 256]
+  // at::linear, not nn::Linear::forward: see linear_ in handcraft_model.cpp.
+  return torch::linear(body(x), head_->weight, head_->bias);  // [S, B, 256]
 }
 
 std::shared_ptr<LanguageModel> make_model(const RunConfig& cfg) {

@@ -48,7 +48,7 @@ std::string handcraft_script_source(const ModelOptions& o) {
     << "    a = torch.layer_norm(x, [" << D << "], ln1_w, ln1_b, 1e-05, True)\n"
     << "    qkv = torch.linear(a, qkv_w, qkv_b).view(S, B, 3, " << o.num_heads << ", " << hd
     << ").permute(2, 1, 3, 0, 4)\n"
-    << "    q = qkv[0]\n    k = qkv[1]\n    v = qkv[2]\n";
+    << "    q, k, v = qkv.unbind(0)\n";
   if (o.flash) {
 #if TB_TORCH_AT_LEAST(2, 0)
     s << "    o = torch.scaled_dot_product_attention(q, k, v, None, 0.0, True)\n";
