@@ -99,6 +99,9 @@ std::vector<Flag> flags_() {
       TB_INT_FLAG(num_heads, "attention heads"),
       TB_INT_FLAG(ff_dim, "feed-forward hidden width"),
       TB_DOUBLE_FLAG(dropout, "dropout probability, [0, 1); off during evaluation"),
+      TB_TEXT_FLAG(dropout_impl,
+                   "auto | native (torch::dropout) | parallel (multi-threaded "
+                   "mask; CPU, eager handcraft); auto: parallel where it applies"),
       TB_INT_FLAG(batch_size, "sequences per step"),
       TB_DOUBLE_FLAG(lr, "Adam learning rate (> 0, constant)"),
       TB_INT_FLAG(steps, "optimizer steps, warm-up included"),

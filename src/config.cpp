@@ -71,6 +71,7 @@ void validate(const RunConfig& cfg) {
   check_choice_("model", cfg.model, {"torch", "handcraft"});
   check_choice_("dtype", cfg.dtype, {"float32", "float16", "bfloat16"});
   check_choice_("device", cfg.device, {"auto", "cpu", "cuda"});
+  check_choice_("dropout_impl", cfg.dropout_impl, {"auto", "native", "parallel"});
   check_min_<int64_t>("num_layer", cfg.num_layer, 1);
   if (cfg.flash != 0 && cfg.flash != 1) {
     throw ConfigError("--flash: " + std::to_string(cfg.flash) + " is not allowed; use 0|1");
@@ -123,6 +124,14 @@ void validate(const RunConfig& cfg) {
         "--flash: 1 is not allowed with --model torch (nn::TransformerEncoder's C++ attention is "
         "a fixed composite with no fused kernel); use --model handcraft or --flash 0");
   }
+  if (cfg.dropout_impl == "parallel" && (cfg.model == "torch" || cfg.compile == 1)) {
+    throw ConfigError("--dropout_impl: 'parallel' is not allowed with " +
+                      std::string(cfg.model == "torch" ? "--model torch (its nn layers apply "
+                                                         "their own dropout)"
+                                                       : "--compile 1 (the script uses "
+                                                         "torch.dropout)") +
+                      "; use --dropout_impl auto|native");
+  }
   const bool have_cuda = torch::cuda::is_available();
   if (cfg.device == "cuda" && !have_cuda) {
     throw ConfigError("--device: 'cuda' is not available (no GPU, or a CPU-only LibTorch " +
@@ -164,6 +173,12 @@ void validate(const RunConfig& cfg) {
   }
 }
 
+std::string resolved_dropout_impl(const RunConfig& cfg) {
+  if (cfg.dropout_impl != "auto") return cfg.dropout_impl;
+  const bool eager_handcraft = cfg.model == "handcraft" && cfg.compile == 0;
+  return eager_handcraft && resolved_device(cfg) == "cpu" ? "parallel" : "native";
+}
+
 std::string run_dir_name(const RunConfig& cfg) {
   std::string name =
       cfg.save_dir + "_" + cfg.model + "_layer" + std::to_string(cfg.num_layer) + "_" + cfg.dtype;
@@ -181,7 +196,8 @@ int64_t resolved_valid_bytes(const RunConfig& cfg, int64_t corpus_bytes) {
 // clang-format off
 #define TB_CONFIG_FIELDS(X)                                                           \
   X(preset) X(model) X(dtype) X(num_layer) X(flash) X(compile) X(save_dir) X(overwrite) \
-  X(seq_len) X(d_model) X(num_heads) X(ff_dim) X(dropout) X(batch_size) X(lr) X(steps)  \
+  X(seq_len) X(d_model) X(num_heads) X(ff_dim) X(dropout) X(dropout_impl) X(batch_size)   \
+  X(lr) X(steps)                                                                          \
   X(data) X(valid_bytes) X(device) X(threads) X(seed) X(log_every) X(eval_every)        \
   X(eval_batches) X(warmup_steps) X(peak_tflops) X(save_model) X(fault_nan_step)
 // clang-format on

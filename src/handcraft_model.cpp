@@ -2,6 +2,7 @@
 // (SDPA) causal attention, ReLU feed-forward. No final LayerNorm, as in the reference.
 #include <cmath>
 
+#include "trainbench/dropout.h"
 #include "trainbench/model.h"
 #include "trainbench/torch_compat.h"
 
@@ -13,6 +14,7 @@ class BlockImpl : public torch::nn::Module {
   explicit BlockImpl(const ModelOptions& o)
       : heads_(o.num_heads),
         dropout_(o.dropout),
+        parallel_dropout_(o.parallel_dropout),
         flash_(o.flash),
         ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model})))),
         qkv(register_module("qkv", torch::nn::Linear(o.d_model, 3 * o.d_model))),
@@ -24,10 +26,13 @@ class BlockImpl : public torch::nn::Module {
   // x: [S, B, d]; mask: [S, S] additive causal mask (unused on the fused path).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
     const bool train = is_training();
-    torch::Tensor h = x + torch::dropout(linear_(out, attention(ln1(x), mask)), dropout_, train);
-    torch::Tensor f =
-        linear_(ff2, torch::dropout(torch::relu(linear_(ff1, ln2(h))), dropout_, train));
-    return h + torch::dropout(f, dropout_, train);
+    torch::Tensor h = x + drop_(linear_(out, attention(ln1(x), mask)), train);
+    torch::Tensor f = linear_(ff2, drop_(torch::relu(linear_(ff1, ln2(h))), train));
+    return h + drop_(f, train);
+  }
+
+  torch::Tensor drop_(const torch::Tensor& x, bool train) const {
+    return apply_dropout(x, dropout_, train, parallel_dropout_);
   }
 
   // at::linear rather than nn::Linear's forward: LibTorch 1.13's C++ functional linear runs a
@@ -59,6 +64,7 @@ class BlockImpl : public torch::nn::Module {
  private:
   int64_t heads_;
   double dropout_;
+  bool parallel_dropout_;
   bool flash_;
 
  public:

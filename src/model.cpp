@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "trainbench/dropout.h"
 #include "trainbench/scripted_model.h"
 
 namespace trainbench {
@@ -16,6 +17,7 @@ ModelOptions ModelOptions::from_config(const RunConfig& cfg) {
   o.num_layer = cfg.num_layer;
   o.dropout = cfg.dropout;
   o.flash = cfg.flash == 1;
+  o.parallel_dropout = resolved_dropout_impl(cfg) == "parallel";
   return o;
 }
 
@@ -26,8 +28,9 @@ ByteModelBase::ByteModelBase(const ModelOptions& o) : options_(o) {
 }
 
 torch::Tensor ByteModelBase::forward(const torch::Tensor& bytes) {
-  const torch::Tensor x = torch::dropout(embed_shifted(bytes, embed_->weight, pos_),
-                                         options_.dropout, is_training());  // [S, B, d]
+  const torch::Tensor x =
+      apply_dropout(embed_shifted(bytes, embed_->weight, pos_), options_.dropout, is_training(),
+                    options_.parallel_dropout);  // [S, B, d]
   // at::linear, not nn::Linear::forward: see linear_ in handcraft_model.cpp.
   return torch::linear(body(x), head_->weight, head_->bias);  // [S, B, 256]
 }

@@ -90,7 +90,10 @@ SpeedTable speed_table_(const std::vector<RunRecord>& runs) {
 std::string cell_(const SpeedTable& t, const std::string& dtype, const std::string& label) {
   auto it = t.cells.find({dtype, label});
   if (it == t.cells.end()) return "";
-  return completed_(*it->second) ? num_(it->second->sequences_per_s, 0) : it->second->status;
+  if (!completed_(*it->second)) return it->second->status;
+  // Three significant figures or whole numbers: 1093, 98.1, 3.53.
+  const double v = it->second->sequences_per_s.get<double>();
+  return num_(it->second->sequences_per_s, v >= 100 ? 0 : v >= 10 ? 1 : 2);
 }
 
 std::string ratio_(const SpeedTable& t, const std::string& dtype, const std::string& label,

@@ -95,6 +95,7 @@ RunResult run_benchmark(const RunConfig& cfg) {
   resolved.device = device.str();
   resolved.threads = threads;
   resolved.valid_bytes = valid_bytes;
+  resolved.dropout_impl = resolved_dropout_impl(cfg);
   nlohmann::json config_json = resolved;
   config_json["run_dir"] = run_dir;
   config_json["corpus_source"] = corpus.source();

@@ -78,6 +78,10 @@ TEST(Config, BadValuesNameTheFlagValueAndAllowed) {
       {{"--save_model", "/tmp"}, "--save_model: '/tmp' is a folder"},
       {{"--save_model", "net.pt", "--model", "torch"},
        "--save_model: not available with --model torch"},
+      {{"--dropout_impl", "fast"},
+       "--dropout_impl: 'fast' is not allowed; use one of auto|native|parallel"},
+      {{"--dropout_impl", "parallel", "--compile", "1"},
+       "--dropout_impl: 'parallel' is not allowed with --compile 1"},
       {{"--overwrite", "maybe"}, "--overwrite: 'maybe' is not allowed; use 0|1"},
       {{"--no_such_flag", "1"}, "--no_such_flag: unknown flag"},
   };

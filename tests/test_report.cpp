@@ -138,9 +138,9 @@ TEST_F(ReportTest, PlotScriptWritesThreePngsAndSkipsUnreadableFolders) {
     ASSERT_GT(bytes.size(), 1000u) << png;
     EXPECT_EQ(bytes.substr(0, 8), "\x89PNG\r\n\x1a\n") << png;
   }
-  const auto none = testing::run_command("/usr/bin/python3 " + std::string(TB_SOURCE_DIR) +
-                                         "/scripts/plot_runs.py --out " + out + " " +
-                                         (root / "missing"));
+  const auto none =
+      testing::run_command("/usr/bin/python3 " + std::string(TB_SOURCE_DIR) +
+                           "/scripts/plot_runs.py --out " + out + " " + (root / "missing"));
   EXPECT_EQ(none.exit_code, 2);
 }
 

@@ -32,14 +32,15 @@ struct RunConfig {
   std::string save_dir = "runs/run";  // run folder prefix; the config suffix is appended
   bool overwrite = false;             // allow reusing a non-empty run folder
 
-  int64_t seq_len = 256;     // bytes per sequence (the context length)
-  int64_t d_model = 512;     // model width
-  int64_t num_heads = 8;     // attention heads; d_model % num_heads == 0
-  int64_t ff_dim = 2048;     // feed-forward hidden width
-  double dropout = 0.1;      // dropout on embeddings, residual branches and FF hidden
-  int64_t batch_size = 100;  // sequences per step
-  double lr = 1e-3;          // Adam learning rate (no schedule)
-  int64_t steps = 5000;      // optimizer steps, warm-up included
+  int64_t seq_len = 256;              // bytes per sequence (the context length)
+  int64_t d_model = 512;              // model width
+  int64_t num_heads = 8;              // attention heads; d_model % num_heads == 0
+  int64_t ff_dim = 2048;              // feed-forward hidden width
+  double dropout = 0.1;               // dropout on embeddings, residual branches and FF hidden
+  std::string dropout_impl = "auto";  // auto | native | parallel (see dropout.h)
+  int64_t batch_size = 100;           // sequences per step
+  double lr = 1e-3;                   // Adam learning rate (no schedule)
+  int64_t steps = 5000;               // optimizer steps, warm-up included
 
   std::string data;             // raw file or .zip; empty: the embedded generated corpus
   int64_t valid_bytes = -1;     // held-out tail; -1: min(5,000,000, 5% of the corpus)
@@ -69,6 +70,10 @@ void validate(const RunConfig& cfg);
 
 // The device the run uses: "cpu" or "cuda" ("auto" resolved).
 std::string resolved_device(const RunConfig& cfg);
+
+// The dropout kernel a run uses: "parallel" (dropout.h) for eager handcraft models on the CPU
+// under "auto", else "native" (torch::dropout).
+std::string resolved_dropout_impl(const RunConfig& cfg);
 
 // Reference run-folder name: {save_dir}_{model}_layer{N}_{dtype}[_compiled][_flash].
 std::string run_dir_name(const RunConfig& cfg);

@@ -23,7 +23,8 @@ struct ModelOptions {
   int64_t ff_dim = 2048;
   int64_t num_layer = 8;
   double dropout = 0.1;
-  bool flash = false;  // handcraft: fused SDPA instead of explicit scores
+  bool flash = false;             // handcraft: fused SDPA instead of explicit scores
+  bool parallel_dropout = false;  // handcraft: the parallel-mask dropout of dropout.h
 
   static ModelOptions from_config(const RunConfig& cfg);
 };

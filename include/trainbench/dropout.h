@@ -1,0 +1,25 @@
+// Dropout with a parallel mask generator for the CPU. LibTorch 1.13's CPU dropout draws its
+// mask with bernoulli_ one element at a time on one thread (measured at about a third of a
+// bfloat16 training step here). This one hashes (key, element index) with splitmix64 inside
+// at::parallel_for: every thread fills its own range, and the mask depends only on the key, so
+// it is the same for any thread count. The key is one draw from LibTorch's default CPU
+// generator per call, so torch::manual_seed still fixes the run.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace trainbench {
+
+// mask[i] = 1/(1-p) with probability 1-p, else 0; same shape, dtype and device as `like`.
+torch::Tensor parallel_dropout_mask(const torch::Tensor& like, double p, uint64_t key);
+
+// x * mask in training (autograd: the gradient is grad * mask), x itself otherwise. CPU only:
+// other devices take torch::dropout, whose kernels are already parallel.
+torch::Tensor parallel_dropout(const torch::Tensor& x, double p, bool train);
+
+// parallel_dropout when `parallel`, else torch::dropout.
+inline torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool train, bool parallel) {
+  return parallel ? parallel_dropout(x, p, train) : torch::dropout(x, p, train);
+}
+
+}  // namespace trainbench
