@@ -5,6 +5,8 @@
 #include <chrono>
 #include <vector>
 
+#include <ATen/CPUGeneratorImpl.h>
+
 namespace trainbench {
 
 int64_t matmul_weight_count(const RunConfig& cfg) {
@@ -51,8 +53,11 @@ double gpu_peak_flops(const std::string& device_name, const std::string& dtype) 
 double gemm_probe_flops(const std::string& dtype, int64_t n, double min_seconds) {
   torch::NoGradGuard no_grad;
   const auto type = dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat;
-  torch::manual_seed(0);
-  const torch::Tensor a = torch::randn({n, n}).to(type), b = torch::randn({n, n}).to(type);
+  // A private generator: the probe runs after the model is built and must not move the run's
+  // seeded random stream (dropout masks, sampler-independent draws).
+  at::Generator gen = at::detail::createCPUGenerator(0);
+  const torch::Tensor a = torch::randn({n, n}, gen).to(type),
+                      b = torch::randn({n, n}, gen).to(type);
   torch::Tensor c = torch::matmul(a, b);  // warm-up: thread pools, packing buffers
   // The best of five trials: a peak is what the machine can do, and a shared machine's
   // background load only ever slows a trial down.

@@ -29,6 +29,14 @@ TEST(Model, FlopsPerTokenFollowTheStatedFormula) {
   EXPECT_NEAR(flops_per_token(c) * 256 / 1e9, 42.08, 0.005);  // GFLOP per sequence
 }
 
+TEST(Model, GemmProbeLeavesTheSeededRandomStreamAlone) {
+  torch::manual_seed(17);
+  const torch::Tensor expected = torch::rand({4});
+  torch::manual_seed(17);
+  EXPECT_GT(gemm_probe_flops("float32", 64, 0.01), 0);
+  EXPECT_TRUE(torch::equal(torch::rand({4}), expected));
+}
+
 // Changing byte t must leave logits at positions <= t unchanged and change some later logit.
 void expect_causal(const RunConfig& cfg) {
   torch::manual_seed(0);

@@ -75,6 +75,42 @@ TEST(Peers, PytorchPeerWritesTheContractWithTheCppParameterCount) {
       << report.output;
 }
 
+// Same seed, same init order, same sampler, native dropout: the PyTorch peer and bench train
+// the same numbers, so a speed ratio between them compares like with like.
+TEST(Peers, PytorchPeerTrainsTheSameLossesAsBench) {
+  if (testing::run_command("/usr/bin/python3 -c 'import torch'").exit_code != 0) {
+    GTEST_SKIP() << "no Python torch at /usr/bin/python3";
+  }
+  testing::TempDir dir;
+  ASSERT_EQ(testing::run_bench("--export_corpus " + (dir / "corpus.bin")).exit_code, 0);
+  const std::string flags =
+      " --num_layer 2 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
+      " --steps 6 --warmup_steps 1 --log_every 1 --eval_batches 2 --threads 1 --device cpu"
+      " --peak_tflops 1 --data " +
+      (dir / "corpus.bin");
+  ASSERT_EQ(
+      testing::run_bench(flags + " --dropout_impl native --save_dir " + (dir / "cpp")).exit_code,
+      0);
+  ASSERT_EQ(testing::run_command("/usr/bin/python3 " + kPeers + "/pytorch_run.py" + flags +
+                                 " --save_dir " + (dir / "py"))
+                .exit_code,
+            0);
+  auto losses = [](const std::string& run) {
+    std::vector<double> out;
+    std::istringstream in(testing::read_file(run + "/metrics.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      const auto j = nlohmann::json::parse(line);
+      if (j.contains("loss")) out.push_back(j["loss"]);
+    }
+    return out;
+  };
+  const auto cpp = losses(dir / "cpp_handcraft_layer2_float32");
+  const auto py = losses(dir / "py_handcraft_layer2_float32");
+  ASSERT_EQ(cpp.size(), 6u);
+  ASSERT_EQ(py.size(), 6u);
+  for (size_t i = 0; i < cpp.size(); ++i) EXPECT_NEAR(cpp[i], py[i], 1e-4) << "step " << i + 1;
+}
+
 TEST(Peers, PytorchPeerRefusesCompileWithoutTorchCompile) {
   if (testing::run_command("/usr/bin/python3 -c 'import torch, sys; "
                            "sys.exit(hasattr(torch, \"compile\"))'")
