@@ -14,6 +14,18 @@ namespace {
 
 const std::string kPeers = std::string(TB_SOURCE_DIR) + "/scripts/peers";
 
+// Flags of a tiny CPU run that bench and the peers share, reading bench's embedded corpus
+// exported into `dir`.
+std::string tiny_flags(const testing::TempDir& dir, int steps, int log_every) {
+  EXPECT_EQ(testing::run_bench("--export_corpus " + (dir / "corpus.bin")).exit_code, 0);
+  return " --num_layer 2 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
+         " --steps " +
+         std::to_string(steps) + " --warmup_steps 1 --log_every " + std::to_string(log_every) +
+         " --eval_batches 2 --threads 1 --device cpu"
+         " --peak_tflops 1 --data " +
+         (dir / "corpus.bin");
+}
+
 TEST(Peers, PythonSamplerReproducesTheCppEpochPlans) {
   SamplerOptions o;
   o.train_end = 10'000;
@@ -39,12 +51,7 @@ TEST(Peers, PytorchPeerWritesTheContractWithTheCppParameterCount) {
     GTEST_SKIP() << "no Python torch at /usr/bin/python3";
   }
   testing::TempDir dir;
-  ASSERT_EQ(testing::run_bench("--export_corpus " + (dir / "corpus.bin")).exit_code, 0);
-  const std::string flags =
-      " --num_layer 2 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
-      " --steps 4 --warmup_steps 1 --log_every 2 --eval_batches 2 --threads 1 --device cpu"
-      " --peak_tflops 1 --data " +
-      (dir / "corpus.bin");
+  const std::string flags = tiny_flags(dir, 4, 2);
   for (const char* model : {"handcraft", "torch"}) {
     const auto r = testing::run_command("/usr/bin/python3 " + kPeers + "/pytorch_run.py --model " +
                                         model + flags + " --save_dir " + (dir / "py"));
@@ -82,12 +89,7 @@ TEST(Peers, PytorchPeerTrainsTheSameLossesAsBench) {
     GTEST_SKIP() << "no Python torch at /usr/bin/python3";
   }
   testing::TempDir dir;
-  ASSERT_EQ(testing::run_bench("--export_corpus " + (dir / "corpus.bin")).exit_code, 0);
-  const std::string flags =
-      " --num_layer 2 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
-      " --steps 6 --warmup_steps 1 --log_every 1 --eval_batches 2 --threads 1 --device cpu"
-      " --peak_tflops 1 --data " +
-      (dir / "corpus.bin");
+  const std::string flags = tiny_flags(dir, 6, 1);
   ASSERT_EQ(
       testing::run_bench(flags + " --dropout_impl native --save_dir " + (dir / "cpp")).exit_code,
       0);

@@ -252,3 +252,59 @@ def step_stats(ms):
     if not ms:
         return {"median": None, "min": None, "max": None}
     return {"median": statistics.median(ms), "min": min(ms), "max": max(ms)}
+
+
+class StepLog:
+    """bench's timing rules for the peers: warm-up kept apart, windows of log_every steps
+    (metrics.jsonl + stderr), divergence on a non-finite loss, evaluations, summary.json."""
+
+    def __init__(self, args, results):
+        self.a, self.res = args, results
+        self.timed, self.warm_s, self.step, self.status = [], 0.0, 0, "completed"
+        self.last, self.vloss = float("nan"), float("nan")
+        self.wl, self.ws, self.wn = 0.0, 0.0, 0
+        self.start = time.perf_counter()
+
+    def record(self, t0, t1, loss):
+        """One step that ran from t0 to t1 (device synchronized); False once diverged."""
+        a = self.a
+        self.step += 1
+        if self.step <= a.warmup_steps:
+            self.warm_s += t1 - t0
+        else:
+            self.timed.append((t1 - t0) * 1e3)
+        self.wl, self.ws, self.wn = self.wl + loss, self.ws + t1 - t0, self.wn + 1
+        if not math.isfinite(loss):
+            self.status = "diverged"
+            print(f"loss is {loss} at step {self.step}; the run diverged", file=sys.stderr)
+            return False
+        if self.step % a.log_every == 0 or self.step == a.steps:
+            self.last, seq = self.wl / self.wn, a.batch_size * self.wn / self.ws
+            self.res.metric(step=self.step, loss=self.last, sequences_per_s=seq,
+                            tokens_per_s=seq * a.seq_len, elapsed_s=t1 - self.start)
+            print(f"step {self.step}/{a.steps}  loss {self.last:.4f}  {seq:.2f} seq/s",
+                  file=sys.stderr)
+            self.wl, self.ws, self.wn = 0.0, 0.0, 0
+        return True
+
+    def evaluation(self, valid_loss):
+        self.vloss = valid_loss
+        self.res.metric(step=self.step, valid_loss=valid_loss, valid_bpb=valid_loss / math.log(2))
+
+    def write_summary(self, params, peak_flops, peak_source, memory_bytes, backend):
+        a, st = self.a, step_stats(self.timed)
+        seq = a.batch_size * 1e3 / st["median"] if st["median"] else None
+        fpt = flops_per_token(a)
+        self.res.write("summary.json", {
+            "status": self.status, "params": params, "steps_done": self.step,
+            "steps_timed": len(self.timed), "step_time_ms": st,
+            "step_time_ms_samples": self.timed, "sequences_per_s": seq,
+            "tokens_per_s": seq * a.seq_len if seq else None, "flops_per_token": fpt,
+            "mfu": seq * a.seq_len * fpt / peak_flops if seq and peak_flops else None,
+            "peak_flops": peak_flops or None, "peak_flops_source": peak_source,
+            "peak_memory_bytes": memory_bytes, "warmup_seconds": self.warm_s,
+            "compile_seconds": None, "compile_backend": backend,
+            "final_train_loss": self.last, "final_valid_loss": self.vloss,
+            "final_valid_bpb": self.vloss / math.log(2)})
+        print(f"results: {self.res.dir}")
+        return 0 if self.status == "completed" else 1

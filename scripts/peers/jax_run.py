@@ -121,48 +121,21 @@ def main():
                                   corpus_bytes=len(data), params=n_params))
     res.write("env.json", common.base_env("jax " + jax.__version__,
                                           jax.devices()[0].device_kind, None))
-    timed, warm_s, status, last, vloss = [], 0.0, "completed", float("nan"), float("nan")
-    wl, ws, wn, step, start = 0.0, 0.0, 0, 0, time.perf_counter()
-    while step < a.steps:
+    log = common.StepLog(a, res)
+    while log.step < a.steps:
         key, sub = jax.random.split(key)
         t0 = time.perf_counter()
         params, opt_state, loss = train_step(params, opt_state, batch(sampler.next_batch()), sub)
         lv = float(loss)  # blocks until the step is done
-        t1 = time.perf_counter()
-        step += 1
-        (timed.append((t1 - t0) * 1e3) if step > a.warmup_steps else None)
-        warm_s += (t1 - t0) if step <= a.warmup_steps else 0.0
-        wl, ws, wn = wl + lv, ws + t1 - t0, wn + 1
-        if not math.isfinite(lv):
-            status = "diverged"
+        if not log.record(t0, time.perf_counter(), lv):
             break
-        if step % a.log_every == 0 or step == a.steps:
-            last, seq = wl / wn, a.batch_size * wn / ws
-            res.metric(step=step, loss=last, sequences_per_s=seq, tokens_per_s=seq * a.seq_len,
-                       elapsed_s=t1 - start)
-            print(f"step {step}/{a.steps}  loss {last:.4f}  {seq:.2f} seq/s", file=sys.stderr)
-            wl, ws, wn = 0.0, 0.0, 0
-    if status == "completed":
+    if log.status == "completed":
         batches = common.validation_batches(train_end, len(data), a.seq_len, a.batch_size,
                                             a.eval_batches)
         tot = sum(float(eval_loss(params, batch(b))) * len(b) for b in batches)
-        vloss = tot / sum(len(b) for b in batches)
-        res.metric(step=step, valid_loss=vloss, valid_bpb=vloss / math.log(2))
-    st = common.step_stats(timed)
-    seq = a.batch_size * 1e3 / st["median"] if st["median"] else None
-    fpt = common.flops_per_token(a)
-    res.write("summary.json", {
-        "status": status, "params": n_params, "steps_done": step, "steps_timed": len(timed),
-        "step_time_ms": st, "step_time_ms_samples": timed, "sequences_per_s": seq,
-        "tokens_per_s": seq * a.seq_len if seq else None, "flops_per_token": fpt,
-        "mfu": seq * a.seq_len * fpt / (a.peak_tflops * 1e12) if seq and a.peak_tflops else None,
-        "peak_flops": a.peak_tflops * 1e12 or None,
-        "peak_flops_source": "flag" if a.peak_tflops else "unknown", "peak_memory_bytes": None,
-        "warmup_seconds": warm_s, "compile_seconds": None, "compile_backend": "jax.jit",
-        "final_train_loss": last, "final_valid_loss": vloss,
-        "final_valid_bpb": vloss / math.log(2)})
-    print(f"results: {res.dir}")
-    return 0 if status == "completed" else 1
+        log.evaluation(tot / sum(len(b) for b in batches))
+    peak = a.peak_tflops * 1e12
+    return log.write_summary(n_params, peak, "flag" if peak else "unknown", None, "jax.jit")
 
 
 if __name__ == "__main__":

@@ -162,10 +162,8 @@ def main():
     peak, peak_src = (a.peak_tflops * 1e12, "flag") if a.peak_tflops > 0 else (
         (0.0, "unknown") if device.type == "cuda" else
         (gemm_probe(amp or torch.float32, device), "gemm_probe"))
-    timed, warm_s, status, vloss, wl, ws, wn, last = [], 0.0, "completed", float("nan"), 0, 0, 0, 0
-    start = sync_now()
-    step = 0
-    while step < a.steps:
+    log = common.StepLog(a, res)
+    while log.step < a.steps:
         t0 = sync_now()
         x = batch(sampler.next_batch())
         opt.zero_grad(set_to_none=True)
@@ -178,45 +176,15 @@ def main():
             loss.backward()
             opt.step()
         lv = loss.item()
-        t1 = sync_now()
-        step += 1
-        if step <= a.warmup_steps:
-            warm_s += t1 - t0
-        else:
-            timed.append((t1 - t0) * 1e3)
-        wl, ws, wn = wl + lv, ws + t1 - t0, wn + 1
-        if not math.isfinite(lv):
-            status = "diverged"
-            print(f"loss is {lv} at step {step}; the run diverged", file=sys.stderr)
+        if not log.record(t0, sync_now(), lv):
             break
-        if step % a.log_every == 0 or step == a.steps:
-            last, seq = wl / wn, a.batch_size * wn / ws
-            res.metric(step=step, loss=last, sequences_per_s=seq, tokens_per_s=seq * a.seq_len,
-                       elapsed_s=t1 - start)
-            print(f"step {step}/{a.steps}  loss {last:.4f}  {seq:.2f} seq/s", file=sys.stderr)
-            wl, ws, wn = 0, 0, 0
-        if a.eval_every and step % a.eval_every == 0 and step < a.steps:
-            vloss = evaluate()
-            res.metric(step=step, valid_loss=vloss, valid_bpb=vloss / math.log(2))
-    if status == "completed":
-        vloss = evaluate()
-        res.metric(step=step, valid_loss=vloss, valid_bpb=vloss / math.log(2))
-    st = common.step_stats(timed)
-    seq = a.batch_size * 1e3 / st["median"] if st["median"] else None
-    fpt = common.flops_per_token(a)
+        if a.eval_every and log.step % a.eval_every == 0 and log.step < a.steps:
+            log.evaluation(evaluate())
+    if log.status == "completed":
+        log.evaluation(evaluate())
     mem = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else peak_rss()
-    res.write("summary.json", {
-        "status": status, "params": params, "steps_done": step, "steps_timed": len(timed),
-        "step_time_ms": st, "step_time_ms_samples": timed, "sequences_per_s": seq,
-        "tokens_per_s": seq * a.seq_len if seq else None, "flops_per_token": fpt,
-        "mfu": seq * a.seq_len * fpt / peak if seq and peak else None,
-        "peak_flops": peak or None, "peak_flops_source": peak_src, "peak_memory_bytes": mem,
-        "warmup_seconds": warm_s, "compile_seconds": None,
-        "compile_backend": "torch.compile" if a.compile else "eager",
-        "final_train_loss": last, "final_valid_loss": vloss,
-        "final_valid_bpb": vloss / math.log(2)})
-    print(f"results: {res.dir}")
-    return 0 if status == "completed" else 1
+    return log.write_summary(params, peak, peak_src, mem,
+                             "torch.compile" if a.compile else "eager")
 
 
 def platform_cpu():
