@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     const nlohmann::json config = read_json_file(result.run_dir + "/config.json");
     std::cout << summary_table(config, result.summary);
     std::cout << "results: " << result.run_dir << "\n";
+    if (result.status == "interrupted") return 128 + result.stop_signal;  // 130 / 143
     return result.status == "completed" ? 0 : 1;
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "bench: error: %s\n", e.what());

@@ -1,6 +1,7 @@
 // Run-folder files. nlohmann::json already writes NaN/inf as null; callers set "status".
 #include "trainbench/results.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -59,8 +60,15 @@ ResultWriter::ResultWriter(std::string dir) : dir_(std::move(dir)) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw RunError("cannot create run folder '" + dir_ + "': " + ec.message());
-  metrics_.open(dir_ + "/metrics.jsonl", std::ios::trunc);
-  if (!metrics_) throw RunError("cannot write '" + dir_ + "/metrics.jsonl'");
+  const std::string path = dir_ + "/metrics.jsonl";
+  metrics_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (metrics_fd_ < 0) {
+    throw RunError("cannot write '" + path + "': " + std::strerror(errno));
+  }
+}
+
+ResultWriter::~ResultWriter() {
+  if (metrics_fd_ >= 0) ::close(metrics_fd_);
 }
 
 void ResultWriter::write_config(nlohmann::json config) {
@@ -75,9 +83,15 @@ void ResultWriter::write_env(nlohmann::json env) {
 
 void ResultWriter::append_metric(nlohmann::json line) {
   line["schema_version"] = kSchemaVersion;
-  metrics_ << line.dump() << "\n";
-  metrics_.flush();
-  if (!metrics_) throw RunError("cannot append to '" + dir_ + "/metrics.jsonl'");
+  const std::string text = line.dump() + "\n";
+  ssize_t n;
+  do {
+    n = ::write(metrics_fd_, text.data(), text.size());
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(text.size())) {
+    throw RunError("cannot append to '" + dir_ +
+                   "/metrics.jsonl': " + (n < 0 ? std::strerror(errno) : "short write"));
+  }
 }
 
 void ResultWriter::write_summary(nlohmann::json summary) {

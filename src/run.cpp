@@ -12,6 +12,7 @@
 #include "trainbench/progress.h"
 #include "trainbench/results.h"
 #include "trainbench/scripted_model.h"
+#include "trainbench/signals.h"
 #include "trainbench/timing.h"
 #include "trainbench/trainer.h"
 
@@ -122,6 +123,7 @@ RunResult run_benchmark(const RunConfig& cfg) {
   std::vector<double> timed_ms;
   Window win;
   double warmup_s = 0, final_train_loss = NAN, valid_loss = NAN;
+  const StopSignalGuard stop_guard;
   const double run_start = synchronized_now_s(device);
   std::string status = "completed";
   int64_t step = 0;
@@ -173,6 +175,13 @@ RunResult run_benchmark(const RunConfig& cfg) {
       progress.window(step, final_train_loss, seq_s, seq_s * cfg.seq_len);
       win = Window{};
     }
+    if (stop_signal() != 0) {
+      status = "interrupted";
+      progress.finish();
+      log_warn("stopped by signal " + std::to_string(stop_signal()) + " after step " +
+               std::to_string(step) + "; writing the results so far");
+      break;
+    }
     if (cfg.eval_every > 0 && step % cfg.eval_every == 0 && step < cfg.steps) run_eval();
   }
   if (status == "completed") run_eval();
@@ -208,12 +217,13 @@ RunResult run_benchmark(const RunConfig& cfg) {
   summary["loss_scale"] = trainer.scaler().enabled() ? nlohmann::json(trainer.scaler().scale())
                                                      : nlohmann::json(nullptr);
   summary["skipped_steps"] = trainer.scaler().skipped_steps();
+  summary["stop_signal"] = stop_signal() ? nlohmann::json(stop_signal()) : nlohmann::json(nullptr);
   if (!cfg.save_model.empty() && status == "completed") {
     save_torchscript(trainer.model(), cfg.save_model);
     log_info("saved the trained network as TorchScript: " + cfg.save_model);
   }
   writer.write_summary(summary);
-  return {run_dir, status, summary};
+  return {run_dir, status, stop_signal(), summary};
 }
 
 }  // namespace trainbench

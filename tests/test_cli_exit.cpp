@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "test_util.h"
 
@@ -88,6 +91,35 @@ TEST(Cli, CompiledRunRecordsItsBackendAndSavesTheNetwork) {
   EXPECT_NE(summary.find("\"compile_backend\": \"torchscript"), std::string::npos) << summary;
   EXPECT_EQ(summary.find("\"compile_seconds\": 0.0,"), std::string::npos) << summary;
   EXPECT_GT(fs::file_size(dir / "net.pt"), 10'000u);
+}
+
+// A signal from outside: the current step finishes, the files are written and parse, the
+// status says interrupted and the exit status is 128 + the signal.
+TEST(Cli, SigintAndSigtermStopTheRunWithItsFilesWhole) {
+  for (const auto& [sig, code] : {std::pair<std::string, int>{"INT", 130}, {"TERM", 143}}) {
+    testing::TempDir dir;
+    const std::string run_dir = dir / "r_handcraft_layer1_float32";
+    const auto r = testing::run_command(
+        "bash -c '" + std::string(TB_BENCH_EXE) + " " + kTiny + " --steps 100000 --save_dir " +
+        (dir / "r") + " >/dev/null 2>&1 & pid=$!; for i in $(seq 600); do [ -s " + run_dir +
+        "/metrics.jsonl ] && break; sleep 0.05; done; kill -" + sig +
+        " $pid; wait $pid; echo exit=$?'");
+    EXPECT_NE(r.output.find("exit=" + std::to_string(code)), std::string::npos) << r.output;
+    const auto summary = nlohmann::json::parse(testing::read_file(run_dir + "/summary.json"));
+    EXPECT_EQ(summary["status"], "interrupted");
+    EXPECT_EQ(summary["stop_signal"], code - 128);
+    EXPECT_GT(summary["steps_done"].get<int64_t>(), 0);
+    EXPECT_LT(summary["steps_done"].get<int64_t>(), 100000);
+    std::istringstream lines(testing::read_file(run_dir + "/metrics.jsonl"));
+    int n = 0;
+    for (std::string line; std::getline(lines, line); ++n) {
+      EXPECT_NO_THROW(nlohmann::json::parse(line)) << line;
+    }
+    EXPECT_GT(n, 0);
+    for (const char* f : {"/config.json", "/env.json"}) {
+      EXPECT_NO_THROW(nlohmann::json::parse(testing::read_file(run_dir + f))) << f;
+    }
+  }
 }
 
 TEST(Cli, DivergedRunExitsOne) {

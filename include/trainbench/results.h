@@ -26,6 +26,9 @@ class ResultWriter {
  public:
   // Creates `dir` (and parents). Throws RunError when it cannot.
   explicit ResultWriter(std::string dir);
+  ~ResultWriter();
+  ResultWriter(const ResultWriter&) = delete;
+  ResultWriter& operator=(const ResultWriter&) = delete;
 
   const std::string& dir() const { return dir_; }
   void write_config(nlohmann::json config);
@@ -36,7 +39,7 @@ class ResultWriter {
 
  private:
   std::string dir_;
-  std::ofstream metrics_;
+  int metrics_fd_ = -1;  // O_APPEND; one write() per line, so a line is never half-written
 };
 
 }  // namespace trainbench

@@ -44,7 +44,8 @@ torch::Tensor byte_loss(const torch::Tensor& logits, const torch::Tensor& bytes)
 
 struct RunResult {
   std::string run_dir;
-  std::string status;  // completed | diverged | failed
+  std::string status;   // completed | diverged | interrupted
+  int stop_signal = 0;  // the signal that interrupted the run, or 0
   nlohmann::json summary;
 };
 
