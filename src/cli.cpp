@@ -120,6 +120,11 @@ std::vector<Flag> flags_() {
       TB_TEXT_FLAG(save_model,
                    "write the trained network as a TorchScript file (handcraft; "
                    "torch.jit.load opens it)"),
+      TB_INT_FLAG(checkpoint_every, "steps between checkpoints in the run folder; 0: none"),
+      TB_INT_FLAG(keep_checkpoints, "newest checkpoints kept (>= 1)"),
+      TB_TEXT_FLAG(resume,
+                   "continue the run in this folder from its newest checkpoint (same "
+                   "flags; --steps may grow)"),
       TB_INT_FLAG(fault_nan_step, "testing aid: make the loss of this step NaN; 0: off"),
   };
 }

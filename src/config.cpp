@@ -108,6 +108,12 @@ void validate(const RunConfig& cfg) {
   check_min_<int64_t>("eval_batches", cfg.eval_batches, 0);
   check_min_<int64_t>("warmup_steps", cfg.warmup_steps, 0);
   check_min_<int64_t>("fault_nan_step", cfg.fault_nan_step, 0);
+  check_min_<int64_t>("checkpoint_every", cfg.checkpoint_every, 0);
+  check_min_<int64_t>("keep_checkpoints", cfg.keep_checkpoints, 1);
+  if (!cfg.resume.empty() && !std::filesystem::is_regular_file(cfg.resume + "/config.json")) {
+    throw ConfigError("--resume: '" + cfg.resume +
+                      "' is not a run folder (no config.json); allowed: a folder bench wrote");
+  }
   if (cfg.warmup_steps >= cfg.steps) {
     throw ConfigError("--warmup_steps: " + std::to_string(cfg.warmup_steps) +
                       " leaves no timed step; allowed: < --steps (" + std::to_string(cfg.steps) +
@@ -199,7 +205,8 @@ int64_t resolved_valid_bytes(const RunConfig& cfg, int64_t corpus_bytes) {
   X(seq_len) X(d_model) X(num_heads) X(ff_dim) X(dropout) X(dropout_impl) X(batch_size)   \
   X(lr) X(steps)                                                                          \
   X(data) X(valid_bytes) X(device) X(threads) X(seed) X(log_every) X(eval_every)        \
-  X(eval_batches) X(warmup_steps) X(peak_tflops) X(save_model) X(fault_nan_step)
+  X(eval_batches) X(warmup_steps) X(peak_tflops) X(save_model) X(checkpoint_every)      \
+  X(keep_checkpoints) X(resume) X(fault_nan_step)
 // clang-format on
 
 void to_json(nlohmann::json& j, const RunConfig& cfg) {

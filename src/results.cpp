@@ -56,12 +56,26 @@ nlohmann::json read_json_file(const std::string& path) {
   }
 }
 
-ResultWriter::ResultWriter(std::string dir) : dir_(std::move(dir)) {
+ResultWriter::ResultWriter(std::string dir, int64_t resume_step) : dir_(std::move(dir)) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw RunError("cannot create run folder '" + dir_ + "': " + ec.message());
   const std::string path = dir_ + "/metrics.jsonl";
-  metrics_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (resume_step >= 0) {
+    std::ifstream in(path);
+    std::string kept;
+    for (std::string line; std::getline(in, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.value("step", int64_t{0}) <= resume_step) kept += line + "\n";
+    }
+    const std::string tmp = path + ".tmp";
+    std::ofstream(tmp, std::ios::trunc) << kept;
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      throw RunError("cannot rewrite '" + path + "': " + std::strerror(errno));
+    }
+  }
+  const int trunc = resume_step >= 0 ? 0 : O_TRUNC;
+  metrics_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | trunc | O_APPEND | O_CLOEXEC, 0644);
   if (metrics_fd_ < 0) {
     throw RunError("cannot write '" + path + "': " + std::strerror(errno));
   }

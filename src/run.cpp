@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "trainbench/batch_loader.h"
+#include "trainbench/checkpoint.h"
 #include "trainbench/env_info.h"
 #include "trainbench/flops.h"
 #include "trainbench/log.h"
@@ -76,8 +77,13 @@ RunResult run_benchmark(const RunConfig& cfg) {
   const int64_t valid_bytes = resolved_valid_bytes(cfg, corpus.size());
   const DataSplit split =
       split_corpus(corpus.size(), valid_bytes, cfg.seq_len, cfg.batch_size, corpus.source());
-  const std::string run_dir = run_dir_name(cfg);
-  check_run_dir(run_dir, cfg.overwrite);
+  const std::string run_dir = cfg.resume.empty() ? run_dir_name(cfg) : cfg.resume;
+  if (cfg.resume.empty()) check_run_dir(run_dir, cfg.overwrite);
+  const std::string checkpoint = cfg.resume.empty() ? "" : latest_checkpoint(run_dir);
+  if (!cfg.resume.empty() && checkpoint.empty()) {
+    throw ConfigError("--resume: '" + run_dir +
+                      "' holds no checkpoint; it must come from a run with --checkpoint_every");
+  }
   warn_about_setup_(threads);
 
   const std::string backend = cfg.compile ? configure_script_executor(device) : "eager";
@@ -103,7 +109,26 @@ RunResult run_benchmark(const RunConfig& cfg) {
   config_json["corpus_bytes"] = corpus.size();
   config_json["train_bytes"] = split.train_end;
   config_json["params"] = params;
-  ResultWriter writer(run_dir);
+  int64_t start_step = 0;
+  if (!checkpoint.empty()) {
+    const auto differ =
+        resume_config_differences(read_json_file(run_dir + "/config.json"), config_json);
+    if (!differ.empty()) {
+      std::string keys;
+      for (const auto& k : differ) keys += (keys.empty() ? "--" : ", --") + k;
+      throw ConfigError("--resume: these flags differ from the run in '" + run_dir + "': " + keys +
+                        "; resume with the run's own values (see its config.json)");
+    }
+    start_step = load_checkpoint(checkpoint, trainer);
+    if (start_step >= cfg.steps) {
+      throw ConfigError("--steps: " + std::to_string(cfg.steps) +
+                        " is not past the checkpoint at step " + std::to_string(start_step) +
+                        "; allowed: > " + std::to_string(start_step));
+    }
+    config_json["resumed_from_step"] = start_step;
+    log_info("resuming " + run_dir + " from " + checkpoint);
+  }
+  ResultWriter writer(run_dir, checkpoint.empty() ? -1 : start_step);
   writer.write_config(config_json);
   writer.write_env(collect_env(device, threads));
   log_info("run folder " + run_dir + ": " + cfg.model + " model, " + std::to_string(params) +
@@ -116,7 +141,9 @@ RunResult run_benchmark(const RunConfig& cfg) {
   so.seq_len = cfg.seq_len;
   so.batch_size = cfg.batch_size;
   so.seed = static_cast<uint64_t>(cfg.seed);
-  BatchLoader loader(corpus, EpochSampler(so), device.is_cuda());
+  EpochSampler sampler(so);
+  for (int64_t i = 0; i < start_step; ++i) sampler.next_batch();  // the batches already trained
+  BatchLoader loader(corpus, std::move(sampler), device.is_cuda());
   const auto valid = validation_batches(split, cfg.seq_len, cfg.batch_size, cfg.eval_batches);
 
   Progress progress(cfg.steps);
@@ -126,7 +153,7 @@ RunResult run_benchmark(const RunConfig& cfg) {
   const StopSignalGuard stop_guard;
   const double run_start = synchronized_now_s(device);
   std::string status = "completed";
-  int64_t step = 0;
+  int64_t step = start_step;
   auto run_eval = [&] {
     valid_loss = trainer.evaluate(corpus, valid);
     writer.append_metric(
@@ -141,9 +168,11 @@ RunResult run_benchmark(const RunConfig& cfg) {
     const double loss_value = loss.item<double>();  // synchronizes on CUDA
     const double t1 = synchronized_now_s(device);
     ++step;
-    const bool warm = step <= cfg.warmup_steps;
-    if (cfg.compile && step <= kProfilingSteps) compile_s += t1 - t0;
-    if (cfg.compile && step == cfg.warmup_steps) fused_groups = last_graph_fused_groups();
+    const bool warm = step - start_step <= cfg.warmup_steps;
+    if (cfg.compile && step - start_step <= kProfilingSteps) compile_s += t1 - t0;
+    if (cfg.compile && step - start_step == cfg.warmup_steps) {
+      fused_groups = last_graph_fused_groups();
+    }
     if (warm) {
       warmup_s += t1 - t0;
     } else {
@@ -175,7 +204,11 @@ RunResult run_benchmark(const RunConfig& cfg) {
       progress.window(step, final_train_loss, seq_s, seq_s * cfg.seq_len);
       win = Window{};
     }
-    if (stop_signal() != 0) {
+    const bool stopping = stop_signal() != 0;
+    if (cfg.checkpoint_every > 0 && (step % cfg.checkpoint_every == 0 || stopping)) {
+      save_checkpoint(run_dir, step, trainer, cfg.keep_checkpoints);
+    }
+    if (stopping) {
       status = "interrupted";
       progress.finish();
       log_warn("stopped by signal " + std::to_string(stop_signal()) + " after step " +
@@ -193,6 +226,7 @@ RunResult run_benchmark(const RunConfig& cfg) {
   summary["status"] = status;
   summary["params"] = params;
   summary["steps_done"] = step;
+  summary["resumed_from_step"] = start_step ? nlohmann::json(start_step) : nlohmann::json(nullptr);
   summary["steps_timed"] = stats.count;
   summary["step_time_ms"] = {
       {"median", stats.median_ms}, {"min", stats.min_ms}, {"max", stats.max_ms}};

@@ -48,6 +48,11 @@ torch::Tensor Trainer::step(const torch::Tensor& bytes_in) {
   return loss.detach();
 }
 
+void Trainer::restore(int64_t steps_done, double scale, int64_t growth_tracker, int64_t skipped) {
+  steps_done_ = steps_done;
+  scaler_.restore(scale, growth_tracker, skipped);
+}
+
 double Trainer::evaluate(const ByteCorpus& corpus,
                          const std::vector<std::vector<int64_t>>& batches) {
   torch::NoGradGuard no_grad;

@@ -2,10 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include "test_util.h"
 #include "trainbench/batch_loader.h"
+#include "trainbench/checkpoint.h"
 #include "trainbench/log.h"
 #include "trainbench/results.h"
 #include "trainbench/trainer.h"
@@ -150,6 +152,68 @@ TEST_F(RunTest, InjectedNanStopsTheRunAsDiverged) {
   EXPECT_EQ(s["status"], "diverged");
   EXPECT_EQ(s["steps_done"], 3);
   EXPECT_TRUE(s["final_valid_loss"].is_null());  // not evaluated; non-finite is null
+}
+
+std::vector<std::pair<int64_t, double>> train_lines(const std::string& run_dir) {
+  std::vector<std::pair<int64_t, double>> out;
+  for (const auto& l : read_jsonl(run_dir + "/metrics.jsonl")) {
+    if (l.contains("loss")) out.emplace_back(l["step"], l["loss"]);
+  }
+  return out;
+}
+
+TEST_F(RunTest, TwentyStepsPlusResumePlusTwentyEqualFortyStraight) {
+  RunConfig c = config();
+  c.log_every = 1;
+  c.steps = 40;
+  c.save_dir = dir / "straight";
+  const RunResult straight = run_benchmark(c);
+  c.save_dir = dir / "split";
+  c.steps = 20;
+  c.checkpoint_every = 10;
+  const RunResult first = run_benchmark(c);
+  EXPECT_EQ(latest_checkpoint(first.run_dir), first.run_dir + "/checkpoint-20.pt");
+  c.resume = first.run_dir;
+  c.steps = 40;
+  const RunResult resumed = run_benchmark(c);
+  EXPECT_EQ(resumed.run_dir, first.run_dir);
+  EXPECT_EQ(resumed.summary["resumed_from_step"], 20);
+  const auto a = train_lines(straight.run_dir), b = train_lines(resumed.run_dir);
+  ASSERT_EQ(a.size(), 40u);
+  ASSERT_EQ(b.size(), 40u);  // no step missing or repeated
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(b[i].first, static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(a[i].second, b[i].second) << "step " << i + 1;
+  }
+  // Only the newest keep_checkpoints (2) remain.
+  EXPECT_TRUE(std::filesystem::exists(first.run_dir + "/checkpoint-30.pt"));
+  EXPECT_TRUE(std::filesystem::exists(first.run_dir + "/checkpoint-40.pt"));
+  EXPECT_FALSE(std::filesystem::exists(first.run_dir + "/checkpoint-20.pt"));
+}
+
+TEST_F(RunTest, ResumeRefusesChangedFlagsAndFoldersWithoutCheckpoints) {
+  RunConfig c = config();
+  c.checkpoint_every = 3;
+  const RunResult first = run_benchmark(c);
+  c.resume = first.run_dir;
+  c.steps = 12;
+  c.lr = 5e-3;
+  c.batch_size = 8;
+  try {
+    run_benchmark(c);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("these flags differ from the run in '" + first.run_dir +
+                                         "': --batch_size, --lr"),
+              std::string::npos)
+        << e.what();
+  }
+  RunConfig plain = config();
+  plain.save_dir = dir / "plain";
+  const RunResult no_ckpt = run_benchmark(plain);
+  plain.resume = no_ckpt.run_dir;
+  plain.steps = 12;
+  EXPECT_THROW(run_benchmark(plain), ConfigError);
 }
 
 TEST_F(RunTest, AnOccupiedRunFolderIsNeverOverwritten) {

@@ -42,18 +42,21 @@ struct RunConfig {
   double lr = 1e-3;                   // Adam learning rate (no schedule)
   int64_t steps = 5000;               // optimizer steps, warm-up included
 
-  std::string data;             // raw file or .zip; empty: the embedded generated corpus
-  int64_t valid_bytes = -1;     // held-out tail; -1: min(5,000,000, 5% of the corpus)
-  std::string device = "auto";  // auto | cpu | cuda
-  int64_t threads = 0;          // intra-op threads; 0: all available cores
-  int64_t seed = 1234;          // seeds the model init, dropout and the sampler
-  int64_t log_every = 20;       // steps per timing/log window
-  int64_t eval_every = 500;     // steps between evaluations (0: only at the end)
-  int64_t eval_batches = 20;    // validation batches per evaluation (0: the whole range)
-  int64_t warmup_steps = 5;     // first steps, excluded from timing
-  double peak_tflops = 0;       // peak for MFU; 0: known table (CUDA) or a GEMM probe (CPU)
-  std::string save_model;       // write the trained network as a TorchScript file here
-  int64_t fault_nan_step = 0;   // testing aid: the loss of this step becomes NaN (0: off)
+  std::string data;              // raw file or .zip; empty: the embedded generated corpus
+  int64_t valid_bytes = -1;      // held-out tail; -1: min(5,000,000, 5% of the corpus)
+  std::string device = "auto";   // auto | cpu | cuda
+  int64_t threads = 0;           // intra-op threads; 0: all available cores
+  int64_t seed = 1234;           // seeds the model init, dropout and the sampler
+  int64_t log_every = 20;        // steps per timing/log window
+  int64_t eval_every = 500;      // steps between evaluations (0: only at the end)
+  int64_t eval_batches = 20;     // validation batches per evaluation (0: the whole range)
+  int64_t warmup_steps = 5;      // first steps, excluded from timing
+  double peak_tflops = 0;        // peak for MFU; 0: known table (CUDA) or a GEMM probe (CPU)
+  std::string save_model;        // write the trained network as a TorchScript file here
+  int64_t checkpoint_every = 0;  // steps between checkpoints in the run folder (0: none)
+  int64_t keep_checkpoints = 2;  // newest checkpoints kept
+  std::string resume;            // run folder to continue from its newest checkpoint
+  int64_t fault_nan_step = 0;    // testing aid: the loss of this step becomes NaN (0: off)
 };
 
 // Steps the TorchScript graph executor spends profiling and optimizing (--compile 1); they

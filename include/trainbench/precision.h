@@ -55,6 +55,12 @@ class LossScaler {
   // Applies the GradScaler rule for the step just checked: back off on inf, else grow after
   // growth_interval consecutive good steps.
   void update(bool found_inf);
+  // Sets the state saved in a checkpoint.
+  void restore(double scale, int64_t growth_tracker, int64_t skipped) {
+    if (enabled_) scale_ = scale;
+    growth_tracker_ = growth_tracker;
+    skipped_ = skipped;
+  }
 
  private:
   bool enabled_;

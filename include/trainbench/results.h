@@ -24,8 +24,10 @@ nlohmann::json read_json_file(const std::string& path);
 
 class ResultWriter {
  public:
-  // Creates `dir` (and parents). Throws RunError when it cannot.
-  explicit ResultWriter(std::string dir);
+  // Creates `dir` (and parents) and starts metrics.jsonl afresh. With resume_step >= 0 the run
+  // continues instead: metrics lines after resume_step are dropped (a resumed run repeats
+  // them), the rest kept. Throws RunError when it cannot.
+  explicit ResultWriter(std::string dir, int64_t resume_step = -1);
   ~ResultWriter();
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;

@@ -28,7 +28,10 @@ class Trainer {
   double evaluate(const ByteCorpus& corpus, const std::vector<std::vector<int64_t>>& batches);
 
   LanguageModel& model() { return *model_; }
+  torch::optim::Adam& optimizer() { return *optimizer_; }
   const LossScaler& scaler() const { return scaler_; }
+  // Restores the step count and the loss scaler from a checkpoint (checkpoint.h).
+  void restore(int64_t steps_done, double scale, int64_t growth_tracker, int64_t skipped);
 
  private:
   RunConfig cfg_;

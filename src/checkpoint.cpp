@@ -1,0 +1,119 @@
+// Checkpoint files: one torch::serialize archive holding sub-archives for the model and the
+// optimizer, plus the step, the CPU generator state and the loss-scaler state.
+#include "trainbench/checkpoint.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <set>
+
+namespace trainbench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kPrefix = "checkpoint-";
+
+std::vector<std::string> checkpoints_(const std::string& run_dir) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kPrefix, 0) != 0 || entry.path().extension() != ".pt") continue;
+    try {
+      found.emplace_back(std::stoll(name.substr(std::string(kPrefix).size())), entry.path());
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> paths;
+  for (const auto& f : found) paths.push_back(f.second);
+  return paths;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& run_dir, int64_t step, Trainer& trainer, int64_t keep) {
+  torch::serialize::OutputArchive archive, model, optimizer;
+  trainer.model().save(model);
+  trainer.optimizer().save(optimizer);
+  archive.write("model", model);
+  archive.write("optimizer", optimizer);
+  archive.write("step", c10::IValue(step));
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    archive.write("rng_cpu", gen.get_state(), /*is_buffer=*/true);
+  }
+  const LossScaler& s = trainer.scaler();
+  archive.write("scaler_scale", c10::IValue(s.scale()));
+  archive.write("scaler_growth_tracker", c10::IValue(s.growth_tracker()));
+  archive.write("scaler_skipped", c10::IValue(s.skipped_steps()));
+  const std::string path = run_dir + "/" + kPrefix + std::to_string(step) + ".pt";
+  const std::string tmp = path + ".tmp";
+  try {
+    archive.save_to(tmp);
+  } catch (const c10::Error& e) {
+    std::remove(tmp.c_str());
+    throw RunError("cannot write checkpoint '" + path + "': " + e.what_without_backtrace());
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw RunError("cannot move '" + tmp + "' to '" + path + "'");
+  }
+  const std::vector<std::string> all = checkpoints_(run_dir);
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) std::remove(all[i].c_str());
+}
+
+std::string latest_checkpoint(const std::string& run_dir) {
+  const std::vector<std::string> all = checkpoints_(run_dir);
+  return all.empty() ? std::string() : all.back();
+}
+
+int64_t load_checkpoint(const std::string& path, Trainer& trainer) {
+  torch::serialize::InputArchive archive, model, optimizer;
+  try {
+    archive.load_from(path);
+    archive.read("model", model);
+    archive.read("optimizer", optimizer);
+  } catch (const c10::Error& e) {
+    throw RunError("cannot read checkpoint '" + path + "': " + e.what_without_backtrace());
+  }
+  trainer.model().load(model);
+  trainer.optimizer().load(optimizer);
+  c10::IValue step, scale, tracker, skipped;
+  archive.read("step", step);
+  archive.read("scaler_scale", scale);
+  archive.read("scaler_growth_tracker", tracker);
+  archive.read("scaler_skipped", skipped);
+  torch::Tensor rng;
+  archive.read("rng_cpu", rng, /*is_buffer=*/true);
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(rng);
+  }
+  trainer.restore(step.toInt(), scale.toDouble(), tracker.toInt(), skipped.toInt());
+  return step.toInt();
+}
+
+std::vector<std::string> resume_config_differences(const nlohmann::json& saved,
+                                                   const nlohmann::json& now) {
+  static const std::set<std::string> free = {
+      "preset",         "steps",          "log_every",        "eval_every",       "eval_batches",
+      "warmup_steps",   "threads",        "save_dir",         "save_model",       "overwrite",
+      "resume",         "run_dir",        "checkpoint_every", "keep_checkpoints", "peak_tflops",
+      "fault_nan_step", "schema_version", "resumed_from_step"};
+  std::vector<std::string> differ;
+  for (const auto& [key, value] : now.items()) {
+    if (free.count(key)) continue;
+    if (!saved.contains(key) || saved.at(key) != value) differ.push_back(key);
+  }
+  return differ;
+}
+
+}  // namespace trainbench
