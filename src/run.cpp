@@ -4,6 +4,8 @@
 
 #include <ATen/Parallel.h>
 #include <cmath>
+#include <filesystem>
+#include <optional>
 
 #include "trainbench/batch_loader.h"
 #include "trainbench/checkpoint.h"
@@ -128,9 +130,21 @@ RunResult run_benchmark(const RunConfig& cfg) {
     config_json["resumed_from_step"] = start_step;
     log_info("resuming " + run_dir + " from " + checkpoint);
   }
-  ResultWriter writer(run_dir, checkpoint.empty() ? -1 : start_step);
-  writer.write_config(config_json);
-  writer.write_env(collect_env(device, threads));
+  // A folder that cannot be written (or a full disk) is found here, before any training step;
+  // a run folder this run created is then removed again, so nothing partial is left.
+  const bool existed = std::filesystem::exists(run_dir);
+  std::optional<ResultWriter> writer_slot;
+  try {
+    writer_slot.emplace(run_dir, checkpoint.empty() ? -1 : start_step);
+    writer_slot->write_config(config_json);
+    writer_slot->write_env(collect_env(device, threads));
+  } catch (const RunError&) {
+    writer_slot.reset();
+    std::error_code ec;
+    if (!existed) std::filesystem::remove_all(run_dir, ec);
+    throw;
+  }
+  ResultWriter& writer = *writer_slot;
   log_info("run folder " + run_dir + ": " + cfg.model + " model, " + std::to_string(params) +
            " parameters, " + cfg.dtype + " on " + dev_name + ", " + std::to_string(threads) +
            " threads, " + backend + "; corpus " + corpus.source() + " (" +

@@ -122,6 +122,19 @@ TEST(Cli, SigintAndSigtermStopTheRunWithItsFilesWhole) {
   }
 }
 
+TEST(Cli, UnwritableSaveDirExitsOneBeforeTrainingAndLeavesNothing) {
+  testing::TempDir dir;
+  testing::write_file(dir / "file", "not a folder");
+  const auto r = run_bench(std::string(kTiny) + " --save_dir " + (dir / "file") + "/sub/r");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("bench: failed: cannot create run folder '" + (dir / "file") +
+                          "/sub/r_handcraft_layer1_float32'"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("step 1/"), std::string::npos);  // no training step ran
+  EXPECT_EQ(testing::read_file(dir / "file"), "not a folder");
+}
+
 TEST(Cli, DivergedRunExitsOne) {
   testing::TempDir dir;
   const auto r = run_bench(std::string(kTiny) + " --fault_nan_step 2 --save_dir " + (dir / "r"));
