@@ -112,6 +112,12 @@ std::vector<uint8_t> unzip_single_member(const uint8_t* zip, int64_t size, const
   const uint64_t data_offset =
       uint64_t(local_offset) + 30 + le16_(zip + local_offset + 26) + le16_(zip + local_offset + 28);
   if (data_offset + comp_size > uint64_t(size)) corrupt_(name, "member data out of bounds");
+  // Deflate expands at most 1032:1; a larger declared size is a damaged (or hostile) header,
+  // refused before allocating it.
+  if (method == 8 && uint64_t(raw_size) > uint64_t(comp_size) * 1032 + 1024) {
+    corrupt_(name, "declared size " + std::to_string(raw_size) + " is impossible for " +
+                       std::to_string(comp_size) + " compressed bytes");
+  }
 
   std::vector<uint8_t> out(raw_size);
   if (method == 0) {

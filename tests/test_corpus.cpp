@@ -79,6 +79,13 @@ TEST(Corpus, BadInputsAreOneLineErrors) {
   damaged[60] = static_cast<char>(damaged[60] ^ 0x55);
   testing::write_file(dir / "damaged.zip", damaged);
   testing::write_file(dir / "truncated.zip", zip.substr(0, zip.size() / 2));
+  // A header declaring 4 GB for a few compressed bytes (found while fuzzing: it made the reader
+  // allocate the declared size before inflating).
+  std::string bomb = zip;
+  const size_t cd = bomb.find("PK\x01\x02");
+  ASSERT_NE(cd, std::string::npos);
+  bomb.replace(cd + 24, 4, std::string("\x00\x00\x00\xf0", 4));
+  testing::write_file(dir / "bomb.zip", bomb);
 
   const std::vector<std::pair<std::string, std::string>> cases = {
       {dir / "missing", "does not exist"},
@@ -88,6 +95,7 @@ TEST(Corpus, BadInputsAreOneLineErrors) {
       {dir / "two.zip", "holds 2 file members; allowed: a zip with exactly one member"},
       {dir / "damaged.zip", "is not a readable zip"},
       {dir / "truncated.zip", "is not a readable zip"},
+      {dir / "bomb.zip", "declared size 4026531840 is impossible for"},
   };
   for (const auto& [path, expected] : cases) {
     const std::string msg = open_error(path);
