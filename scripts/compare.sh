@@ -26,8 +26,11 @@ dirs=()
 run() {  # run NAME COMMAND...: one run, its folder collected
   local name=$1; shift
   echo "== $name" >&2
-  "$@" --save_dir "$out/$name" "${args[@]}" >/dev/null || echo "   ($name failed)" >&2
-  for d in "$out/$name"_*; do [ -d "$d" ] && dirs+=("$d"); done
+  if "$@" --save_dir "$out/$name" "${args[@]}" >/dev/null; then
+    for d in "$out/$name"_*; do [ -d "$d" ] && dirs+=("$d"); done
+  else
+    echo "   ($name failed; left out of the table)" >&2
+  fi
 }
 for dtype in ${DTYPES:-float32 bfloat16}; do
   run "cpp_$dtype" "$BENCH" --dtype "$dtype"

@@ -8,7 +8,8 @@ out=$1; shift
 BENCH=${BENCH:-./build/bench}
 for dtype in float32 bfloat16; do
   for impl in native parallel; do
-    "$BENCH" --dtype "$dtype" --dropout_impl "$impl" --save_dir "$out/$impl" "$@" >/dev/null 2>&1
+    "$BENCH" --dtype "$dtype" --dropout_impl "$impl" --save_dir "$out/$impl" --overwrite 1 \
+      "$@" >/dev/null
   done
   python3 - "$out" "$dtype" <<'PY'
 import json, sys, glob

@@ -19,10 +19,11 @@ for entry in $matrix; do
   compile=${compile:-0}
   i=$((i + 1))
   echo "== $model $dtype flash=$flash compile=$compile" >&2
-  if ! "$BENCH" --model "$model" --dtype "$dtype" --flash "$flash" --compile "$compile" \
+  if "$BENCH" --model "$model" --dtype "$dtype" --flash "$flash" --compile "$compile" \
       --save_dir "$out/$i" --eval_batches 2 "$@" >/dev/null; then
-    echo "   (bench failed; its run folder, if any, says why)" >&2
+    for d in "$out/${i}"_*; do [ -d "$d" ] && dirs+=("$d"); done
+  else
+    echo "   (bench failed; see above; its folder is left out of the table)" >&2
   fi
-  for d in "$out/${i}"_*; do [ -d "$d" ] && dirs+=("$d"); done
 done
 python3 scripts/summarize_runs.py "${dirs[@]}"

@@ -23,11 +23,11 @@ for model in handcraft torch; do
             --save_dir "$out/$i" "$@" 2>&1 >/dev/null) || code=$?
         reason=$(printf '%s\n' "$err" | grep -E '^bench: (error|failed):' | tail -n 1 || true)
         case $code in
-          0) echo "done: $name" >&2 ;;
+          0) echo "done: $name" >&2
+             for d in "$out/${i}"_*; do [ -d "$d" ] && dirs+=("$d"); done ;;
           2) echo "skipped: $name: ${reason#bench: error: }" >&2 ;;
           *) echo "failed: $name: ${reason:-exit $code}" >&2 ;;
         esac
-        for d in "$out/${i}"_*; do [ -d "$d" ] && dirs+=("$d"); done
       done
     done
   done

@@ -1,23 +1,22 @@
 #!/usr/bin/env bash
-# A/B of bench's threading environment: the default (bench sets OMP_WAIT_POLICY=PASSIVE and
-# OPENBLAS_THREAD_TIMEOUT=4 and re-executes itself) against the runtimes' own defaults
-# (TRAINBENCH_THREAD_ENV=1 skips the set-up). Runs alternate, one at a time.
+# A/B of bench's threading environment: the default (bench sets OPENBLAS_THREAD_TIMEOUT=4, and
+# OMP_WAIT_POLICY=PASSIVE for float32, then re-executes itself) against the runtimes' own
+# defaults (TRAINBENCH_THREAD_ENV=1 skips the set-up). Runs alternate, one at a time.
 # Usage: scripts/thread_env_ab.sh OUT_DIR [bench flags...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$1; shift
 BENCH=${BENCH:-./build/bench}
 for dtype in float32 bfloat16; do
-  for mode in tuned default; do
-    if [ "$mode" = default ]; then
-      env TRAINBENCH_THREAD_ENV=1 "$BENCH" --dtype "$dtype" --save_dir "$out/$mode" "$@" >/dev/null 2>&1
-    else
-      "$BENCH" --dtype "$dtype" --save_dir "$out/$mode" "$@" >/dev/null 2>&1
-    fi
-  done
-  echo "$dtype: $(python3 -c "
-import json,sys
-t=json.load(open('$out/tuned_handcraft_layer8_$dtype/summary.json'))['step_time_ms']['median']
-d=json.load(open('$out/default_handcraft_layer8_$dtype/summary.json'))['step_time_ms']['median']
-print(f'median step ms: set-up {t:.0f}, runtime defaults {d:.0f}, speed-up {d/t:.2f}x')")"
+  "$BENCH" --dtype "$dtype" --save_dir "$out/tuned" --overwrite 1 "$@" >/dev/null
+  env TRAINBENCH_THREAD_ENV=1 "$BENCH" --dtype "$dtype" --save_dir "$out/default" \
+    --overwrite 1 "$@" >/dev/null
+  python3 - "$out" "$dtype" <<'PY'
+import glob, json, sys
+out, dtype = sys.argv[1], sys.argv[2]
+ms = {m: json.load(open(glob.glob(f"{out}/{m}_*_layer*_{dtype}/summary.json")[0]))
+      ["step_time_ms"]["median"] for m in ("tuned", "default")}
+print(f"{dtype}: median step ms: set-up {ms['tuned']:.0f}, runtime defaults {ms['default']:.0f}, "
+      f"speed-up {ms['default'] / ms['tuned']:.2f}x")
+PY
 done

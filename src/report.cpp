@@ -19,7 +19,8 @@ RunRecord read_run(const std::string& dir) {
   const nlohmann::json config = read_json_file(dir + "/config.json");
   const nlohmann::json summary = read_json_file(dir + "/summary.json");
   for (const auto* j : {&config, &summary}) {
-    if (!j->is_object() || j->value("schema_version", -1) != kSchemaVersion) {
+    if (!j->is_object() || !j->contains("schema_version") ||
+        !(*j)["schema_version"].is_number_integer() || (*j)["schema_version"] != kSchemaVersion) {
       throw RunError("'" + dir + "': schema_version is not " + std::to_string(kSchemaVersion));
     }
   }
@@ -33,6 +34,10 @@ RunRecord read_run(const std::string& dir) {
     r.dtype = config.at("dtype").get<std::string>();
     r.num_layer = config.at("num_layer").get<int64_t>();
     r.batch_size = config.at("batch_size").get<int64_t>();
+    r.shape = std::to_string(r.num_layer) + " layers, d_model " +
+              std::to_string(config.value("d_model", int64_t{0})) + ", seq_len " +
+              std::to_string(config.value("seq_len", int64_t{0})) + ", batch " +
+              std::to_string(r.batch_size);
     r.status = summary.at("status").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     throw RunError("'" + dir + "': a contract field is missing or mistyped (" + e.what() + ")");
@@ -112,8 +117,11 @@ std::string ratio_(const SpeedTable& t, const std::string& dtype, const std::str
 std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
                       const std::string& baseline) {
   std::ostringstream os;
-  os << "Sequences per second (" << runs.front().num_layer << " layers; ratios against " << baseline
-     << ")\n\n| dtype |";
+  const bool mixed = std::any_of(runs.begin(), runs.end(),
+                                 [&](const RunRecord& r) { return r.shape != runs[0].shape; });
+  os << "Sequences per second ("
+     << (mixed ? std::string("shapes in the column labels") : runs[0].shape) << "; ratios against "
+     << baseline << ")\n\n| dtype |";
   for (const auto& l : t.labels) os << " " << l << " |";
   for (const auto& l : t.labels)
     if (l != baseline) os << " " << l << " vs " << baseline << " |";
@@ -188,8 +196,14 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
 
 }  // namespace
 
-std::string render_report(const std::vector<RunRecord>& runs, const ReportOptions& options) {
-  if (runs.empty()) throw ConfigError("report: no readable run folder; give RUN_DIR...");
+std::string render_report(const std::vector<RunRecord>& input, const ReportOptions& options) {
+  if (input.empty()) throw ConfigError("report: no readable run folder; give RUN_DIR...");
+  std::vector<RunRecord> runs = input;
+  const bool mixed = std::any_of(runs.begin(), runs.end(),
+                                 [&](const RunRecord& r) { return r.shape != runs[0].shape; });
+  if (mixed) {
+    for (RunRecord& r : runs) r.label += " [" + r.shape + "]";
+  }
   const SpeedTable t = speed_table_(runs);
   const std::string baseline = options.baseline.empty() ? t.labels.front() : options.baseline;
   if (std::find(t.labels.begin(), t.labels.end(), baseline) == t.labels.end()) {

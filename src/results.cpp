@@ -23,7 +23,19 @@ void check_run_dir(const std::string& dir, bool overwrite) {
     throw ConfigError("--save_dir: run folder '" + dir +
                       "' exists and is not a folder; choose another --save_dir");
   }
-  if (fs::is_empty(dir, ec) || overwrite) return;
+  if (fs::is_empty(dir, ec)) return;
+  if (overwrite) {
+    // The previous run's files go, so none of them (an old summary, an old checkpoint that a
+    // later --resume would pick) can be mistaken for this run's.
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name == "config.json" || name == "env.json" || name == "summary.json" ||
+          name == "metrics.jsonl" || name.rfind("checkpoint-", 0) == 0) {
+        fs::remove(entry.path(), ec);
+      }
+    }
+    return;
+  }
   throw ConfigError("--save_dir: run folder '" + dir +
                     "' already holds results; choose another --save_dir or pass --overwrite 1");
 }
@@ -69,9 +81,13 @@ ResultWriter::ResultWriter(std::string dir, int64_t resume_step) : dir_(std::mov
       if (j.is_object() && j.value("step", int64_t{0}) <= resume_step) kept += line + "\n";
     }
     const std::string tmp = path + ".tmp";
-    std::ofstream(tmp, std::ios::trunc) << kept;
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      throw RunError("cannot rewrite '" + path + "': " + std::strerror(errno));
+    std::ofstream out(tmp, std::ios::trunc);
+    out << kept;
+    out.flush();
+    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+      const std::string why = std::strerror(errno);
+      std::remove(tmp.c_str());
+      throw RunError("cannot rewrite '" + path + "': " + why);
     }
   }
   const int trunc = resume_step >= 0 ? 0 : O_TRUNC;

@@ -176,62 +176,73 @@ RunResult run_benchmark(const RunConfig& cfg) {
                      std::to_string(valid_loss) + " nats/byte, " +
                      std::to_string(valid_loss / std::log(2.0)) + " bits/byte");
   };
-  while (step < cfg.steps) {
-    const double t0 = synchronized_now_s(device);
-    const torch::Tensor loss = trainer.step(loader.next());
-    const double loss_value = loss.item<double>();  // synchronizes on CUDA
-    const double t1 = synchronized_now_s(device);
-    ++step;
-    const bool warm = step - start_step <= cfg.warmup_steps;
-    if (cfg.compile && step - start_step <= kProfilingSteps) compile_s += t1 - t0;
-    if (cfg.compile && step - start_step == cfg.warmup_steps) {
-      fused_groups = last_graph_fused_groups();
+  auto flush_window = [&](double now) {
+    final_train_loss = win.loss_sum / win.steps;
+    const double seq_s = cfg.batch_size * win.steps / win.seconds;
+    writer.append_metric({{"step", step},
+                          {"loss", final_train_loss},
+                          {"sequences_per_s", seq_s},
+                          {"tokens_per_s", seq_s * cfg.seq_len},
+                          {"elapsed_s", now - run_start},
+                          {"window_steps", win.steps},
+                          {"includes_warmup", win.has_warmup}});
+    progress.window(step, final_train_loss, seq_s, seq_s * cfg.seq_len);
+    win = Window{};
+  };
+  std::string error;  // a failure after training started: recorded as status "failed"
+  try {
+    while (step < cfg.steps) {
+      const double t0 = synchronized_now_s(device);
+      const torch::Tensor loss = trainer.step(loader.next());
+      const double loss_value = loss.item<double>();  // synchronizes on CUDA
+      const double t1 = synchronized_now_s(device);
+      ++step;
+      const bool warm = step - start_step <= cfg.warmup_steps;
+      if (cfg.compile && step - start_step <= kProfilingSteps) compile_s += t1 - t0;
+      if (cfg.compile && step - start_step == cfg.warmup_steps) {
+        fused_groups = last_graph_fused_groups();
+      }
+      if (warm) {
+        warmup_s += t1 - t0;
+      } else {
+        timed_ms.push_back((t1 - t0) * 1e3);
+      }
+      win.loss_sum += loss_value;
+      win.seconds += t1 - t0;
+      win.has_warmup |= warm;
+      ++win.steps;
+      const double tok_s = cfg.batch_size * cfg.seq_len * win.steps / win.seconds;
+      progress.update(step, loss_value, tok_s, (cfg.steps - step) * (t1 - t0));
+      if (!std::isfinite(loss_value)) {
+        status = "diverged";
+        progress.finish();
+        log_error("loss is " + std::to_string(loss_value) + " at step " + std::to_string(step) +
+                  "; the run diverged (try a lower --lr, or float32/bfloat16)");
+        break;
+      }
+      const bool stopping = stop_signal() != 0;
+      const bool checkpoint_now =
+          cfg.checkpoint_every > 0 && (step % cfg.checkpoint_every == 0 || stopping);
+      // A window also ends where a checkpoint or a stop falls, so a resumed run logs every step.
+      if (step % cfg.log_every == 0 || step == cfg.steps || checkpoint_now || stopping) {
+        flush_window(t1);
+      }
+      if (checkpoint_now) save_checkpoint(run_dir, step, trainer, cfg.keep_checkpoints);
+      if (stopping) {
+        status = "interrupted";
+        progress.finish();
+        log_warn("stopped by signal " + std::to_string(stop_signal()) + " after step " +
+                 std::to_string(step) + "; writing the results so far");
+        break;
+      }
+      if (cfg.eval_every > 0 && step % cfg.eval_every == 0 && step < cfg.steps) run_eval();
     }
-    if (warm) {
-      warmup_s += t1 - t0;
-    } else {
-      timed_ms.push_back((t1 - t0) * 1e3);
-    }
-    win.loss_sum += loss_value;
-    win.seconds += t1 - t0;
-    win.has_warmup |= warm;
-    ++win.steps;
-    const double tok_s = cfg.batch_size * cfg.seq_len * win.steps / win.seconds;
-    progress.update(step, loss_value, tok_s, (cfg.steps - step) * (t1 - t0));
-    if (!std::isfinite(loss_value)) {
-      status = "diverged";
-      progress.finish();
-      log_error("loss is " + std::to_string(loss_value) + " at step " + std::to_string(step) +
-                "; the run diverged (try a lower --lr, or float32/bfloat16)");
-      break;
-    }
-    if (step % cfg.log_every == 0 || step == cfg.steps) {
-      final_train_loss = win.loss_sum / win.steps;
-      const double seq_s = cfg.batch_size * win.steps / win.seconds;
-      writer.append_metric({{"step", step},
-                            {"loss", final_train_loss},
-                            {"sequences_per_s", seq_s},
-                            {"tokens_per_s", seq_s * cfg.seq_len},
-                            {"elapsed_s", t1 - run_start},
-                            {"window_steps", win.steps},
-                            {"includes_warmup", win.has_warmup}});
-      progress.window(step, final_train_loss, seq_s, seq_s * cfg.seq_len);
-      win = Window{};
-    }
-    const bool stopping = stop_signal() != 0;
-    if (cfg.checkpoint_every > 0 && (step % cfg.checkpoint_every == 0 || stopping)) {
-      save_checkpoint(run_dir, step, trainer, cfg.keep_checkpoints);
-    }
-    if (stopping) {
-      status = "interrupted";
-      progress.finish();
-      log_warn("stopped by signal " + std::to_string(stop_signal()) + " after step " +
-               std::to_string(step) + "; writing the results so far");
-      break;
-    }
-    if (cfg.eval_every > 0 && step % cfg.eval_every == 0 && step < cfg.steps) run_eval();
+    if (status == "completed") run_eval();
+  } catch (const std::exception& e) {
+    status = "failed";
+    error = e.what();
+    progress.finish();
   }
-  if (status == "completed") run_eval();
   progress.finish();
 
   const StepStats stats = step_stats(timed_ms);
@@ -270,7 +281,9 @@ RunResult run_benchmark(const RunConfig& cfg) {
     save_torchscript(trainer.model(), cfg.save_model);
     log_info("saved the trained network as TorchScript: " + cfg.save_model);
   }
+  if (!error.empty()) summary["error_message"] = error;
   writer.write_summary(summary);
+  if (!error.empty()) throw RunError(error + " (recorded in " + run_dir + "/summary.json)");
   return {run_dir, status, stop_signal(), summary};
 }
 

@@ -82,6 +82,19 @@ TEST_F(ReportTest, BaselineColumnIsSelectable) {
   }
 }
 
+TEST_F(ReportTest, RunsOfDifferentShapesAreNeverDividedIntoEachOther) {
+  runs[0].shape = "24 layers, d_model 512, seq_len 256, batch 100";
+  const std::string md = render_report(runs, {});
+  EXPECT_NE(md.find("shapes in the column labels"), std::string::npos) << md;
+  EXPECT_NE(md.find("| libtorch torch [24 layers, d_model 512, seq_len 256, batch 100] |"),
+            std::string::npos)
+      << md;
+  // The 24-layer torch run and the 8-layer torch run are different columns now.
+  EXPECT_NE(md.find("libtorch torch [8 layers, d_model 0, seq_len 0, batch 100]"),
+            std::string::npos)
+      << md;
+}
+
 TEST_F(ReportTest, CsvAndJsonCarryTheSameRuns) {
   ReportOptions o;
   o.format = "csv";

@@ -17,6 +17,7 @@ struct RunRecord {
   std::string dtype;
   int64_t num_layer = 0;
   int64_t batch_size = 0;
+  std::string shape;  // "8 layers, d_model 512, seq_len 256, batch 8": runs compare only within one
   std::string status;  // completed | interrupted | diverged | failed | ...
   nlohmann::json sequences_per_s, tokens_per_s, mfu, peak_memory_bytes, final_valid_bpb;
 };
@@ -31,7 +32,9 @@ struct ReportOptions {
 };
 
 // Renders the report. Only completed runs enter the speed table; others appear there as their
-// status and in the detail rows. Throws ConfigError for a baseline that names no column.
+// status and in the detail rows. Runs of different shapes get the shape in their column label,
+// so no ratio divides runs of different sizes. Throws ConfigError for a baseline that names no
+// column.
 std::string render_report(const std::vector<RunRecord>& runs, const ReportOptions& options);
 
 // The `report` subcommand: argv after "report". Returns the exit code (0 ok, 2 usage or no

@@ -12,7 +12,8 @@ namespace trainbench {
 inline constexpr int kSchemaVersion = 1;
 
 // Checks that `dir` can become a run folder: it must not exist, be empty, or (with overwrite)
-// be a folder. A non-empty folder without overwrite: ConfigError (nothing is touched).
+// be a folder, whose previous result files and checkpoints are then removed. A non-empty
+// folder without overwrite: ConfigError (nothing is touched).
 void check_run_dir(const std::string& dir, bool overwrite);
 
 // Writes `value` to `path` atomically; the file either keeps its old contents or has the new.

@@ -155,6 +155,8 @@ def arg_parser(description):
     a("--num_heads", type=int, default=8)
     a("--ff_dim", type=int, default=2048)
     a("--dropout", type=float, default=0.1)
+    a("--dropout_impl", default="auto", choices=["auto", "native"],
+      help="accepted for bench's flag set; the peers always use their framework's dropout")
     a("--batch_size", type=int, default=100)
     a("--lr", type=float, default=1e-3)
     a("--steps", type=int, default=5000)
