@@ -135,6 +135,24 @@ TEST(Cli, UnwritableSaveDirExitsOneBeforeTrainingAndLeavesNothing) {
   EXPECT_EQ(testing::read_file(dir / "file"), "not a folder");
 }
 
+// A write that fails mid-run (here: the temp path of the step-2 checkpoint is a non-empty
+// folder) ends the run as "failed" with its summary written; the step-1 checkpoint survives.
+TEST(Cli, AFailedCheckpointWriteMidRunIsRecordedAndKeepsThePreviousOne) {
+  testing::TempDir dir;
+  const std::string run_dir = dir / "r_handcraft_layer1_float32";
+  fs::create_directories(run_dir + "/checkpoint-2.pt.tmp");
+  testing::write_file(run_dir + "/checkpoint-2.pt.tmp/blocker", "x");
+  const auto r = run_bench(std::string(kTiny) + " --checkpoint_every 1 --overwrite 1 --save_dir " +
+                           (dir / "r"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("bench: failed: cannot write checkpoint"), std::string::npos) << r.output;
+  const auto summary = nlohmann::json::parse(testing::read_file(run_dir + "/summary.json"));
+  EXPECT_EQ(summary["status"], "failed");
+  EXPECT_NE(summary["error_message"].get<std::string>().find("checkpoint-2.pt"), std::string::npos);
+  EXPECT_EQ(summary["steps_done"], 2);
+  EXPECT_TRUE(fs::exists(run_dir + "/checkpoint-1.pt"));
+}
+
 TEST(Cli, DivergedRunExitsOne) {
   testing::TempDir dir;
   const auto r = run_bench(std::string(kTiny) + " --fault_nan_step 2 --save_dir " + (dir / "r"));
