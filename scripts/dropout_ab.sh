@@ -11,12 +11,5 @@ for dtype in float32 bfloat16; do
     "$BENCH" --dtype "$dtype" --dropout_impl "$impl" --save_dir "$out/$impl" --overwrite 1 \
       "$@" >/dev/null
   done
-  python3 - "$out" "$dtype" <<'PY'
-import json, sys, glob
-out, dtype = sys.argv[1], sys.argv[2]
-ms = {impl: json.load(open(glob.glob(f"{out}/{impl}_handcraft_layer*_{dtype}/summary.json")[0]))
-      ["step_time_ms"]["median"] for impl in ("native", "parallel")}
-print(f"{dtype}: median step ms native {ms['native']:.0f}, parallel {ms['parallel']:.0f}, "
-      f"speed-up {ms['native'] / ms['parallel']:.2f}x")
-PY
+  python3 scripts/ab_medians.py "$out" "$dtype" native:native parallel:parallel
 done

@@ -11,12 +11,5 @@ for dtype in float32 bfloat16; do
   "$BENCH" --dtype "$dtype" --save_dir "$out/tuned" --overwrite 1 "$@" >/dev/null
   env TRAINBENCH_THREAD_ENV=1 "$BENCH" --dtype "$dtype" --save_dir "$out/default" \
     --overwrite 1 "$@" >/dev/null
-  python3 - "$out" "$dtype" <<'PY'
-import glob, json, sys
-out, dtype = sys.argv[1], sys.argv[2]
-ms = {m: json.load(open(glob.glob(f"{out}/{m}_*_layer*_{dtype}/summary.json")[0]))
-      ["step_time_ms"]["median"] for m in ("tuned", "default")}
-print(f"{dtype}: median step ms: set-up {ms['tuned']:.0f}, runtime defaults {ms['default']:.0f}, "
-      f"speed-up {ms['default'] / ms['tuned']:.2f}x")
-PY
+  python3 scripts/ab_medians.py "$out" "$dtype" "default:runtime defaults" "tuned:set-up"
 done
