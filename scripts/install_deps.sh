@@ -9,6 +9,7 @@ packages=(
   libopenblas0-pthread    # fast BLAS; without it torch falls back to reference BLAS
   libcxxopts-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev
+  libgloo-dev             # Gloo headers for the c10d process group (multi-process runs)
   zlib1g-dev              # inflate for reading enwik9.zip directly
   zip                     # tests build zip archives with it
   python3

@@ -104,10 +104,11 @@ int64_t load_checkpoint(const std::string& path, Trainer& trainer) {
 std::vector<std::string> resume_config_differences(const nlohmann::json& saved,
                                                    const nlohmann::json& now) {
   static const std::set<std::string> free = {
-      "preset",         "steps",          "log_every",        "eval_every",       "eval_batches",
-      "warmup_steps",   "threads",        "save_dir",         "save_model",       "overwrite",
-      "resume",         "run_dir",        "checkpoint_every", "keep_checkpoints", "peak_tflops",
-      "fault_nan_step", "schema_version", "resumed_from_step"};
+      "preset",         "steps",          "log_every",         "eval_every",       "eval_batches",
+      "warmup_steps",   "threads",        "save_dir",          "save_model",       "overwrite",
+      "resume",         "run_dir",        "checkpoint_every",  "keep_checkpoints", "peak_tflops",
+      "fault_nan_step", "schema_version", "resumed_from_step", "dist_backend",     "dist_timeout",
+      "bucket_mb",      "dist_overlap",   "fault_exit_step"};
   std::vector<std::string> differ;
   for (const auto& [key, value] : now.items()) {
     if (free.count(key)) continue;

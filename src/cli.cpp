@@ -126,6 +126,17 @@ std::vector<Flag> flags_() {
                    "continue the run in this folder from its newest checkpoint (same "
                    "flags; --steps may grow)"),
       TB_INT_FLAG(fault_nan_step, "testing aid: make the loss of this step NaN; 0: off"),
+      TB_TEXT_FLAG(dist_backend,
+                   "multi-process runs (torchrun or scripts/launch.sh): auto | gloo | nccl; "
+                   "auto: nccl on CUDA, gloo on CPU"),
+      TB_INT_FLAG(dist_timeout,
+                  "seconds a rank waits for the others (joining, each collective) before "
+                  "failing with the missing rank's number"),
+      TB_DOUBLE_FLAG(bucket_mb, "gradient all-reduce bucket size in MiB (multi-process)"),
+      TB_INT_FLAG(dist_overlap,
+                  "1: all-reduce gradient buckets while backward runs; 0: after it "
+                  "(multi-process)"),
+      TB_INT_FLAG(fault_exit_step, "testing aid: the process dies just before this step; 0: off"),
   };
 }
 

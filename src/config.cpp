@@ -108,6 +108,18 @@ void validate(const RunConfig& cfg) {
   check_min_<int64_t>("eval_batches", cfg.eval_batches, 0);
   check_min_<int64_t>("warmup_steps", cfg.warmup_steps, 0);
   check_min_<int64_t>("fault_nan_step", cfg.fault_nan_step, 0);
+  check_min_<int64_t>("fault_exit_step", cfg.fault_exit_step, 0);
+  check_choice_("dist_backend", cfg.dist_backend, {"auto", "gloo", "nccl"});
+  check_min_<int64_t>("dist_timeout", cfg.dist_timeout, 1);
+  if (!(cfg.bucket_mb > 0.0) || !std::isfinite(cfg.bucket_mb)) {
+    std::ostringstream os;
+    os << "--bucket_mb: " << cfg.bucket_mb << " is out of range; allowed: a number > 0";
+    throw ConfigError(os.str());
+  }
+  if (cfg.dist_overlap != 0 && cfg.dist_overlap != 1) {
+    throw ConfigError("--dist_overlap: " + std::to_string(cfg.dist_overlap) +
+                      " is not allowed; use 0|1");
+  }
   check_min_<int64_t>("checkpoint_every", cfg.checkpoint_every, 0);
   check_min_<int64_t>("keep_checkpoints", cfg.keep_checkpoints, 1);
   if (!cfg.resume.empty() && !std::filesystem::is_regular_file(cfg.resume + "/config.json")) {
@@ -206,7 +218,8 @@ int64_t resolved_valid_bytes(const RunConfig& cfg, int64_t corpus_bytes) {
   X(lr) X(steps)                                                                          \
   X(data) X(valid_bytes) X(device) X(threads) X(seed) X(log_every) X(eval_every)        \
   X(eval_batches) X(warmup_steps) X(peak_tflops) X(save_model) X(checkpoint_every)      \
-  X(keep_checkpoints) X(resume) X(fault_nan_step)
+  X(keep_checkpoints) X(resume) X(fault_nan_step) X(dist_backend) X(dist_timeout) X(bucket_mb) \
+  X(dist_overlap) X(fault_exit_step)
 // clang-format on
 
 void to_json(nlohmann::json& j, const RunConfig& cfg) {

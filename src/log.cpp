@@ -21,6 +21,12 @@ spdlog::logger& logger_() {
 void log_info(const std::string& message) { logger_().info(message); }
 void log_warn(const std::string& message) { logger_().warn(message); }
 void log_error(const std::string& message) { logger_().error(message); }
+void log_set_prefix(const std::string& prefix) {
+  // spdlog patterns treat '%' specially; a prefix is plain text.
+  std::string escaped;
+  for (char c : prefix) escaped += c == '%' ? std::string("%%") : std::string(1, c);
+  logger_().set_pattern("%^[%L]%$ " + escaped + "%v");
+}
 void log_set_quiet(bool quiet) {
   logger_().set_level(quiet ? spdlog::level::warn : spdlog::level::info);
 }

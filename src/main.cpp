@@ -7,6 +7,7 @@
 #include "trainbench/cli.h"
 #include "trainbench/config.h"
 #include "trainbench/corpus.h"
+#include "trainbench/dist.h"
 #include "trainbench/env_info.h"
 #include "trainbench/log.h"
 #include "trainbench/progress.h"
@@ -17,7 +18,14 @@
 int main(int argc, char** argv) {
   using namespace trainbench;
   if (argc > 1 && std::string(argv[1]) == "report") return report_main(argc - 1, argv + 1);
+  std::string who;  // "rank N: " in a multi-process run, so every line says which process
   try {
+    const DistEnv env = dist_env_from_environment();
+    if (env.distributed()) {
+      who = "rank " + std::to_string(env.rank) + ": ";
+      log_set_prefix(who);
+      log_set_quiet(env.rank != 0);  // only rank 0 reports progress
+    }
     const CliResult cli = parse_cli(argc, argv);
     if (cli.help) {
       std::cout << cli.help_text;
@@ -30,20 +38,23 @@ int main(int argc, char** argv) {
       return 0;
     }
     validate(cli.config);
+    validate_dist(cli.config, env);
     // Returns only when the environment is already set (or cannot be).
     reexec_with_thread_env(argv,
                            cli.config.dtype == "float32" && resolved_device(cli.config) == "cpu");
-    const RunResult result = run_benchmark(cli.config);
-    const nlohmann::json config = read_json_file(result.run_dir + "/config.json");
-    std::cout << summary_table(config, result.summary);
-    std::cout << "results: " << result.run_dir << "\n";
+    const RunResult result = run_benchmark(cli.config, env);
+    if (env.rank == 0) {
+      const nlohmann::json config = read_json_file(result.run_dir + "/config.json");
+      std::cout << summary_table(config, result.summary);
+      std::cout << "results: " << result.run_dir << "\n";
+    }
     if (result.status == "interrupted") return 128 + result.stop_signal;  // 130 / 143
     return result.status == "completed" ? 0 : 1;
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "bench: error: %s\n", e.what());
+    std::fprintf(stderr, "bench: %serror: %s\n", who.c_str(), e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench: failed: %s\n", e.what());
+    std::fprintf(stderr, "bench: %sfailed: %s\n", who.c_str(), e.what());
     return 1;
   }
 }

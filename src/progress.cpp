@@ -29,7 +29,8 @@ std::string num_or_dash_(const nlohmann::json& v, int precision, double scale = 
 
 }  // namespace
 
-Progress::Progress(int64_t total_steps) : total_(total_steps), tty_(isatty(STDERR_FILENO)) {}
+Progress::Progress(int64_t total_steps, bool live)
+    : total_(total_steps), tty_(live && isatty(STDERR_FILENO)) {}
 
 void Progress::clear_() {
   if (drawn_) std::fprintf(stderr, "\r\033[K");

@@ -9,11 +9,14 @@
 
 #include "trainbench/batch_loader.h"
 #include "trainbench/checkpoint.h"
+#include "trainbench/dist.h"
 #include "trainbench/env_info.h"
 #include "trainbench/flops.h"
+#include "trainbench/grad_sync.h"
 #include "trainbench/log.h"
 #include "trainbench/progress.h"
 #include "trainbench/results.h"
+#include "trainbench/run_setup.h"
 #include "trainbench/scripted_model.h"
 #include "trainbench/signals.h"
 #include "trainbench/timing.h"
@@ -40,7 +43,7 @@ int64_t peak_memory_bytes_(const torch::Device& device) {
   return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // peak RSS of the process
 }
 
-void warn_about_setup_(int threads) {
+void warn_about_setup_(int threads, int local_world) {
   if (openblas_config().empty()) {
     log_warn(
         "BLAS: OpenBLAS not found; float32 matmuls use the slow reference BLAS "
@@ -50,9 +53,10 @@ void warn_about_setup_(int threads) {
     log_warn("***WARNING*** bench was built as " + build_type() +
              "; timings are not representative (configure with -DCMAKE_BUILD_TYPE=Release)");
   }
-  if (threads < available_cores()) {
-    log_warn("using " + std::to_string(threads) + " of " + std::to_string(available_cores()) +
-             " available cores (--threads)");
+  if (threads * local_world < available_cores()) {
+    log_warn("using " + std::to_string(threads * local_world) + " of " +
+             std::to_string(available_cores()) + " available cores (--threads" +
+             (local_world > 1 ? " per process" : "") + ")");
   }
 }
 
@@ -63,135 +67,182 @@ struct Window {
   bool has_warmup = false;
 };
 
+// The multi-process part of summary.json: per-rank step and communication times, gathered
+// with one all-reduce, and a check that every replica holds the same parameters.
+nlohmann::json dist_summary_(DistContext& dist, const GradSync& sync, LanguageModel& model,
+                             const StepStats& stats, const std::vector<double>& comm_ms) {
+  const int world = dist.world_size();
+  const StepStats comm = step_stats(comm_ms);
+  double comm_total_s = 0;
+  for (double ms : comm_ms) comm_total_s += ms / 1e3;
+  torch::Tensor per_rank = torch::zeros({world, 3}, torch::kFloat64);
+  per_rank[dist.rank()][0] = stats.median_ms;
+  per_rank[dist.rank()][1] = comm.median_ms;
+  per_rank[dist.rank()][2] = comm_total_s;
+  dist.allreduce({per_rank});
+  const auto fp = static_cast<int64_t>(parameter_fingerprint(model.parameters()));
+  torch::Tensor lo = torch::full({1}, fp, torch::kInt64), hi = lo.clone();
+  dist.allreduce({lo}, ReduceOp::kMin);
+  dist.allreduce({hi}, ReduceOp::kMax);
+  nlohmann::json j;
+  std::vector<double> step_ms, wait_ms, wait_s;
+  for (int r = 0; r < world; ++r) {
+    step_ms.push_back(per_rank[r][0].item<double>());
+    wait_ms.push_back(per_rank[r][1].item<double>());
+    wait_s.push_back(per_rank[r][2].item<double>());
+  }
+  j["per_rank_step_time_ms"] = step_ms;
+  j["per_rank_communication_ms"] = wait_ms;
+  j["per_rank_communication_seconds"] = wait_s;
+  // Exposed communication: the wait for the all-reduces after backward (overlapped transfer
+  // time is hidden in the backward pass and not counted).
+  j["communication_ms"] = comm.median_ms;
+  j["communication_share"] = stats.median_ms > 0 ? comm.median_ms / stats.median_ms : 0.0;
+  j["grad_buckets"] = sync.num_buckets();
+  j["replicas_identical"] = lo.item<int64_t>() == hi.item<int64_t>();
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fp));
+  j["param_fingerprint"] = hex;
+  return j;
+}
+
 }  // namespace
 
-RunResult run_benchmark(const RunConfig& cfg) {
-  const torch::Device device(resolved_device(cfg));
-  const int threads = cfg.threads > 0 ? static_cast<int>(cfg.threads) : available_cores();
+RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
+  const bool cuda = resolved_device(cfg) == "cuda";
+  const torch::Device device =
+      cuda && env.distributed() ? torch::Device(torch::kCUDA, static_cast<int8_t>(env.local_rank))
+                                : torch::Device(resolved_device(cfg));
+  // The processes of one machine share its cores.
+  const int threads = cfg.threads > 0 ? static_cast<int>(cfg.threads)
+                                      : std::max(1, available_cores() / env.local_world_size);
   at::set_num_threads(threads);
   openblas_set_threads(threads);
   // float32 on CUDA may use TF32 tensor cores, as in the reference (recorded in env.json).
   if (device.is_cuda()) at::globalContext().setAllowTF32CuBLAS(true);
 
-  // Data first: a bad corpus is a usage error and must leave nothing on disk.
-  if (cfg.data.empty()) log_info("data: no --data given, using the embedded generated corpus");
-  const ByteCorpus corpus = cfg.data.empty() ? embedded_corpus() : open_corpus(cfg.data);
-  const int64_t valid_bytes = resolved_valid_bytes(cfg, corpus.size());
-  const DataSplit split =
-      split_corpus(corpus.size(), valid_bytes, cfg.seq_len, cfg.batch_size, corpus.source());
-  const std::string run_dir = cfg.resume.empty() ? run_dir_name(cfg) : cfg.resume;
-  if (cfg.resume.empty()) check_run_dir(run_dir, cfg.overwrite);
-  const std::string checkpoint = cfg.resume.empty() ? "" : latest_checkpoint(run_dir);
-  if (!cfg.resume.empty() && checkpoint.empty()) {
-    throw ConfigError("--resume: '" + run_dir +
-                      "' holds no checkpoint; it must come from a run with --checkpoint_every");
-  }
-  warn_about_setup_(threads);
-
-  const std::string backend = cfg.compile ? configure_script_executor(device) : "eager";
-  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
-  const double build_start = synchronized_now_s(device);
-  Trainer trainer(cfg, device);
-  // Compiling = defining the script (here) + the executor's profiling steps (below).
-  double compile_s = cfg.compile ? synchronized_now_s(device) - build_start : 0.0;
-  int64_t fused_groups = 0;
-  const int64_t params = count_parameters(trainer.model());
-  const std::string dev_name = device_name(device);
-  const PeakFlops peak = resolve_peak_flops(cfg, device, dev_name);
-  const double flops_tok = flops_per_token(cfg);
-
-  RunConfig resolved = cfg;
-  resolved.device = device.str();
-  resolved.threads = threads;
-  resolved.valid_bytes = valid_bytes;
-  resolved.dropout_impl = resolved_dropout_impl(cfg);
-  nlohmann::json config_json = resolved;
-  config_json["run_dir"] = run_dir;
-  config_json["corpus_source"] = corpus.source();
-  config_json["corpus_bytes"] = corpus.size();
-  config_json["train_bytes"] = split.train_end;
-  config_json["params"] = params;
-  int64_t start_step = 0;
-  if (!checkpoint.empty()) {
-    const auto differ =
-        resume_config_differences(read_json_file(run_dir + "/config.json"), config_json);
-    if (!differ.empty()) {
-      std::string keys;
-      for (const auto& k : differ) keys += (keys.empty() ? "--" : ", --") + k;
-      throw ConfigError("--resume: these flags differ from the run in '" + run_dir + "': " + keys +
-                        "; resume with the run's own values (see its config.json)");
-    }
-    start_step = load_checkpoint(checkpoint, trainer);
-    if (start_step >= cfg.steps) {
-      throw ConfigError("--steps: " + std::to_string(cfg.steps) +
-                        " is not past the checkpoint at step " + std::to_string(start_step) +
-                        "; allowed: > " + std::to_string(start_step));
-    }
-    config_json["resumed_from_step"] = start_step;
-    log_info("resuming " + run_dir + " from " + checkpoint);
-  }
-  // A folder that cannot be written (or a full disk) is found here, before any training step;
-  // a run folder this run created is then removed again, so nothing partial is left.
-  const bool existed = std::filesystem::exists(run_dir);
-  std::optional<ResultWriter> writer_slot;
+  // A multi-process run meets its peers first: a rank that never comes fails the run here.
+  std::unique_ptr<DistContext> dist;
+  if (env.distributed()) dist = std::make_unique<DistContext>(env, cfg, device);
+  const bool rank0 = env.rank == 0;
+  const int world = env.world_size;
+  // Every rank learns whether the others' setup (or folder creation) went well, so that a bad
+  // input on one rank stops all of them at once instead of leaving them waiting.
+  auto agree = [&](const std::string& stage, const std::string& error) {
+    if (!dist) return;
+    const std::string other = dist->agree(stage, error);
+    if (error.empty() && !other.empty()) throw RunError(other);
+  };
+  RunSetup setup;
   try {
-    writer_slot.emplace(run_dir, checkpoint.empty() ? -1 : start_step);
-    writer_slot->write_config(config_json);
-    writer_slot->write_env(collect_env(device, threads));
-  } catch (const RunError&) {
-    writer_slot.reset();
-    std::error_code ec;
-    if (!existed) std::filesystem::remove_all(run_dir, ec);
+    setup = prepare_run(cfg, device, threads, dist.get());
+  } catch (const std::exception& e) {
+    agree("setup", e.what());
     throw;
   }
-  ResultWriter& writer = *writer_slot;
-  log_info("run folder " + run_dir + ": " + cfg.model + " model, " + std::to_string(params) +
-           " parameters, " + cfg.dtype + " on " + dev_name + ", " + std::to_string(threads) +
-           " threads, " + backend + "; corpus " + corpus.source() + " (" +
+  agree("setup", "");
+  if (rank0) warn_about_setup_(threads, env.local_world_size);
+  Trainer& trainer = *setup.trainer;
+  const ByteCorpus& corpus = setup.corpus;
+  const std::string& run_dir = setup.run_dir;
+  const int64_t start_step = setup.start_step;
+  double compile_s = setup.compile_s;
+  int64_t fused_groups = 0;
+
+  // Rank 0 writes the run folder. A folder that cannot be written (or a full disk) is found
+  // here, before any training step; a run folder this run created is then removed again.
+  std::optional<ResultWriter> writer_slot;
+  std::string files_error;
+  if (rank0) {
+    const bool existed = std::filesystem::exists(run_dir);
+    try {
+      writer_slot.emplace(run_dir, setup.checkpoint.empty() ? -1 : start_step);
+      writer_slot->write_config(setup.config_json);
+      writer_slot->write_env(collect_env(device, threads));
+    } catch (const RunError& e) {
+      writer_slot.reset();
+      std::error_code ec;
+      if (!existed) std::filesystem::remove_all(run_dir, ec);
+      files_error = e.what();
+    }
+  }
+  agree("files", files_error);
+  if (!files_error.empty()) throw RunError(files_error);
+  ResultWriter* writer = writer_slot ? &*writer_slot : nullptr;
+  log_info("run folder " + run_dir + ": " + cfg.model + " model, " + std::to_string(setup.params) +
+           " parameters, " + cfg.dtype + " on " + setup.device_name + ", " +
+           std::to_string(threads) + " threads" +
+           (dist ? " x " + std::to_string(world) + " processes (" + dist->backend() + ")" : "") +
+           ", " + setup.backend + "; corpus " + corpus.source() + " (" +
            std::to_string(corpus.size()) + " bytes)");
 
+  // Replicas start from rank 0's parameters; dropout differs per rank (rank 0 keeps the
+  // single-process stream).
+  std::unique_ptr<GradSync> sync;
+  if (dist) {
+    dist->broadcast_from_rank0(trainer.model().parameters());
+    if (!rank0) torch::manual_seed(static_cast<uint64_t>(cfg.seed) + 1000003ULL * env.rank);
+    sync = std::make_unique<GradSync>(trainer.model().parameters(), *dist,
+                                      static_cast<int64_t>(cfg.bucket_mb * (1 << 20)),
+                                      cfg.dist_overlap == 1, [] { return stop_signal() != 0; });
+    trainer.attach(sync.get());
+  }
+
   SamplerOptions so;
-  so.train_end = split.train_end;
+  so.train_end = setup.split.train_end;
   so.seq_len = cfg.seq_len;
   so.batch_size = cfg.batch_size;
   so.seed = static_cast<uint64_t>(cfg.seed);
+  so.world_size = world;
+  so.rank = env.rank;
   EpochSampler sampler(so);
   for (int64_t i = 0; i < start_step; ++i) sampler.next_batch();  // the batches already trained
   BatchLoader loader(corpus, std::move(sampler), device.is_cuda());
-  const auto valid = validation_batches(split, cfg.seq_len, cfg.batch_size, cfg.eval_batches);
+  // Each rank evaluates its share of the same global validation batches; the sums are reduced.
+  const auto valid = rank_share(
+      validation_batches(setup.split, cfg.seq_len, cfg.batch_size * world, cfg.eval_batches),
+      env.rank, world);
+  const int64_t global_batch = cfg.batch_size * world;
 
-  Progress progress(cfg.steps);
-  std::vector<double> timed_ms;
+  Progress progress(cfg.steps, rank0);
+  std::vector<double> timed_ms, comm_ms;
   Window win;
   double warmup_s = 0, final_train_loss = NAN, valid_loss = NAN;
   const StopSignalGuard stop_guard;
   const double run_start = synchronized_now_s(device);
   std::string status = "completed";
   int64_t step = start_step;
+  auto metric = [&](const nlohmann::json& line) {
+    if (writer) writer->append_metric(line);
+  };
   auto run_eval = [&] {
-    valid_loss = trainer.evaluate(corpus, valid);
-    writer.append_metric(
-        {{"step", step}, {"valid_loss", valid_loss}, {"valid_bpb", valid_loss / std::log(2.0)}});
+    const Trainer::EvalSums sums = trainer.evaluate_sums(corpus, valid);
+    torch::Tensor t =
+        torch::tensor({sums.loss_sum, static_cast<double>(sums.count)}, torch::kFloat64);
+    if (dist) dist->allreduce({t});
+    valid_loss = t[0].item<double>() / t[1].item<double>();
+    metric({{"step", step}, {"valid_loss", valid_loss}, {"valid_bpb", valid_loss / std::log(2.0)}});
     progress.message("eval at step " + std::to_string(step) + ": valid loss " +
                      std::to_string(valid_loss) + " nats/byte, " +
                      std::to_string(valid_loss / std::log(2.0)) + " bits/byte");
   };
   auto flush_window = [&](double now) {
     final_train_loss = win.loss_sum / win.steps;
-    const double seq_s = cfg.batch_size * win.steps / win.seconds;
-    writer.append_metric({{"step", step},
-                          {"loss", final_train_loss},
-                          {"sequences_per_s", seq_s},
-                          {"tokens_per_s", seq_s * cfg.seq_len},
-                          {"elapsed_s", now - run_start},
-                          {"window_steps", win.steps},
-                          {"includes_warmup", win.has_warmup}});
+    const double seq_s = global_batch * win.steps / win.seconds;
+    metric({{"step", step},
+            {"loss", final_train_loss},
+            {"sequences_per_s", seq_s},
+            {"tokens_per_s", seq_s * cfg.seq_len},
+            {"elapsed_s", now - run_start},
+            {"window_steps", win.steps},
+            {"includes_warmup", win.has_warmup}});
     progress.window(step, final_train_loss, seq_s, seq_s * cfg.seq_len);
     win = Window{};
   };
   std::string error;  // a failure after training started: recorded as status "failed"
   try {
     while (step < cfg.steps) {
+      if (cfg.fault_exit_step == step + 1) std::_Exit(3);  // testing aid: a crashing process
       const double t0 = synchronized_now_s(device);
       const torch::Tensor loss = trainer.step(loader.next());
       const double loss_value = loss.item<double>();  // synchronizes on CUDA
@@ -206,12 +257,13 @@ RunResult run_benchmark(const RunConfig& cfg) {
         warmup_s += t1 - t0;
       } else {
         timed_ms.push_back((t1 - t0) * 1e3);
+        if (sync) comm_ms.push_back(sync->last_wait_s() * 1e3);
       }
       win.loss_sum += loss_value;
       win.seconds += t1 - t0;
       win.has_warmup |= warm;
       ++win.steps;
-      const double tok_s = cfg.batch_size * cfg.seq_len * win.steps / win.seconds;
+      const double tok_s = global_batch * cfg.seq_len * win.steps / win.seconds;
       progress.update(step, loss_value, tok_s, (cfg.steps - step) * (t1 - t0));
       if (!std::isfinite(loss_value)) {
         status = "diverged";
@@ -220,54 +272,62 @@ RunResult run_benchmark(const RunConfig& cfg) {
                   "; the run diverged (try a lower --lr, or float32/bfloat16)");
         break;
       }
-      const bool stopping = stop_signal() != 0;
+      // The ranks agree on stopping (a signal seen by any of them) with each step's loss.
+      const bool stopping = sync ? sync->stop_requested() : stop_signal() != 0;
       const bool checkpoint_now =
           cfg.checkpoint_every > 0 && (step % cfg.checkpoint_every == 0 || stopping);
       // A window also ends where a checkpoint or a stop falls, so a resumed run logs every step.
       if (step % cfg.log_every == 0 || step == cfg.steps || checkpoint_now || stopping) {
         flush_window(t1);
       }
-      if (checkpoint_now) save_checkpoint(run_dir, step, trainer, cfg.keep_checkpoints);
+      if (checkpoint_now && rank0) save_checkpoint(run_dir, step, trainer, cfg.keep_checkpoints);
       if (stopping) {
         status = "interrupted";
         progress.finish();
-        log_warn("stopped by signal " + std::to_string(stop_signal()) + " after step " +
-                 std::to_string(step) + "; writing the results so far");
+        log_warn((stop_signal() ? "stopped by signal " + std::to_string(stop_signal())
+                                : std::string("stopped: another rank received a stop signal")) +
+                 " after step " + std::to_string(step) + "; writing the results so far");
         break;
       }
       if (cfg.eval_every > 0 && step % cfg.eval_every == 0 && step < cfg.steps) run_eval();
     }
     if (status == "completed") run_eval();
+  } catch (const CollectiveError& e) {
+    status = "failed";
+    error = dist->explain_failure(e.what(), /*collective=*/true);
   } catch (const std::exception& e) {
     status = "failed";
-    error = e.what();
-    progress.finish();
+    error = dist ? dist->explain_failure(e.what(), /*collective=*/false) : e.what();
   }
   progress.finish();
 
   const StepStats stats = step_stats(timed_ms);
-  const double seq_s = stats.count ? cfg.batch_size * 1e3 / stats.median_ms : NAN;
+  const double seq_s = stats.count ? global_batch * 1e3 / stats.median_ms : NAN;
+  const PeakFlops& peak = setup.peak;
   nlohmann::json summary;
   summary["status"] = status;
-  summary["params"] = params;
+  summary["params"] = setup.params;
   summary["steps_done"] = step;
   summary["resumed_from_step"] = start_step ? nlohmann::json(start_step) : nlohmann::json(nullptr);
   summary["steps_timed"] = stats.count;
   summary["step_time_ms"] = {
       {"median", stats.median_ms}, {"min", stats.min_ms}, {"max", stats.max_ms}};
   summary["step_time_ms_samples"] = timed_ms;
-  summary["sequences_per_s"] = seq_s;
+  summary["world_size"] = world;
+  summary["global_batch_size"] = global_batch;
+  summary["sequences_per_s"] = seq_s;  // all ranks together
   summary["tokens_per_s"] = seq_s * cfg.seq_len;
-  summary["flops_per_token"] = flops_tok;
-  summary["mfu"] = peak.flops_per_s > 0
-                       ? nlohmann::json(seq_s * cfg.seq_len * flops_tok / peak.flops_per_s)
-                       : nlohmann::json(nullptr);
+  summary["flops_per_token"] = setup.flops_per_token;
+  summary["mfu"] =
+      peak.flops_per_s > 0
+          ? nlohmann::json(seq_s * cfg.seq_len * setup.flops_per_token / (peak.flops_per_s * world))
+          : nlohmann::json(nullptr);
   summary["peak_flops"] = peak.flops_per_s > 0 ? nlohmann::json(peak.flops_per_s) : nullptr;
   summary["peak_flops_source"] = peak.source;
   summary["peak_memory_bytes"] = peak_memory_bytes_(device);
   summary["warmup_seconds"] = warmup_s;
   summary["compile_seconds"] = compile_s;
-  summary["compile_backend"] = backend;
+  summary["compile_backend"] = setup.backend;
   summary["fused_groups"] = cfg.compile ? nlohmann::json(fused_groups) : nlohmann::json(nullptr);
   summary["total_seconds"] = synchronized_now_s(device) - run_start;
   summary["final_train_loss"] = final_train_loss;
@@ -277,13 +337,24 @@ RunResult run_benchmark(const RunConfig& cfg) {
                                                      : nlohmann::json(nullptr);
   summary["skipped_steps"] = trainer.scaler().skipped_steps();
   summary["stop_signal"] = stop_signal() ? nlohmann::json(stop_signal()) : nlohmann::json(nullptr);
-  if (!cfg.save_model.empty() && status == "completed") {
+  if (dist && error.empty()) {
+    try {
+      summary.update(dist_summary_(*dist, *sync, trainer.model(), stats, comm_ms));
+    } catch (const CollectiveError& e) {
+      status = "failed";
+      summary["status"] = status;
+      error = dist->explain_failure(e.what(), /*collective=*/true);
+    }
+  }
+  if (rank0 && !cfg.save_model.empty() && status == "completed") {
     save_torchscript(trainer.model(), cfg.save_model);
     log_info("saved the trained network as TorchScript: " + cfg.save_model);
   }
   if (!error.empty()) summary["error_message"] = error;
-  writer.write_summary(summary);
-  if (!error.empty()) throw RunError(error + " (recorded in " + run_dir + "/summary.json)");
+  if (writer) writer->write_summary(summary);
+  if (!error.empty()) {
+    throw RunError(error + (writer ? " (recorded in " + run_dir + "/summary.json)" : ""));
+  }
   return {run_dir, status, stop_signal(), summary};
 }
 

@@ -23,7 +23,7 @@ EpochPlan EpochSampler::plan(int64_t epoch) const {
   std::seed_seq seq{static_cast<uint64_t>(o.seed), static_cast<uint64_t>(epoch), uint64_t{0x7b}};
   std::mt19937_64 rng(seq);
   EpochPlan p;
-  p.batch_size = o.batch_size;
+  p.batch_size = o.batch_size * o.world_size;
   p.offset = static_cast<int64_t>(rng() % static_cast<uint64_t>(o.seq_len));
   const int64_t first = o.train_begin + p.offset;
   const int64_t count = (o.train_end - first) / o.seq_len;
@@ -42,9 +42,13 @@ std::vector<int64_t> EpochSampler::next_batch() {
     batch_ = 0;
     current_ = plan(epoch_);
   }
-  const auto begin = current_.starts.begin() + batch_ * options_.batch_size;
+  const size_t first = static_cast<size_t>(batch_ * current_.batch_size + options_.rank);
   ++batch_;
-  return std::vector<int64_t>(begin, begin + options_.batch_size);
+  std::vector<int64_t> out(static_cast<size_t>(options_.batch_size));
+  for (size_t j = 0; j < out.size(); ++j) {
+    out[j] = current_.starts[first + j * static_cast<size_t>(options_.world_size)];
+  }
+  return out;
 }
 
 std::vector<std::vector<int64_t>> validation_batches(const DataSplit& split, int64_t seq_len,
@@ -61,6 +65,19 @@ std::vector<std::vector<int64_t>> validation_batches(const DataSplit& split, int
   }
   if (!batch.empty()) batches.push_back(std::move(batch));
   return batches;
+}
+
+std::vector<std::vector<int64_t>> rank_share(const std::vector<std::vector<int64_t>>& batches,
+                                             int64_t rank, int64_t world_size) {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& b : batches) {
+    std::vector<int64_t> share;
+    for (size_t j = static_cast<size_t>(rank); j < b.size(); j += static_cast<size_t>(world_size)) {
+      share.push_back(b[j]);
+    }
+    if (!share.empty()) out.push_back(std::move(share));
+  }
+  return out;
 }
 
 DataSplit split_corpus(int64_t corpus_bytes, int64_t valid_bytes, int64_t seq_len,

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "trainbench/batch_loader.h"
+#include "trainbench/grad_sync.h"
 
 namespace trainbench {
 
@@ -37,7 +38,9 @@ torch::Tensor Trainer::step(const torch::Tensor& bytes_in) {
   if (cfg_.fault_nan_step > 0 && steps_done_ == cfg_.fault_nan_step) {
     loss = loss + std::numeric_limits<float>::quiet_NaN();  // injected fault (tests)
   }
+  if (sync_) sync_->start_step(loss);
   scaler_.scale_loss(loss).backward();
+  if (sync_) sync_->finish_step();  // every rank now holds the same averaged gradients
   std::vector<torch::Tensor> grads;
   if (scaler_.enabled()) {
     for (const auto& p : model_->parameters()) grads.push_back(p.grad());
@@ -45,6 +48,7 @@ torch::Tensor Trainer::step(const torch::Tensor& bytes_in) {
   const bool found_inf = scaler_.unscale_(grads);
   if (!found_inf) optimizer_->step();
   scaler_.update(found_inf);
+  if (sync_) return torch::scalar_tensor(sync_->mean_loss(), torch::kFloat64);
   return loss.detach();
 }
 
@@ -55,6 +59,13 @@ void Trainer::restore(int64_t steps_done, double scale, int64_t growth_tracker, 
 
 double Trainer::evaluate(const ByteCorpus& corpus,
                          const std::vector<std::vector<int64_t>>& batches) {
+  const EvalSums s = evaluate_sums(corpus, batches);
+  return s.count ? s.loss_sum / static_cast<double>(s.count)
+                 : std::numeric_limits<double>::quiet_NaN();
+}
+
+Trainer::EvalSums Trainer::evaluate_sums(const ByteCorpus& corpus,
+                                         const std::vector<std::vector<int64_t>>& batches) {
   torch::NoGradGuard no_grad;
   model_->eval();
   double total = 0;
@@ -67,7 +78,7 @@ double Trainer::evaluate(const ByteCorpus& corpus,
     count += bytes.numel();
   }
   model_->train();
-  return count ? total / static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN();
+  return {total, count};
 }
 
 }  // namespace trainbench

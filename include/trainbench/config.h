@@ -57,6 +57,13 @@ struct RunConfig {
   int64_t keep_checkpoints = 2;  // newest checkpoints kept
   std::string resume;            // run folder to continue from its newest checkpoint
   int64_t fault_nan_step = 0;    // testing aid: the loss of this step becomes NaN (0: off)
+
+  // Multi-process runs (torchrun's RANK/WORLD_SIZE/...; see dist.h). Ignored by one process.
+  std::string dist_backend = "auto";  // auto | gloo | nccl (auto: nccl on CUDA, gloo on CPU)
+  int64_t dist_timeout = 300;         // seconds to wait for a rank (joining or a collective)
+  double bucket_mb = 25;              // gradient all-reduce bucket size in MiB
+  int64_t dist_overlap = 1;           // 1: all-reduce buckets during backward; 0: after it
+  int64_t fault_exit_step = 0;        // testing aid: the process dies before this step (0: off)
 };
 
 // Steps the TorchScript graph executor spends profiling and optimizing (--compile 1); they

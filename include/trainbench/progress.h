@@ -10,7 +10,8 @@ namespace trainbench {
 
 class Progress {
  public:
-  explicit Progress(int64_t total_steps);
+  // live false: never draw the live line (ranks other than 0 of a multi-process run).
+  explicit Progress(int64_t total_steps, bool live = true);
   // Redraws the progress line (at most every 0.2 s) when stderr is a terminal.
   void update(int64_t step, double loss, double tokens_per_s, double eta_s);
   // Writes one log line for a finished window, clearing the live line first.

@@ -19,8 +19,12 @@ struct SamplerOptions {
   int64_t train_begin = 0;  // first training byte
   int64_t train_end = 0;    // one past the last training byte
   int64_t seq_len = 256;
-  int64_t batch_size = 100;
+  int64_t batch_size = 100;  // per rank
   uint64_t seed = 0;
+  // Data parallelism: every rank draws the same epoch plan and takes the elements rank,
+  // rank + world_size, ... of each global batch of batch_size * world_size slices.
+  int64_t world_size = 1;
+  int64_t rank = 0;
 };
 
 // One epoch: a random offset in [0, seq_len), then consecutive non-overlapping slices of
@@ -29,7 +33,7 @@ struct EpochPlan {
   int64_t offset = 0;
   std::vector<int64_t> starts;  // slice start offsets in shuffled order
   int64_t num_batches() const;
-  int64_t batch_size = 0;
+  int64_t batch_size = 0;  // global: per-rank batch_size * world_size
 };
 
 class EpochSampler {
@@ -38,7 +42,8 @@ class EpochSampler {
 
   // The plan of a given epoch; a pure function of (seed, epoch).
   EpochPlan plan(int64_t epoch) const;
-  // Start offsets of the next batch (batch_size of them), moving to the next epoch as needed.
+  // Start offsets of this rank's share of the next global batch (batch_size of them), moving
+  // to the next epoch as needed.
   std::vector<int64_t> next_batch();
 
   int64_t epoch() const { return epoch_; }
@@ -56,6 +61,10 @@ class EpochSampler {
 // batch_size (the last batch may be short). max_batches 0 keeps them all.
 std::vector<std::vector<int64_t>> validation_batches(const DataSplit& split, int64_t seq_len,
                                                      int64_t batch_size, int64_t max_batches);
+
+// A rank's share of each batch: elements rank, rank + world_size, ... (empty shares dropped).
+std::vector<std::vector<int64_t>> rank_share(const std::vector<std::vector<int64_t>>& batches,
+                                             int64_t rank, int64_t world_size);
 
 // Splits a corpus of corpus_bytes, checking it can serve one training batch for any offset and
 // at least one validation slice. Throws ConfigError naming `source` and the sizes needed.

@@ -9,6 +9,7 @@
 
 #include "trainbench/config.h"
 #include "trainbench/corpus.h"
+#include "trainbench/dist.h"
 #include "trainbench/model.h"
 #include "trainbench/precision.h"
 #include "trainbench/sampler.h"
@@ -17,15 +18,29 @@ namespace trainbench {
 
 // One optimizer step and evaluation on a model; no timing, no files. Used by run_benchmark
 // and directly by tests.
+class GradSync;
+
 class Trainer {
  public:
   Trainer(const RunConfig& cfg, torch::Device device);
 
-  // Forward (under autocast), loss, scaled backward, unscale/skip, Adam step.
-  // bytes: [seq, batch] int64 on any device. Returns the loss (a float32 scalar on device).
+  // Data parallelism: gradients (and the loss) are averaged over the ranks through `sync`
+  // from the next step on; nullptr detaches. The caller owns it.
+  void attach(GradSync* sync) { sync_ = sync; }
+
+  // Forward (under autocast), loss, scaled backward, [gradient all-reduce,] unscale/skip, Adam
+  // step. bytes: [seq, batch] int64 on any device. Returns the loss (a float32 scalar on
+  // device; with a GradSync attached, the mean over the ranks as a CPU scalar).
   torch::Tensor step(const torch::Tensor& bytes);
   // Mean cross-entropy in nats per byte over the given batches, dropout off.
   double evaluate(const ByteCorpus& corpus, const std::vector<std::vector<int64_t>>& batches);
+  // The same as a sum over predicted bytes and their count (for reducing across ranks).
+  struct EvalSums {
+    double loss_sum = 0;
+    int64_t count = 0;
+  };
+  EvalSums evaluate_sums(const ByteCorpus& corpus,
+                         const std::vector<std::vector<int64_t>>& batches);
 
   LanguageModel& model() { return *model_; }
   torch::optim::Adam& optimizer() { return *optimizer_; }
@@ -40,6 +55,7 @@ class Trainer {
   std::unique_ptr<torch::optim::Adam> optimizer_;
   LossScaler scaler_;
   int64_t steps_done_ = 0;
+  GradSync* sync_ = nullptr;
 };
 
 // Mean cross-entropy of logits [S, B, 256] against bytes [S, B], computed in float32.
@@ -54,6 +70,7 @@ struct RunResult {
 
 // The whole benchmark for a validated config. Data problems and an occupied run folder throw
 // ConfigError before anything is written; failures afterwards are recorded in summary.json.
-RunResult run_benchmark(const RunConfig& cfg);
+// env: this process's place in a multi-process run (rank 0 alone writes the run folder).
+RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env = DistEnv{});
 
 }  // namespace trainbench

@@ -1,0 +1,398 @@
+// c10d rendezvous, process group and failure reports (see dist.h). The only file that includes
+// c10d headers; TB_WITH_GLOO/USE_C10D_GLOO and TB_WITH_NCCL/USE_C10D_NCCL come from CMake.
+#include "trainbench/dist.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef TB_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#include <torch/version.h>
+#include <nlohmann/json.hpp>
+#ifdef TB_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include "trainbench/checkpoint.h"
+#include "trainbench/log.h"
+
+namespace trainbench {
+namespace {
+
+// The process-group base class: ProcessGroup in 1.13, Backend from 2.0.
+#if TORCH_VERSION_MAJOR >= 2
+using GroupBase = c10d::Backend;
+#else
+using GroupBase = c10d::ProcessGroup;
+#endif
+
+using Clock = std::chrono::steady_clock;
+
+int parse_env_int_(const std::string& name, const std::string& value, int min, int max,
+                   const std::string& allowed) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || v < min || v > max) {
+    throw ConfigError(name + ": '" + value + "' is not allowed; use " + allowed);
+  }
+  return static_cast<int>(v);
+}
+
+// c10::Error's what() carries a C++ backtrace; keep the first line of the message itself.
+std::string message_of_(const std::exception& e) {
+  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+  std::string m = c10 ? c10->what_without_backtrace() : e.what();
+  const size_t nl = m.find('\n');
+  return nl == std::string::npos ? m : m.substr(0, nl);
+}
+
+std::string key_(const std::string& stage, int rank) {
+  return "trainbench/" + stage + "/" + std::to_string(rank);
+}
+
+std::string ranks_text_(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+}  // namespace
+
+DistEnv parse_dist_env(const std::map<std::string, std::string>& vars) {
+  auto get = [&](const char* name) -> const std::string* {
+    const auto it = vars.find(name);
+    return it == vars.end() || it->second.empty() ? nullptr : &it->second;
+  };
+  DistEnv env;
+  if (const auto* v = get("WORLD_SIZE")) {
+    env.world_size = parse_env_int_("WORLD_SIZE", *v, 1, 1 << 20, "an integer >= 1");
+  }
+  if (const auto* v = get("RANK")) {
+    env.rank = parse_env_int_(
+        "RANK", *v, 0, env.world_size - 1,
+        "an integer in [0, WORLD_SIZE-1 = " + std::to_string(env.world_size - 1) + "]");
+  } else if (env.world_size > 1) {
+    throw ConfigError("RANK: not set while WORLD_SIZE is " + std::to_string(env.world_size) +
+                      "; use an integer in [0, WORLD_SIZE-1] (torchrun sets it)");
+  }
+  env.local_world_size = env.world_size;
+  if (const auto* v = get("LOCAL_WORLD_SIZE")) {
+    env.local_world_size =
+        parse_env_int_("LOCAL_WORLD_SIZE", *v, 1, env.world_size, "an integer in [1, WORLD_SIZE]");
+  }
+  env.local_rank = env.world_size == env.local_world_size ? env.rank : 0;
+  if (const auto* v = get("LOCAL_RANK")) {
+    env.local_rank = parse_env_int_(
+        "LOCAL_RANK", *v, 0, env.local_world_size - 1,
+        "an integer in [0, LOCAL_WORLD_SIZE-1 = " + std::to_string(env.local_world_size - 1) + "]");
+  }
+  if (const auto* v = get("MASTER_ADDR")) env.master_addr = *v;
+  if (const auto* v = get("MASTER_PORT")) {
+    env.master_port = parse_env_int_("MASTER_PORT", *v, 1, 65535, "a TCP port in [1, 65535]");
+  }
+  return env;
+}
+
+DistEnv dist_env_from_environment() {
+  std::map<std::string, std::string> vars;
+  for (const char* name :
+       {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
+    if (const char* v = std::getenv(name)) vars[name] = v;
+  }
+  return parse_dist_env(vars);
+}
+
+std::string resolved_dist_backend(const RunConfig& cfg) {
+  if (cfg.dist_backend != "auto") return cfg.dist_backend;
+  return resolved_device(cfg) == "cuda" ? "nccl" : "gloo";
+}
+
+void validate_dist(const RunConfig& cfg, const DistEnv& env) {
+  if (!env.distributed()) return;
+  const std::string backend = resolved_dist_backend(cfg);
+  const bool cuda = resolved_device(cfg) == "cuda";
+#ifndef TB_WITH_GLOO
+  if (backend == "gloo") {
+    throw ConfigError(
+        "--dist_backend: 'gloo' is not in this build (no Gloo headers at configure time: "
+        "install libgloo-dev and rebuild)" +
+        std::string(cuda ? "; use --dist_backend nccl" : ""));
+  }
+#endif
+  if (backend == "nccl" && !cuda) {
+    throw ConfigError("--dist_backend: 'nccl' needs --device cuda; use --dist_backend gloo on CPU");
+  }
+#ifndef TB_WITH_NCCL
+  if (backend == "nccl") {
+    throw ConfigError(
+        "--dist_backend: 'nccl' is not in this build (no NCCL headers found at configure "
+        "time); use --dist_backend gloo");
+  }
+#endif
+  if (cuda && env.local_rank >= static_cast<int>(torch::cuda::device_count())) {
+    throw ConfigError("LOCAL_RANK: " + std::to_string(env.local_rank) + " has no GPU (" +
+                      std::to_string(torch::cuda::device_count()) +
+                      " visible); use at most one process per GPU");
+  }
+}
+
+uint64_t parameter_fingerprint(const std::vector<torch::Tensor>& tensors) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a offset basis
+  for (const auto& t : tensors) {
+    const torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
+    const auto* p = static_cast<const unsigned char*>(c.data_ptr());
+    const size_t n = c.numel() * c.element_size();
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
+  }
+  return h;
+}
+
+struct DistContext::Impl {
+  DistEnv env;
+  std::string backend;
+  std::chrono::milliseconds timeout{0};
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<GroupBase> group;
+
+  bool has_(const std::string& key) { return store->check({key}); }
+
+  // Polls for key_(stage, r) of the given ranks until all exist or `limit` passes; returns
+  // the ranks still missing.
+  std::vector<int> wait_for_(const std::string& stage, const std::vector<int>& ranks,
+                             std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    std::vector<int> missing;
+    while (true) {
+      missing.clear();
+      for (int r : ranks) {
+        if (!has_(key_(stage, r))) missing.push_back(r);
+      }
+      if (missing.empty() || Clock::now() >= deadline) return missing;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::vector<int> wait_all_(const std::string& stage, std::chrono::milliseconds limit) {
+    std::vector<int> all(static_cast<size_t>(env.world_size));
+    for (int r = 0; r < env.world_size; ++r) all[static_cast<size_t>(r)] = r;
+    return wait_for_(stage, all, limit);
+  }
+
+  std::string get_(const std::string& key) {
+    const std::vector<uint8_t> v = store->get(key);
+    return std::string(v.begin(), v.end());
+  }
+};
+
+DistContext::DistContext(const DistEnv& env, const RunConfig& cfg, torch::Device device)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  d.env = env;
+  d.backend = resolved_dist_backend(cfg);
+  d.timeout = std::chrono::milliseconds(cfg.dist_timeout * 1000);
+  const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<uint16_t>(env.master_port);
+  so.isServer = env.rank == 0;
+  so.numWorkers = static_cast<size_t>(env.world_size);
+  so.waitWorkers = false;  // joining is checked below, where the missing ranks can be named
+  so.timeout = d.timeout;
+  try {
+    d.store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+  } catch (const std::exception& e) {
+    const std::string m = message_of_(e);
+    if (env.rank == 0 && m.find("in use") != std::string::npos) {
+      throw ConfigError("MASTER_PORT: " + std::to_string(env.master_port) +
+                        " is already in use on this machine (another run or service holds it); "
+                        "use a free port (torchrun --master_port, scripts/launch.sh --port)");
+    }
+    if (env.rank == 0) throw RunError("rank 0 could not open the store on " + where + ": " + m);
+    throw RunError("rank " + std::to_string(env.rank) + " could not reach rank 0's store at " +
+                   where + " within " + std::to_string(cfg.dist_timeout) +
+                   " s (--dist_timeout): rank 0 is not running there or not reachable (" + m + ")");
+  }
+  d.store->set(key_("join", env.rank), std::vector<uint8_t>{'1'});
+  const std::vector<int> missing = d.wait_all_("join", d.timeout);
+  if (!missing.empty()) {
+    throw RunError(ranks_text_(missing) + " of " + std::to_string(env.world_size) +
+                   " did not join within " + std::to_string(cfg.dist_timeout) +
+                   " s (--dist_timeout); start every rank with the same WORLD_SIZE, "
+                   "MASTER_ADDR and MASTER_PORT (" +
+                   where + ")");
+  }
+  // The process group keeps its own keys under a prefix, apart from ours.
+  auto group_store = c10::make_intrusive<c10d::PrefixStore>("group", d.store);
+  if (d.backend == "gloo") {
+#ifdef TB_WITH_GLOO
+    auto opts = c10d::ProcessGroupGloo::Options::create(d.timeout);
+    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+    const bool loopback = env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0;
+    if (ifname && *ifname) {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    } else if (loopback) {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    } else {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    }
+    d.group =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(group_store, env.rank, env.world_size, opts);
+#else
+    throw ConfigError("--dist_backend: 'gloo' is not in this build");
+#endif
+  } else {
+#ifdef TB_WITH_NCCL
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = d.timeout;
+    d.group =
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(group_store, env.rank, env.world_size, opts);
+#else
+    throw ConfigError("--dist_backend: 'nccl' is not in this build; use --dist_backend gloo");
+#endif
+  }
+  (void)device;
+}
+
+DistContext::~DistContext() = default;
+
+int DistContext::rank() const { return impl_->env.rank; }
+int DistContext::world_size() const { return impl_->env.world_size; }
+const std::string& DistContext::backend() const { return impl_->backend; }
+
+std::string DistContext::agree(const std::string& stage, const std::string& my_error) {
+  Impl& d = *impl_;
+  const std::string msg = my_error.empty() ? std::string("ok") : "error: " + my_error;
+  d.store->set(key_(stage, d.env.rank), std::vector<uint8_t>(msg.begin(), msg.end()));
+  const std::vector<int> missing = d.wait_all_(stage, d.timeout);
+  std::string first;
+  for (int r = 0; r < d.env.world_size && first.empty(); ++r) {
+    if (r == d.env.rank) continue;
+    if (std::find(missing.begin(), missing.end(), r) != missing.end()) {
+      first = "rank " + std::to_string(r) + ": no report within " +
+              std::to_string(d.timeout.count() / 1000) + " s (--dist_timeout)";
+      continue;
+    }
+    const std::string report = d.get_(key_(stage, r));
+    if (report != "ok") first = "rank " + std::to_string(r) + ": " + report.substr(7);
+  }
+  d.store->set(key_(stage + "-read", d.env.rank), std::vector<uint8_t>{'1'});
+  if (d.env.rank == 0) d.wait_all_(stage + "-read", d.timeout);
+  return first;
+}
+
+void DistContext::check_same_config(const nlohmann::json& config) {
+  Impl& d = *impl_;
+  // Flags a rank may set for itself: they change no number of the run.
+  static const std::set<std::string> per_rank = {"threads", "fault_nan_step", "fault_exit_step",
+                                                 "dist_timeout"};
+  nlohmann::json shared;
+  for (const auto& [k, v] : config.items()) {
+    if (!per_rank.count(k)) shared[k] = v;
+  }
+  if (d.env.rank == 0) {
+    const std::string text = shared.dump();
+    d.store->set("trainbench/config", std::vector<uint8_t>(text.begin(), text.end()));
+    return;
+  }
+  d.store->wait({"trainbench/config"}, d.timeout);
+  const nlohmann::json rank0 = nlohmann::json::parse(d.get_("trainbench/config"));
+  std::string keys;
+  for (const auto& [k, v] : shared.items()) {
+    if (!rank0.contains(k) || rank0.at(k) != v) keys += (keys.empty() ? "--" : ", --") + k;
+  }
+  if (!keys.empty()) {
+    throw ConfigError("rank " + std::to_string(d.env.rank) +
+                      ": these flags differ from rank 0's: " + keys +
+                      "; every rank must run with the same flags");
+  }
+}
+
+void DistContext::broadcast_from_rank0(std::vector<torch::Tensor> tensors) {
+  if (tensors.empty()) return;
+  c10d::BroadcastOptions opts;
+  opts.rootRank = 0;
+  if (!impl_->group) throw CollectiveError("the process group is closed");
+  // One flat buffer, one collective (a c10d tensor list means one tensor per local device).
+  std::vector<torch::Tensor> flat_parts;
+  for (const auto& t : tensors) flat_parts.push_back(t.detach().reshape({-1}));
+  std::vector<torch::Tensor> flat{torch::cat(flat_parts)};
+  try {
+    impl_->group->broadcast(flat, opts)->wait();
+    torch::NoGradGuard no_grad;
+    int64_t offset = 0;
+    for (auto& t : tensors) {
+      t.detach().copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  } catch (const std::exception& e) {
+    throw CollectiveError("broadcast failed: " + message_of_(e));
+  }
+}
+
+std::function<void()> DistContext::allreduce_async(std::vector<torch::Tensor> tensors,
+                                                   ReduceOp op) {
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = op == ReduceOp::kSum   ? c10d::ReduceOp::SUM
+                  : op == ReduceOp::kMin ? c10d::ReduceOp::MIN
+                                         : c10d::ReduceOp::MAX;
+  if (!impl_->group) throw CollectiveError("the process group is closed");
+  auto work = impl_->group->allreduce(tensors, opts);
+  return [work] {
+    try {
+      work->wait();
+    } catch (const std::exception& e) {
+      throw CollectiveError("all-reduce failed: " + message_of_(e));
+    }
+  };
+}
+
+void DistContext::allreduce(std::vector<torch::Tensor> tensors, ReduceOp op) {
+  allreduce_async(std::move(tensors), op)();
+}
+
+std::string DistContext::explain_failure(const std::string& what, bool collective) {
+  Impl& d = *impl_;
+  const auto grace = std::min<std::chrono::milliseconds>(d.timeout, std::chrono::seconds(5));
+  std::string out = what;
+  try {
+    d.store->set(key_("failed", d.env.rank), std::vector<uint8_t>(what.begin(), what.end()));
+    if (!collective) {
+      d.store->set(key_("failed-read", d.env.rank), std::vector<uint8_t>{'1'});
+      d.group.reset();  // the others' pending collectives now fail at once
+      if (d.env.rank == 0) d.wait_all_("failed-read", grace);
+      return out;
+    }
+    const std::vector<int> silent = d.wait_all_("failed", grace);
+    std::vector<int> reported;
+    for (int r = 0; r < d.env.world_size; ++r) {
+      if (r == d.env.rank) continue;
+      if (std::find(silent.begin(), silent.end(), r) != silent.end()) {
+        out += "; rank " + std::to_string(r) + " stopped responding (no report within " +
+               std::to_string(grace.count() / 1000) + " s: it exited, crashed or hangs)";
+      } else {
+        reported.push_back(r);
+        const std::string report = d.get_(key_("failed", r));
+        if (report != what) out += "; rank " + std::to_string(r) + " reported: " + report;
+      }
+    }
+    d.store->set(key_("failed-read", d.env.rank), std::vector<uint8_t>{'1'});
+    if (d.env.rank == 0) d.wait_for_("failed-read", reported, grace);
+  } catch (const std::exception&) {
+    if (d.env.rank != 0) {
+      out += "; rank 0 (host of the store at " + d.env.master_addr + ":" +
+             std::to_string(d.env.master_port) + ") is gone: it exited, crashed or hangs";
+    }
+  }
+  return out;
+}
+
+}  // namespace trainbench
