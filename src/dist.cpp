@@ -57,9 +57,7 @@ std::string message_of_(const std::exception& e) {
   return nl == std::string::npos ? m : m.substr(0, nl);
 }
 
-std::string key_(const std::string& stage, int rank) {
-  return "trainbench/" + stage + "/" + std::to_string(rank);
-}
+std::string key_(const std::string& stage, int rank) { return stage + "/" + std::to_string(rank); }
 
 std::string ranks_text_(const std::vector<int>& ranks) {
   std::string s = ranks.size() == 1 ? "rank " : "ranks ";
@@ -101,13 +99,19 @@ DistEnv parse_dist_env(const std::map<std::string, std::string>& vars) {
   if (const auto* v = get("MASTER_PORT")) {
     env.master_port = parse_env_int_("MASTER_PORT", *v, 1, 65535, "a TCP port in [1, 65535]");
   }
+  if (const auto* v = get("TORCHELASTIC_USE_AGENT_STORE")) env.agent_store = *v == "True";
+  if (const auto* v = get("TORCHELASTIC_RESTART_COUNT")) {
+    env.restart_count =
+        parse_env_int_("TORCHELASTIC_RESTART_COUNT", *v, 0, 1 << 30, "an integer >= 0");
+  }
   return env;
 }
 
 DistEnv dist_env_from_environment() {
   std::map<std::string, std::string> vars;
   for (const char* name :
-       {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
+       {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+        "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_RESTART_COUNT"}) {
     if (const char* v = std::getenv(name)) vars[name] = v;
   }
   return parse_dist_env(vars);
@@ -203,23 +207,28 @@ DistContext::DistContext(const DistEnv& env, const RunConfig& cfg, torch::Device
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
   c10d::TCPStoreOptions so;
   so.port = static_cast<uint16_t>(env.master_port);
-  so.isServer = env.rank == 0;
+  so.isServer = env.rank == 0 && !env.agent_store;
   so.numWorkers = static_cast<size_t>(env.world_size);
   so.waitWorkers = false;  // joining is checked below, where the missing ranks can be named
   so.timeout = d.timeout;
   try {
-    d.store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+    // Our keys (and the process group's) live under a prefix of their own: torchrun's store
+    // also holds the agent's keys and those of earlier attempts.
+    d.store = c10::make_intrusive<c10d::PrefixStore>(
+        "trainbench/attempt" + std::to_string(env.restart_count),
+        c10::make_intrusive<c10d::TCPStore>(env.master_addr, so));
   } catch (const std::exception& e) {
     const std::string m = message_of_(e);
-    if (env.rank == 0 && m.find("in use") != std::string::npos) {
+    if (so.isServer && m.find("in use") != std::string::npos) {
       throw ConfigError("MASTER_PORT: " + std::to_string(env.master_port) +
                         " is already in use on this machine (another run or service holds it); "
                         "use a free port (torchrun --master_port, scripts/launch.sh --port)");
     }
-    if (env.rank == 0) throw RunError("rank 0 could not open the store on " + where + ": " + m);
-    throw RunError("rank " + std::to_string(env.rank) + " could not reach rank 0's store at " +
-                   where + " within " + std::to_string(cfg.dist_timeout) +
-                   " s (--dist_timeout): rank 0 is not running there or not reachable (" + m + ")");
+    if (so.isServer) throw RunError("rank 0 could not open the store on " + where + ": " + m);
+    throw RunError("rank " + std::to_string(env.rank) + " could not reach the store at " + where +
+                   " within " + std::to_string(cfg.dist_timeout) +
+                   " s (--dist_timeout): " + (env.agent_store ? "torchrun's agent" : "rank 0") +
+                   " is not running there or not reachable");
   }
   d.store->set(key_("join", env.rank), std::vector<uint8_t>{'1'});
   const std::vector<int> missing = d.wait_all_("join", d.timeout);
@@ -300,18 +309,17 @@ void DistContext::check_same_config(const nlohmann::json& config) {
   }
   if (d.env.rank == 0) {
     const std::string text = shared.dump();
-    d.store->set("trainbench/config", std::vector<uint8_t>(text.begin(), text.end()));
+    d.store->set("config", std::vector<uint8_t>(text.begin(), text.end()));
     return;
   }
-  d.store->wait({"trainbench/config"}, d.timeout);
-  const nlohmann::json rank0 = nlohmann::json::parse(d.get_("trainbench/config"));
+  d.store->wait({"config"}, d.timeout);
+  const nlohmann::json rank0 = nlohmann::json::parse(d.get_("config"));
   std::string keys;
   for (const auto& [k, v] : shared.items()) {
     if (!rank0.contains(k) || rank0.at(k) != v) keys += (keys.empty() ? "--" : ", --") + k;
   }
   if (!keys.empty()) {
-    throw ConfigError("rank " + std::to_string(d.env.rank) +
-                      ": these flags differ from rank 0's: " + keys +
+    throw ConfigError("these flags differ from rank 0's: " + keys +
                       "; every rank must run with the same flags");
   }
 }
@@ -387,7 +395,7 @@ std::string DistContext::explain_failure(const std::string& what, bool collectiv
     d.store->set(key_("failed-read", d.env.rank), std::vector<uint8_t>{'1'});
     if (d.env.rank == 0) d.wait_for_("failed-read", reported, grace);
   } catch (const std::exception&) {
-    if (d.env.rank != 0) {
+    if (d.env.rank != 0 && !d.env.agent_store) {
       out += "; rank 0 (host of the store at " + d.env.master_addr + ":" +
              std::to_string(d.env.master_port) + ") is gone: it exited, crashed or hangs";
     }

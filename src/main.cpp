@@ -1,4 +1,5 @@
 // bench: parse → validate → run → exit code (0 ok, 1 runtime failure or diverged, 2 usage).
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -25,6 +26,9 @@ int main(int argc, char** argv) {
       who = "rank " + std::to_string(env.rank) + ": ";
       log_set_prefix(who);
       log_set_quiet(env.rank != 0);  // only rank 0 reports progress
+      // A peer that went away makes socket writes fail with an error we can report, instead
+      // of killing this process with SIGPIPE.
+      std::signal(SIGPIPE, SIG_IGN);
     }
     const CliResult cli = parse_cli(argc, argv);
     if (cli.help) {

@@ -25,6 +25,10 @@ struct DistEnv {
   int local_world_size = 1;  // LOCAL_WORLD_SIZE: processes on this machine (shares the cores)
   std::string master_addr = "127.0.0.1";  // MASTER_ADDR: where rank 0 hosts the store
   int master_port = 29500;                // MASTER_PORT
+  // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent already hosts the store at
+  // MASTER_ADDR:MASTER_PORT, so rank 0 joins it as a client too.
+  bool agent_store = false;
+  int restart_count = 0;  // TORCHELASTIC_RESTART_COUNT: keys of earlier attempts are not ours
   bool distributed() const { return world_size > 1; }
 };
 
