@@ -126,6 +126,15 @@ std::vector<Flag> flags_() {
                    "continue the run in this folder from its newest checkpoint (same "
                    "flags; --steps may grow)"),
       TB_INT_FLAG(fault_nan_step, "testing aid: make the loss of this step NaN; 0: off"),
+      TB_TEXT_FLAG(sdpa_backend,
+                   "auto | flash | efficient | cudnn | math: the only kernel fused attention may "
+                   "use (--flash 1); a forced one that cannot run is an error"),
+      TB_INT_FLAG(fused_adam,
+                  "1: Adam as one fused multi-tensor kernel, no host sync (CUDA; CPU from "
+                  "LibTorch 2.4)"),
+      TB_INT_FLAG(cuda_graph,
+                  "1: capture the whole step as one CUDA graph after warm-up and replay it "
+                  "(CUDA; needs --fused_adam 1, --compile 0, --warmup_steps >= 3)"),
   };
 }
 

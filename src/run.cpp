@@ -15,6 +15,7 @@
 #include "trainbench/progress.h"
 #include "trainbench/results.h"
 #include "trainbench/scripted_model.h"
+#include "trainbench/sdpa_backend.h"
 #include "trainbench/signals.h"
 #include "trainbench/timing.h"
 #include "trainbench/trainer.h"
@@ -72,6 +73,8 @@ RunResult run_benchmark(const RunConfig& cfg) {
   openblas_set_threads(threads);
   // float32 on CUDA may use TF32 tensor cores, as in the reference (recorded in env.json).
   if (device.is_cuda()) at::globalContext().setAllowTF32CuBLAS(true);
+  // A forced attention backend that cannot run is a usage error, found before anything starts.
+  const std::string sdpa_used = resolve_sdpa_backend(cfg, device);
 
   // Data first: a bad corpus is a usage error and must leave nothing on disk.
   if (cfg.data.empty()) log_info("data: no --data given, using the embedded generated corpus");
@@ -111,6 +114,8 @@ RunResult run_benchmark(const RunConfig& cfg) {
   config_json["corpus_bytes"] = corpus.size();
   config_json["train_bytes"] = split.train_end;
   config_json["params"] = params;
+  config_json["sdpa_backend_used"] =
+      sdpa_used.empty() ? nlohmann::json(nullptr) : nlohmann::json(sdpa_used);
   int64_t start_step = 0;
   if (!checkpoint.empty()) {
     const auto differ =
@@ -268,6 +273,7 @@ RunResult run_benchmark(const RunConfig& cfg) {
   summary["warmup_seconds"] = warmup_s;
   summary["compile_seconds"] = compile_s;
   summary["compile_backend"] = backend;
+  summary["sdpa_backend_used"] = config_json["sdpa_backend_used"];
   summary["fused_groups"] = cfg.compile ? nlohmann::json(fused_groups) : nlohmann::json(nullptr);
   summary["total_seconds"] = synchronized_now_s(device) - run_start;
   summary["final_train_loss"] = final_train_loss;

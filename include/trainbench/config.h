@@ -57,6 +57,11 @@ struct RunConfig {
   int64_t keep_checkpoints = 2;  // newest checkpoints kept
   std::string resume;            // run folder to continue from its newest checkpoint
   int64_t fault_nan_step = 0;    // testing aid: the loss of this step becomes NaN (0: off)
+
+  // GPU fast paths (rules in sdpa_backend.h, fused_adam.h, cuda_graph.h).
+  std::string sdpa_backend = "auto";  // auto | flash | efficient | cudnn | math (--flash 1)
+  int64_t fused_adam = 0;             // 1: Adam as one fused multi-tensor kernel
+  int64_t cuda_graph = 0;             // 1: the whole step captured once, then replayed
 };
 
 // Steps the TorchScript graph executor spends profiling and optimizing (--compile 1); they
