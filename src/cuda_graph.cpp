@@ -55,7 +55,7 @@ struct StepGraph::Impl {
   Body body;
   int64_t eager_steps;
   int64_t calls = 0;
-  c10::cuda::CUDAStream side = at::cuda::getStreamFromPool();  // warm-up and capture stream
+  c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();  // warm-up and capture stream
   at::cuda::CUDAGraph graph;
   bool captured = false;
   torch::Tensor static_bytes;  // [S, B] int64 on the device: every batch is copied in here
