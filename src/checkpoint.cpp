@@ -40,7 +40,11 @@ std::vector<std::string> checkpoints_(const std::string& run_dir) {
 void save_checkpoint(const std::string& run_dir, int64_t step, Trainer& trainer, int64_t keep) {
   torch::serialize::OutputArchive archive, model, optimizer;
   trainer.model().save(model);
-  trainer.optimizer().save(optimizer);
+  if (FusedAdam* fused = trainer.fused_adam()) {
+    fused->save(optimizer);
+  } else {
+    trainer.optimizer().save(optimizer);
+  }
   archive.write("model", model);
   archive.write("optimizer", optimizer);
   archive.write("step", c10::IValue(step));
@@ -84,7 +88,11 @@ int64_t load_checkpoint(const std::string& path, Trainer& trainer) {
     throw RunError("cannot read checkpoint '" + path + "': " + e.what_without_backtrace());
   }
   trainer.model().load(model);
-  trainer.optimizer().load(optimizer);
+  if (FusedAdam* fused = trainer.fused_adam()) {
+    fused->load(optimizer);
+  } else {
+    trainer.optimizer().load(optimizer);
+  }
   c10::IValue step, scale, tracker, skipped;
   archive.read("step", step);
   archive.read("scaler_scale", scale);
@@ -108,10 +116,13 @@ std::vector<std::string> resume_config_differences(const nlohmann::json& saved,
       "warmup_steps",   "threads",        "save_dir",          "save_model",       "overwrite",
       "resume",         "run_dir",        "checkpoint_every",  "keep_checkpoints", "peak_tflops",
       "fault_nan_step", "schema_version", "resumed_from_step", "dist_backend",     "dist_timeout",
-      "bucket_mb",      "dist_overlap",   "fault_exit_step"};
+      "bucket_mb",      "dist_overlap",   "fault_exit_step",   "global_batch_size"};
+  // Execution choices that leave the trained state and its checkpoint format alone.
+  static const std::set<std::string> free_execution = {"sdpa_backend", "sdpa_backend_used",
+                                                       "cuda_graph"};
   std::vector<std::string> differ;
   for (const auto& [key, value] : now.items()) {
-    if (free.count(key)) continue;
+    if (free.count(key) || free_execution.count(key)) continue;
     if (!saved.contains(key) || saved.at(key) != value) differ.push_back(key);
   }
   return differ;

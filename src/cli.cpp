@@ -137,6 +137,15 @@ std::vector<Flag> flags_() {
                   "1: all-reduce gradient buckets while backward runs; 0: after it "
                   "(multi-process)"),
       TB_INT_FLAG(fault_exit_step, "testing aid: the process dies just before this step; 0: off"),
+      TB_TEXT_FLAG(sdpa_backend,
+                   "auto | flash | efficient | cudnn | math: the only kernel fused attention may "
+                   "use (--flash 1); a forced one that cannot run is an error"),
+      TB_INT_FLAG(fused_adam,
+                  "1: Adam as one fused multi-tensor kernel, no host sync (CUDA; CPU from "
+                  "LibTorch 2.4)"),
+      TB_INT_FLAG(cuda_graph,
+                  "1: capture the whole step as one CUDA graph after warm-up and replay it "
+                  "(CUDA; needs --fused_adam 1, --compile 0, --warmup_steps >= 3)"),
   };
 }
 

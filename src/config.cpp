@@ -11,6 +11,10 @@
 #include <torch/version.h>
 #include <nlohmann/json.hpp>
 
+#include "trainbench/cuda_graph.h"
+#include "trainbench/fused_adam.h"
+#include "trainbench/sdpa_backend.h"
+
 namespace trainbench {
 namespace {
 
@@ -189,6 +193,10 @@ void validate(const RunConfig& cfg) {
       throw ConfigError("--save_model: '" + cfg.save_model + "' is a folder; allowed: a file path");
     }
   }
+  for (const std::string& problem : {sdpa_backend_config_error(cfg), cuda_graph_config_error(cfg),
+                                     fused_adam_config_error(cfg)}) {
+    if (!problem.empty()) throw ConfigError(problem);
+  }
 }
 
 std::string resolved_dropout_impl(const RunConfig& cfg) {
@@ -219,7 +227,8 @@ int64_t resolved_valid_bytes(const RunConfig& cfg, int64_t corpus_bytes) {
   X(data) X(valid_bytes) X(device) X(threads) X(seed) X(log_every) X(eval_every)        \
   X(eval_batches) X(warmup_steps) X(peak_tflops) X(save_model) X(checkpoint_every)      \
   X(keep_checkpoints) X(resume) X(fault_nan_step) X(dist_backend) X(dist_timeout) X(bucket_mb) \
-  X(dist_overlap) X(fault_exit_step)
+  X(dist_overlap) X(fault_exit_step) \
+  X(sdpa_backend) X(fused_adam) X(cuda_graph)
 // clang-format on
 
 void to_json(nlohmann::json& j, const RunConfig& cfg) {

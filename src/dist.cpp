@@ -144,6 +144,11 @@ void validate_dist(const RunConfig& cfg, const DistEnv& env) {
         "time); use --dist_backend gloo");
   }
 #endif
+  if (cfg.cuda_graph == 1) {
+    throw ConfigError(
+        "--cuda_graph: 1 is not available in a multi-process run (the gradient all-reduce runs "
+        "from backward hooks on the host); use --cuda_graph 0");
+  }
   if (cuda && env.local_rank >= static_cast<int>(torch::cuda::device_count())) {
     throw ConfigError("LOCAL_RANK: " + std::to_string(env.local_rank) + " has no GPU (" +
                       std::to_string(torch::cuda::device_count()) +

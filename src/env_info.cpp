@@ -106,6 +106,22 @@ nlohmann::json collect_env(const torch::Device& device, int num_threads) {
     j["cuda_version"] =
         std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10);
     j["tf32_matmul"] = at::globalContext().allowTF32CuBLAS();
+    j["tf32_cudnn"] = at::globalContext().allowTF32CuDNN();
+    if (at::globalContext().hasCuDNN()) {
+      // cuDNN 9 encodes major*10000 + minor*100 + patch, cuDNN 8 major*1000 + minor*100 + patch.
+      const long v = at::globalContext().versionCuDNN();
+      const long major = v >= 90000 ? v / 10000 : v / 1000;
+      const long minor = (v >= 90000 ? v % 10000 : v % 1000) / 100;
+      j["cudnn_version"] =
+          std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
+    }
+    int driver = 0;
+    if (cudaDriverGetVersion(&driver) == cudaSuccess) {
+      j["cuda_driver_version"] =
+          std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
+    }
+    j["gpu_memory_bytes"] = static_cast<int64_t>(prop->totalGlobalMem);
+    j["multiprocessors"] = prop->multiProcessorCount;
   }
 #endif
   j["num_threads"] = num_threads;

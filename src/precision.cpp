@@ -61,18 +61,56 @@ AutocastGuard::~AutocastGuard() {
   autocast_set_(device_, prev_enabled_, prev_dtype_);
 }
 
-LossScaler::LossScaler(bool enabled, const LossScalerOptions& options)
-    : enabled_(enabled), options_(options), scale_(enabled ? options.init_scale : 1.0) {}
+LossScaler::LossScaler(bool enabled, const LossScalerOptions& options, torch::Device device)
+    : enabled_(enabled),
+      on_device_(enabled && device.is_cuda()),
+      options_(options),
+      scale_(enabled ? options.init_scale : 1.0) {
+  if (!on_device_) return;
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  scale_t_ = torch::full(at::IntArrayRef{}, options.init_scale, f32);
+  growth_t_ = torch::zeros(at::IntArrayRef{}, f32.dtype(torch::kInt));
+  found_inf_t_ = torch::zeros(at::IntArrayRef{}, f32);
+  skipped_t_ = torch::zeros(at::IntArrayRef{}, f32);
+  one_t_ = torch::ones(at::IntArrayRef{}, f32);
+}
+
+double LossScaler::scale() const { return on_device_ ? scale_t_.item<double>() : scale_; }
+
+int64_t LossScaler::growth_tracker() const {
+  return on_device_ ? growth_t_.item<int64_t>() : growth_tracker_;
+}
+
+int64_t LossScaler::skipped_steps() const {
+  return on_device_ ? static_cast<int64_t>(skipped_t_.item<double>()) : skipped_;
+}
 
 torch::Tensor LossScaler::scale_loss(const torch::Tensor& loss) const {
-  return enabled_ ? loss * scale_ : loss;
+  if (!enabled_) return loss;
+  return on_device_ ? loss * scale_t_ : loss * scale_;
 }
+
+namespace {
+
+std::vector<torch::Tensor> defined_(const std::vector<torch::Tensor>& grads) {
+  std::vector<torch::Tensor> out;
+  for (const auto& g : grads)
+    if (g.defined()) out.push_back(g);
+  return out;
+}
+
+}  // namespace
 
 bool LossScaler::unscale_(const std::vector<torch::Tensor>& grads) {
   if (!enabled_) return false;
-  std::vector<torch::Tensor> defined;
-  for (const auto& g : grads)
-    if (g.defined()) defined.push_back(g);
+  const std::vector<torch::Tensor> defined = defined_(grads);
+  if (on_device_) {
+    found_inf_t_.zero_();
+    if (!defined.empty()) {
+      at::_amp_foreach_non_finite_check_and_unscale_(defined, found_inf_t_, scale_t_.reciprocal());
+    }
+    return found_inf_t_.item<float>() != 0.0f;  // the one sync of this path
+  }
   if (defined.empty()) return false;
   const auto opts = torch::TensorOptions().dtype(torch::kFloat).device(defined[0].device());
   torch::Tensor found_inf = torch::zeros({1}, opts);
@@ -92,6 +130,7 @@ bool LossScaler::unscale_(const std::vector<torch::Tensor>& grads) {
 
 void LossScaler::update(bool found_inf) {
   if (!enabled_) return;
+  TORCH_CHECK(!on_device_, "LossScaler::update is the host-mode rule; use update_on_device");
   if (found_inf) {
     scale_ *= options_.backoff_factor;
     growth_tracker_ = 0;
@@ -99,6 +138,35 @@ void LossScaler::update(bool found_inf) {
   } else if (++growth_tracker_ == options_.growth_interval) {
     scale_ *= options_.growth_factor;
     growth_tracker_ = 0;
+  }
+}
+
+void LossScaler::check_(const std::vector<torch::Tensor>& grads) {
+  if (!enabled_) return;
+  TORCH_CHECK(on_device_, "LossScaler::check_ needs the device mode (CUDA)");
+  found_inf_t_.zero_();
+  const std::vector<torch::Tensor> defined = defined_(grads);
+  // inv_scale 1: flag non-finite values, leave the gradients as they are.
+  if (!defined.empty())
+    at::_amp_foreach_non_finite_check_and_unscale_(defined, found_inf_t_, one_t_);
+}
+
+void LossScaler::update_on_device() {
+  if (!enabled_) return;
+  TORCH_CHECK(on_device_, "LossScaler::update_on_device needs the device mode (CUDA)");
+  at::_amp_update_scale_(scale_t_, growth_t_, found_inf_t_, options_.growth_factor,
+                         options_.backoff_factor, options_.growth_interval);
+  skipped_t_.add_(found_inf_t_);
+}
+
+void LossScaler::restore(double scale, int64_t growth_tracker, int64_t skipped) {
+  if (enabled_) scale_ = scale;
+  growth_tracker_ = growth_tracker;
+  skipped_ = skipped;
+  if (on_device_) {
+    scale_t_.fill_(scale);
+    growth_t_.fill_(growth_tracker);
+    skipped_t_.fill_(static_cast<double>(skipped));
   }
 }
 

@@ -31,6 +31,8 @@ RunRecord read_run(const std::string& dir) {
     r.label = framework + " " + config.at("model").get<std::string>();
     if (config.value("compile", 0) == 1) r.label += " compiled";
     if (config.value("flash", 0) == 1) r.label += " flash";
+    if (config.value("fused_adam", 0) == 1) r.label += " fused_adam";
+    if (config.value("cuda_graph", 0) == 1) r.label += " cuda_graph";
     r.dtype = config.at("dtype").get<std::string>();
     r.num_layer = config.at("num_layer").get<int64_t>();
     r.batch_size = config.at("batch_size").get<int64_t>();

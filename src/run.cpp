@@ -18,6 +18,7 @@
 #include "trainbench/results.h"
 #include "trainbench/run_setup.h"
 #include "trainbench/scripted_model.h"
+#include "trainbench/sdpa_backend.h"
 #include "trainbench/signals.h"
 #include "trainbench/timing.h"
 #include "trainbench/trainer.h"
@@ -120,6 +121,8 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   openblas_set_threads(threads);
   // float32 on CUDA may use TF32 tensor cores, as in the reference (recorded in env.json).
   if (device.is_cuda()) at::globalContext().setAllowTF32CuBLAS(true);
+  // A forced attention backend that cannot run is a usage error, found before anything starts.
+  const std::string sdpa_used = resolve_sdpa_backend(cfg, device);
 
   // A multi-process run meets its peers first: a rank that never comes fails the run here.
   std::unique_ptr<DistContext> dist;
@@ -141,6 +144,8 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
     throw;
   }
   agree("setup", "");
+  setup.config_json["sdpa_backend_used"] =
+      sdpa_used.empty() ? nlohmann::json(nullptr) : nlohmann::json(sdpa_used);
   if (rank0) warn_about_setup_(threads, env.local_world_size);
   Trainer& trainer = *setup.trainer;
   const ByteCorpus& corpus = setup.corpus;
@@ -328,6 +333,7 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   summary["warmup_seconds"] = warmup_s;
   summary["compile_seconds"] = compile_s;
   summary["compile_backend"] = setup.backend;
+  summary["sdpa_backend_used"] = setup.config_json["sdpa_backend_used"];
   summary["fused_groups"] = cfg.compile ? nlohmann::json(fused_groups) : nlohmann::json(nullptr);
   summary["total_seconds"] = synchronized_now_s(device) - run_start;
   summary["final_train_loss"] = final_train_loss;

@@ -61,7 +61,11 @@ RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, Di
         resume_config_differences(read_json_file(s.run_dir + "/config.json"), s.config_json);
     if (!differ.empty()) {
       std::string keys;
-      for (const auto& k : differ) keys += (keys.empty() ? "--" : ", --") + k;
+      for (const auto& k : differ) {
+        keys +=
+            (keys.empty() ? "" : ", ") +
+            (k == "world_size" ? std::string("WORLD_SIZE (the number of processes)") : "--" + k);
+      }
       throw ConfigError("--resume: these flags differ from the run in '" + s.run_dir +
                         "': " + keys + "; resume with the run's own values (see its config.json)");
     }

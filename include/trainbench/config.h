@@ -64,6 +64,11 @@ struct RunConfig {
   double bucket_mb = 25;              // gradient all-reduce bucket size in MiB
   int64_t dist_overlap = 1;           // 1: all-reduce buckets during backward; 0: after it
   int64_t fault_exit_step = 0;        // testing aid: the process dies before this step (0: off)
+
+  // GPU fast paths (rules in sdpa_backend.h, fused_adam.h, cuda_graph.h).
+  std::string sdpa_backend = "auto";  // auto | flash | efficient | cudnn | math (--flash 1)
+  int64_t fused_adam = 0;             // 1: Adam as one fused multi-tensor kernel
+  int64_t cuda_graph = 0;             // 1: the whole step captured once, then replayed
 };
 
 // Steps the TorchScript graph executor spends profiling and optimizing (--compile 1); they

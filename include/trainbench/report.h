@@ -13,7 +13,8 @@ namespace trainbench {
 // One run folder as the report sees it.
 struct RunRecord {
   std::string dir;
-  std::string label;  // configuration column: "{framework} {model}[ compiled][ flash]"
+  // configuration column: "{framework} {model}[ compiled][ flash][ fused_adam][ cuda_graph]"
+  std::string label;
   std::string dtype;
   int64_t num_layer = 0;
   int64_t batch_size = 0;

@@ -9,10 +9,13 @@
 
 #include "trainbench/config.h"
 #include "trainbench/corpus.h"
+#include "trainbench/cuda_graph.h"
 #include "trainbench/dist.h"
+#include "trainbench/fused_adam.h"
 #include "trainbench/model.h"
 #include "trainbench/precision.h"
 #include "trainbench/sampler.h"
+#include "trainbench/sdpa_backend.h"
 
 namespace trainbench {
 
@@ -29,8 +32,9 @@ class Trainer {
   void attach(GradSync* sync) { sync_ = sync; }
 
   // Forward (under autocast), loss, scaled backward, [gradient all-reduce,] unscale/skip, Adam
-  // step. bytes: [seq, batch] int64 on any device. Returns the loss (a float32 scalar on
-  // device; with a GradSync attached, the mean over the ranks as a CPU scalar).
+  // step; with --cuda_graph 1 a replay of the captured step after the warm-up (StepGraph).
+  // bytes: [seq, batch] int64 on any device. Returns the loss (a float32 scalar on device;
+  // with a GradSync attached, the mean over the ranks as a CPU scalar).
   torch::Tensor step(const torch::Tensor& bytes);
   // Mean cross-entropy in nats per byte over the given batches, dropout off.
   double evaluate(const ByteCorpus& corpus, const std::vector<std::vector<int64_t>>& batches);
@@ -43,17 +47,28 @@ class Trainer {
                          const std::vector<std::vector<int64_t>>& batches);
 
   LanguageModel& model() { return *model_; }
+  // The optimizer: torch::optim::Adam, or with --fused_adam 1 the fused one (then
+  // optimizer() must not be called).
   torch::optim::Adam& optimizer() { return *optimizer_; }
+  FusedAdam* fused_adam() { return fused_adam_.get(); }
   const LossScaler& scaler() const { return scaler_; }
   // Restores the step count and the loss scaler from a checkpoint (checkpoint.h).
   void restore(int64_t steps_done, double scale, int64_t growth_tracker, int64_t skipped);
 
  private:
+  // The step on device bytes; capturable with --fused_adam 1 on CUDA (no host sync).
+  torch::Tensor step_body_(const torch::Tensor& bytes);
+  // Unscale/check, optimizer step (or skip), loss-scaler update.
+  void apply_gradients_();
+
   RunConfig cfg_;
   torch::Device device_;
+  SdpaBackendGuard sdpa_guard_;  // --sdpa_backend for the trainer's lifetime
   std::shared_ptr<LanguageModel> model_;
-  std::unique_ptr<torch::optim::Adam> optimizer_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;  // --fused_adam 0
+  std::unique_ptr<FusedAdam> fused_adam_;          // --fused_adam 1
   LossScaler scaler_;
+  std::unique_ptr<StepGraph> graph_;  // --cuda_graph 1
   int64_t steps_done_ = 0;
   GradSync* sync_ = nullptr;
 };

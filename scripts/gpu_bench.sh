@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The GPU benchmark in one command, on a CUDA machine without network: unpacks our Debian
+# dependencies (scripts/gpu_deps.sh; gpu-deps/ must come along with the tree), configures
+# against the Python install's LibTorch with Ninja, builds, runs the tests (CUDA cases
+# included), trains the reference shape (8 layers, d_model 512, batch 100, seq 256) for a few
+# hundred steps in each configuration below, one after another, and prints the reference-style
+# table with `bench report` (seq/s, speed-up ratios, tokens/s, MFU, peak memory). Run folders,
+# logs and report.md/.json stay in OUT_DIR. Sized to finish in about 8 minutes on one H200.
+# Usage: scripts/gpu_bench.sh OUT_DIR
+# Environment: STEPS (150), WARMUP (20), PYTHON (python3), BUILD_DIR (build-gpu), JOBS (nproc),
+#   SKIP_TESTS=1 (reruns), MATRIX (space-separated names from the list in matrix_flags below).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+die() { echo "gpu_bench.sh: $*" >&2; exit 1; }
+[ $# -eq 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
+out=$1
+PYTHON=${PYTHON:-python3}
+STEPS=${STEPS:-150}
+WARMUP=${WARMUP:-20}
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+JOBS=${JOBS:-$(nproc)}
+[[ "$STEPS" =~ ^[0-9]+$ && "$WARMUP" =~ ^[0-9]+$ && STEPS -gt WARMUP && WARMUP -ge 3 ]] ||
+  die "STEPS ($STEPS) and WARMUP ($WARMUP) must be integers with STEPS > WARMUP >= 3"
+
+# --- the training matrix (checked before anything is built) --------------------------------------
+# name → flags; each runs for float32, float16 and bfloat16 (its folder: OUT_DIR/NAME-DTYPE_*).
+matrix_flags() {
+  case $1 in
+    torch) echo "--model torch" ;;
+    naive) echo "--model handcraft" ;;
+    flash) echo "--model handcraft --flash 1" ;;
+    compiled) echo "--model handcraft --compile 1" ;;
+    compiled_flash) echo "--model handcraft --compile 1 --flash 1" ;;
+    fused) echo "--model handcraft --flash 1 --fused_adam 1" ;;
+    graph) echo "--model handcraft --flash 1 --fused_adam 1 --cuda_graph 1" ;;
+    *) die "MATRIX: unknown name '$1'; use torch naive flash compiled compiled_flash fused graph" ;;
+  esac
+}
+matrix=${MATRIX:-"naive flash compiled compiled_flash torch fused graph"}
+for name in $matrix; do matrix_flags "$name" >/dev/null; done
+
+# --- preconditions, each a one-line reason ---------------------------------------------------
+if ! { nvidia-smi -L >/dev/null 2>&1 &&
+       "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null; }; then
+  die "no CUDA device (nvidia-smi/torch.cuda.is_available false)"
+fi
+compgen -G "gpu-deps/*.deb" >/dev/null ||
+  die "gpu-deps/ holds no .deb files: run 'scripts/gpu_deps.sh download' on Debian 12 and bring gpu-deps/ along"
+read -r torch_version torch_prefix abi cxx_std < <("$PYTHON" -c '
+import torch
+major, minor = (int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+print(torch.__version__, torch.utils.cmake_prefix_path, int(torch._C._GLIBCXX_USE_CXX11_ABI),
+      20 if (major, minor) >= (2, 12) else 17)')
+[ "$abi" = 1 ] || die "torch $torch_version uses the pre-C++11 ABI; Debian's spdlog and gtest need _GLIBCXX_USE_CXX11_ABI=1 (torch >= 2.7 wheels)"
+# The venv's own tools (ninja, cmake from pip) and the CUDA toolkit that LibTorch's CMake wants.
+PATH="$("$PYTHON" -c 'import os, sys; print(os.path.dirname(sys.executable))'):$PATH"
+[ -x /usr/local/cuda/bin/nvcc ] && PATH="$PATH:/usr/local/cuda/bin"
+for tool in cmake ninja c++; do command -v $tool >/dev/null || die "$tool is not on PATH"; done
+mkdir -p "$out/logs"
+out=$(cd "$out" && pwd)
+{ nvidia-smi; echo "torch $torch_version at $torch_prefix"; } >"$out/machine.txt" 2>&1
+
+# --- dependencies, configure, build ----------------------------------------------------------
+echo "== dependencies ($BUILD_DIR/deps)" >&2
+bash scripts/gpu_deps.sh unpack "$BUILD_DIR/deps" >"$out/logs/deps.log"
+# shellcheck disable=SC1091
+source "$BUILD_DIR/deps/env.sh"
+mapfile -t dep_args <"$BUILD_DIR/deps/cmake-args.txt"
+echo "== configure against torch $torch_version (C++$cxx_std)" >&2
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix" \
+    -DTB_CXX_STANDARD="$cxx_std" "${dep_args[@]}" >"$out/logs/configure.log" 2>&1 || {
+  tail -n 20 "$out/logs/configure.log" >&2
+  die "cmake configure failed (log: $out/logs/configure.log; LibTorch's CMake config needs the CUDA toolkit: nvcc on PATH or CUDAToolkit_ROOT)"
+}
+grep -q "CUDA code: ON" "$out/logs/configure.log" || die "the LibTorch at $torch_prefix has no CUDA"
+echo "== build (-j $JOBS)" >&2
+cmake --build "$BUILD_DIR" -j "$JOBS" >"$out/logs/build.log" 2>&1 || {
+  grep -m 20 -E "error|Error" "$out/logs/build.log" >&2 || true
+  die "build failed (log: $out/logs/build.log)"
+}
+warnings=$(grep -c "warning:" "$out/logs/build.log" || true)
+echo "   build warnings: $warnings" >&2
+
+# --- tests ------------------------------------------------------------------------------------
+tests_ok=1
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  echo "== tests (CUDA cases included)" >&2
+  if (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS") >"$out/logs/tests.log" 2>&1; then
+    grep -E "tests passed|tests failed" "$out/logs/tests.log" >&2 || true
+  else
+    tests_ok=0
+    grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)" "$out/logs/tests.log" >&2 || true
+    echo "   tests failed (log: $out/logs/tests.log); the benchmark runs anyway" >&2
+  fi
+  grep -E "Skipped|SKIPPED" "$out/logs/tests.log" | head -n 5 >&2 || true
+fi
+
+# --- the runs, one after another ---------------------------------------------------------------
+common=(--num_layer 8 --d_model 512 --num_heads 8 --ff_dim 2048 --seq_len 256 --batch_size 100
+        --steps "$STEPS" --warmup_steps "$WARMUP" --log_every 10 --eval_every 0 --eval_batches 2
+        --device cuda --overwrite 1)
+dirs=()
+for name in $matrix; do
+  flags=$(matrix_flags "$name")
+  for dtype in float32 float16 bfloat16; do
+    log="$out/logs/$name-$dtype.log"
+    # shellcheck disable=SC2086
+    if "$BUILD_DIR/bench" $flags --dtype "$dtype" --save_dir "$out/$name-$dtype" "${common[@]}" \
+        >"$log" 2>&1; then
+      for d in "$out/$name-$dtype"_*; do [ -d "$d" ] && dirs+=("$d"); done
+      echo "== $name $dtype: $(grep -o '"sequences_per_s": [0-9.]*' "$out/$name-$dtype"_*/summary.json | head -n 1)" >&2
+    else
+      echo "== $name $dtype: failed: $(grep -m 1 -E 'bench: (error|failed)' "$log" || tail -n 1 "$log")" >&2
+    fi
+  done
+done
+[ ${#dirs[@]} -gt 0 ] || die "no run completed (logs: $out/logs/)"
+
+# --- the report -------------------------------------------------------------------------------
+"$BUILD_DIR/bench" report --json "${dirs[@]}" >"$out/report.json"
+"$BUILD_DIR/bench" report "${dirs[@]}" | tee "$out/report.md"
+echo "results: $out (build warnings: $warnings, tests: $([ $tests_ok = 1 ] && echo ok || echo FAILED))" >&2
+[ $tests_ok = 1 ]

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Our build dependencies for a GPU machine that has no network (it has CUDA, a PyTorch 2.x,
+# CMake, ninja and a compiler, but not our Debian packages).
+#   scripts/gpu_deps.sh download        here, on Debian 12 with apt: saves the .deb files into
+#                                       gpu-deps/ (git-ignored; send it along with the tree)
+#   scripts/gpu_deps.sh unpack [PREFIX] there: unpacks them with dpkg -x (or ar + tar) under
+#                                       PREFIX (default gpu-deps/prefix), writes
+#                                       PREFIX/cmake-args.txt and PREFIX/env.sh, prints both
+# Three prefixes keep the {fmt} headers apart: LibTorch 2.x ships its own fmt in its include
+# folder, and Debian's spdlog is built against Debian's fmt 9. spdlog and fmt go to PREFIX/log,
+# which only the trainbench_log target sees (src/log.cpp includes spdlog and no torch header);
+# cxxopts, nlohmann-json, gtest and zlib go to PREFIX/common; gloo's headers to PREFIX/gloo,
+# exported by env.sh as TB_GLOO_INCLUDE_DIR for code that needs them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEB_DIR=${GPU_DEPS_DIR:-gpu-deps}
+
+log_pkgs=(libspdlog-dev libspdlog1.10 libfmt-dev libfmt9)
+common_pkgs=(libcxxopts-dev nlohmann-json3-dev libgtest-dev zlib1g-dev zlib1g)
+gloo_pkgs=(libgloo-dev libgloo0)
+
+usage() { echo "usage: $0 download | unpack [PREFIX]" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+
+download() {
+  command -v apt-get >/dev/null || { echo "gpu_deps.sh: download needs apt-get (Debian 12)" >&2; exit 1; }
+  mkdir -p "$DEB_DIR"
+  (cd "$DEB_DIR" && apt-get download "${log_pkgs[@]}" "${common_pkgs[@]}" "${gloo_pkgs[@]}") || {
+    echo "gpu_deps.sh: apt-get download failed (run 'apt-get update' first?)" >&2
+    exit 1
+  }
+  echo "gpu_deps.sh: $(ls "$DEB_DIR"/*.deb | wc -l) packages in $DEB_DIR/" >&2
+}
+
+# unpack_one DEB DEST: dpkg -x where dpkg exists, else the .deb's data archive through tar.
+unpack_one() {
+  if command -v dpkg-deb >/dev/null; then
+    dpkg-deb -x "$1" "$2"
+  else
+    local member z
+    member=$(ar t "$1" | grep '^data\.tar')
+    case "$member" in *.xz) z=-J ;; *.zst) z=--zstd ;; *.gz) z=-z ;; *) z= ;; esac
+    ar p "$1" "$member" | tar -x $z -C "$2" -f -
+  fi
+}
+
+unpack() {
+  local prefix=${1:-$DEB_DIR/prefix}
+  mkdir -p "$prefix"
+  prefix=$(cd "$prefix" && pwd)
+  local group pkg deb
+  for group in log common gloo; do
+    mkdir -p "$prefix/$group"
+    local -n pkgs="${group}_pkgs"
+    for pkg in "${pkgs[@]}"; do
+      deb=$(compgen -G "$DEB_DIR/${pkg}_*.deb" | head -n 1 || true)
+      [ -n "$deb" ] || { echo "gpu_deps.sh: $DEB_DIR/${pkg}_*.deb is missing; run '$0 download' on Debian 12 first" >&2; exit 1; }
+      unpack_one "$deb" "$prefix/$group"
+    done
+  done
+  local arch=x86_64-linux-gnu
+  local zlib="" f
+  # zlib1g-dev's libz.so is an absolute link into /lib: name the unpacked library itself.
+  for f in "$prefix"/common/lib/$arch/libz.so.1.* "$prefix"/common/usr/lib/$arch/libz.so.1.*; do
+    [ -f "$f" ] && zlib=$f && break
+  done
+  cat >"$prefix/cmake-args.txt" <<EOF
+-Dspdlog_DIR=$prefix/log/usr/lib/$arch/cmake/spdlog
+-Dfmt_DIR=$prefix/log/usr/lib/$arch/cmake/fmt
+-Dcxxopts_DIR=$prefix/common/usr/lib/cmake/cxxopts
+-Dnlohmann_json_DIR=$prefix/common/usr/share/cmake/nlohmann_json
+-DGTest_DIR=$prefix/common/usr/lib/$arch/cmake/GTest
+-DZLIB_INCLUDE_DIR=$prefix/common/usr/include
+-DZLIB_LIBRARY=$zlib
+EOF
+  cat >"$prefix/env.sh" <<EOF
+# spdlog and fmt are shared libraries: the loader must find them when bench and the tests run.
+export LD_LIBRARY_PATH=$prefix/log/usr/lib/$arch\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
+# gloo's headers, for code that needs them (not on any include path by default).
+export TB_GLOO_INCLUDE_DIR=$prefix/gloo/usr/include
+EOF
+  for f in "$prefix/cmake-args.txt" "$prefix/env.sh"; do
+    echo "== $f"
+    cat "$f"
+  done
+}
+
+case "$1" in
+  download) download ;;
+  unpack) shift; unpack "$@" ;;
+  *) usage ;;
+esac
