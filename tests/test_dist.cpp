@@ -212,6 +212,34 @@ TEST(DistTraining, BucketsAfterBackwardGiveTheSameNumbersAsOverlappedOnes) {
   EXPECT_EQ(sb["replicas_identical"], true);
 }
 
+TEST(DistTraining, ResumedTwoRankRunEqualsTheStraightOneAndKeepsItsWorldSize) {
+  testing::TempDir dir;
+  const std::string common = std::string(kArgs) + " --batch_size 4 --eval_every 0";
+  ASSERT_EQ(run_command(launch(2, free_port(), common + " --steps 8 --save_dir " + (dir / "s")))
+                .exit_code,
+            0);
+  const std::string part = dir / "p_handcraft_layer1_float32";
+  ASSERT_EQ(
+      run_command(launch(2, free_port(),
+                         common + " --steps 4 --checkpoint_every 4 --save_dir " + (dir / "p")))
+          .exit_code,
+      0);
+  // One process cannot continue a two-process run: the global batch would change.
+  const auto one = run_command(std::string(TB_BENCH_EXE) + common + " --steps 8 --resume " + part);
+  EXPECT_EQ(one.exit_code, 2);
+  EXPECT_NE(one.output.find("these flags differ from the run in '" + part +
+                            "': WORLD_SIZE (the number of processes)"),
+            std::string::npos)
+      << one.output;
+  const auto r = run_command(launch(2, free_port(), common + " --steps 8 --resume " + part));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto straight =
+      nlohmann::json::parse(testing::read_file(dir / "s_handcraft_layer1_float32/summary.json"));
+  const auto resumed = nlohmann::json::parse(testing::read_file(part + "/summary.json"));
+  EXPECT_EQ(resumed["steps_done"], 8);
+  EXPECT_EQ(resumed["param_fingerprint"], straight["param_fingerprint"]);
+}
+
 TEST(DistTraining, TorchrunLaunchesBench) {
   if (!fs::exists("/usr/bin/torchrun")) GTEST_SKIP() << "torchrun is not installed";
   testing::TempDir dir;
