@@ -33,6 +33,9 @@ RunRecord read_run(const std::string& dir) {
     if (config.value("flash", 0) == 1) r.label += " flash";
     if (config.value("fused_adam", 0) == 1) r.label += " fused_adam";
     if (config.value("cuda_graph", 0) == 1) r.label += " cuda_graph";
+    // Data-parallel runs (speeds are global) get their own column; batch stays per rank.
+    const int64_t world = config.value("world_size", int64_t{1});
+    if (world > 1) r.label += " x" + std::to_string(world) + " processes";
     r.dtype = config.at("dtype").get<std::string>();
     r.num_layer = config.at("num_layer").get<int64_t>();
     r.batch_size = config.at("batch_size").get<int64_t>();

@@ -157,5 +157,19 @@ TEST_F(ReportTest, PlotScriptWritesThreePngsAndSkipsUnreadableFolders) {
   EXPECT_EQ(none.exit_code, 2);
 }
 
+TEST(ReportDist, ProcessCountsGetTheirOwnColumnsAndRatios) {
+  testing::TempDir root;
+  const std::string one = make_run(root, "one", "", "handcraft", "float32", 0, "completed", 2.0);
+  const std::string two = make_run(root, "two", "", "handcraft", "float32", 0, "completed", 3.9);
+  nlohmann::json config = nlohmann::json::parse(testing::read_file(two + "/config.json"));
+  config["world_size"] = 2;
+  testing::write_file(two + "/config.json", config.dump());
+  const std::string md = render_report({read_run(one), read_run(two)}, {});
+  EXPECT_NE(md.find("| dtype | libtorch handcraft | libtorch handcraft x2 processes | "),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("1.95x"), std::string::npos) << md;
+}
+
 }  // namespace
 }  // namespace trainbench
