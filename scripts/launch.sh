@@ -2,7 +2,8 @@
 # Starts N processes of a command on this machine with torchrun's environment (RANK, WORLD_SIZE,
 # LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), for machines without torchrun:
 #   scripts/launch.sh [--port P] [--addr A] N build/bench --num_layer 2 ...
-# SIGINT/SIGTERM are passed on to every rank. Exit status: rank 0's if it failed, else the first
+# SIGINT/SIGTERM are passed on to every rank (a shell ignores SIGINT in background jobs, so
+# stop a backgrounded launch with SIGTERM; Ctrl-C in a terminal reaches every rank directly). Exit status: rank 0's if it failed, else the first
 # failing rank's, else 0.
 set -uo pipefail
 

@@ -240,6 +240,23 @@ TEST(DistTraining, ResumedTwoRankRunEqualsTheStraightOneAndKeepsItsWorldSize) {
   EXPECT_EQ(resumed["param_fingerprint"], straight["param_fingerprint"]);
 }
 
+TEST(DistTraining, ASignalStopsEveryRankAfterTheSameStep) {
+  testing::TempDir dir;
+  const std::string run = dir / "s_handcraft_layer1_float32";
+  // SIGTERM to the launcher is passed on to both ranks once training has logged a window.
+  const auto r = run_command(
+      "{ " +
+      launch(2, free_port(),
+             std::string(kArgs) + " --batch_size 4 --steps 1000000 --save_dir " + (dir / "s")) +
+      " & pid=$!; for i in $(seq 600); do grep -q loss " + run +
+      "/metrics.jsonl 2>/dev/null && break; sleep 0.1; done; kill -TERM $pid; wait $pid; }");
+  EXPECT_EQ(r.exit_code, 143) << r.output;
+  const auto s = nlohmann::json::parse(testing::read_file(run + "/summary.json"));
+  EXPECT_EQ(s["status"], "interrupted");
+  EXPECT_EQ(s["replicas_identical"], true);  // both ranks ran the same number of steps
+  EXPECT_LT(s["steps_done"].get<int>(), 1000000);
+}
+
 TEST(DistTraining, TorchrunLaunchesBench) {
   if (!fs::exists("/usr/bin/torchrun")) GTEST_SKIP() << "torchrun is not installed";
   testing::TempDir dir;
