@@ -130,25 +130,6 @@ TEST(LossScalerOnDevice, ChecksBacksOffAndGrowsWithoutHostReads) {
   EXPECT_TRUE(torch::allclose(h, torch::full({2}, 2.0f, torch::kCUDA)));
 }
 
-// Losses of `steps` steps on the embedded corpus with a fresh, seeded trainer.
-std::vector<double> cuda_losses(const RunConfig& cfg, int steps) {
-  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
-  Trainer trainer(cfg, torch::kCUDA);
-  SamplerOptions o;
-  o.train_end = 1'000'000;
-  o.seq_len = cfg.seq_len;
-  o.batch_size = cfg.batch_size;
-  o.seed = static_cast<uint64_t>(cfg.seed);
-  EpochSampler sampler(o);
-  const ByteCorpus corpus = embedded_corpus();
-  std::vector<double> losses;
-  for (int i = 0; i < steps; ++i) {
-    losses.push_back(
-        trainer.step(make_batch(corpus, sampler.next_batch(), cfg.seq_len, false)).item<double>());
-  }
-  return losses;
-}
-
 TEST(CudaGraph, CapturedRunMatchesTheEagerRunWithin1e3Over50Steps) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   for (const char* dtype : {"float32", "float16", "bfloat16"}) {
@@ -158,9 +139,9 @@ TEST(CudaGraph, CapturedRunMatchesTheEagerRunWithin1e3Over50Steps) {
     c.dropout = 0;
     c.fused_adam = 1;
     c.warmup_steps = 3;
-    const auto eager = cuda_losses(c, 50);
+    const auto eager = testing::train_losses(c, 50, torch::kCUDA);
     c.cuda_graph = 1;
-    const auto graphed = cuda_losses(c, 50);
+    const auto graphed = testing::train_losses(c, 50, torch::kCUDA);
     ASSERT_EQ(graphed.size(), eager.size());
     for (size_t i = 0; i < eager.size(); ++i) {
       EXPECT_NEAR(graphed[i], eager[i], 1e-3) << dtype << " step " << i + 1;

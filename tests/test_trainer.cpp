@@ -15,25 +15,6 @@
 namespace trainbench {
 namespace {
 
-// Losses of `steps` steps on the embedded corpus, seeded by cfg.seed.
-std::vector<double> train_losses(const RunConfig& cfg, int steps) {
-  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
-  Trainer trainer(cfg, torch::kCPU);
-  SamplerOptions o;
-  o.train_end = 1'000'000;
-  o.seq_len = cfg.seq_len;
-  o.batch_size = cfg.batch_size;
-  o.seed = static_cast<uint64_t>(cfg.seed);
-  EpochSampler sampler(o);
-  const ByteCorpus corpus = embedded_corpus();
-  std::vector<double> losses;
-  for (int i = 0; i < steps; ++i) {
-    losses.push_back(
-        trainer.step(make_batch(corpus, sampler.next_batch(), cfg.seq_len, false)).item<double>());
-  }
-  return losses;
-}
-
 double mean(const std::vector<double>& v, size_t begin, size_t end) {
   double s = 0;
   for (size_t i = begin; i < end; ++i) s += v[i];
@@ -43,26 +24,26 @@ double mean(const std::vector<double>& v, size_t begin, size_t end) {
 TEST(Trainer, AHandfulOfStepsLowersTheLoss) {
   RunConfig c = testing::tiny_config();
   c.lr = 3e-3;
-  const auto losses = train_losses(c, 30);
+  const auto losses = testing::train_losses(c, 30);
   EXPECT_NEAR(losses[0], std::log(256.0), 1.5);  // starts near uniform over bytes
   EXPECT_LT(mean(losses, 25, 30), mean(losses, 0, 5) - 1.0);
 }
 
 TEST(Trainer, SameSeedGivesIdenticalLosses) {
   RunConfig c = testing::tiny_config();
-  const auto a = train_losses(c, 8), b = train_losses(c, 8);
+  const auto a = testing::train_losses(c, 8), b = testing::train_losses(c, 8);
   EXPECT_EQ(a, b);
   c.seed = 99;
-  EXPECT_NE(train_losses(c, 8), a);
+  EXPECT_NE(testing::train_losses(c, 8), a);
 }
 
 TEST(Trainer, Bfloat16TracksFloat32Within0p1NatsOver50Steps) {
   RunConfig c = testing::tiny_config();
   c.dropout = 0;
   c.lr = 3e-3;
-  const auto f32 = train_losses(c, 50);
+  const auto f32 = testing::train_losses(c, 50);
   c.dtype = "bfloat16";
-  const auto bf16 = train_losses(c, 50);
+  const auto bf16 = testing::train_losses(c, 50);
   for (size_t i = 0; i < f32.size(); ++i) {
     EXPECT_NEAR(bf16[i], f32[i], 0.1) << "step " << i + 1;
   }

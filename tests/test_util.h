@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "trainbench/batch_loader.h"
 #include "trainbench/config.h"
+#include "trainbench/trainer.h"
 
 namespace trainbench::testing {
 
@@ -59,6 +61,26 @@ inline RunConfig tiny_config() {
   c.device = "cpu";
   c.peak_tflops = 1.0;  // skip the GEMM probe
   return c;
+}
+
+// Losses of `steps` steps of a fresh trainer seeded by cfg.seed, on the embedded corpus.
+inline std::vector<double> train_losses(const RunConfig& cfg, int steps,
+                                        torch::Device device = torch::kCPU) {
+  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+  Trainer trainer(cfg, device);
+  SamplerOptions o;
+  o.train_end = 1'000'000;
+  o.seq_len = cfg.seq_len;
+  o.batch_size = cfg.batch_size;
+  o.seed = static_cast<uint64_t>(cfg.seed);
+  EpochSampler sampler(o);
+  const ByteCorpus corpus = embedded_corpus();
+  std::vector<double> losses;
+  for (int i = 0; i < steps; ++i) {
+    losses.push_back(
+        trainer.step(make_batch(corpus, sampler.next_batch(), cfg.seq_len, false)).item<double>());
+  }
+  return losses;
 }
 
 struct CommandResult {
