@@ -52,6 +52,7 @@ std::string ranks_text_(const std::vector<int>& ranks) {
 struct DistContext::Impl {
   DistEnv env;
   std::string backend;
+  torch::Device device{torch::kCPU};
   std::chrono::milliseconds timeout{0};
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<GroupBase> group;
@@ -155,7 +156,7 @@ DistContext::DistContext(const DistEnv& env, const RunConfig& cfg, torch::Device
     throw ConfigError("--dist_backend: 'nccl' is not in this build; use --dist_backend gloo");
 #endif
   }
-  (void)device;
+  d.device = device;
 }
 
 DistContext::~DistContext() = default;
@@ -251,6 +252,15 @@ std::function<void()> DistContext::allreduce_async(std::vector<torch::Tensor> te
 }
 
 void DistContext::allreduce(std::vector<torch::Tensor> tensors, ReduceOp op) {
+  // NCCL reduces device memory only: host tensors (evaluation sums, per-rank figures) make a
+  // round trip through the device.
+  if (impl_->backend == "nccl") {
+    std::vector<torch::Tensor> on_device;
+    for (const auto& t : tensors) on_device.push_back(t.to(impl_->device));
+    allreduce_async(on_device, op)();
+    for (size_t i = 0; i < tensors.size(); ++i) tensors[i].copy_(on_device[i]);
+    return;
+  }
   allreduce_async(std::move(tensors), op)();
 }
 

@@ -84,6 +84,7 @@ class DistContext {
   void broadcast_from_rank0(std::vector<torch::Tensor> tensors);
   // Starts an in-place all-reduce; the returned function waits for it (throws CollectiveError).
   std::function<void()> allreduce_async(std::vector<torch::Tensor> tensors, ReduceOp op);
+  // Blocking all-reduce; takes host tensors with either backend.
   void allreduce(std::vector<torch::Tensor> tensors, ReduceOp op = ReduceOp::kSum);
 
   // After a failure: posts `what` for the other ranks and returns the message to report.
