@@ -68,6 +68,14 @@ struct Window {
   bool has_warmup = false;
 };
 
+uint64_t rank_step_seed_(int64_t seed, int rank, int64_t step) {
+  uint64_t z = static_cast<uint64_t>(seed) * 0x9e3779b97f4a7c15ULL ^
+               static_cast<uint64_t>(rank) << 40 ^ static_cast<uint64_t>(step);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;  // splitmix64 finalizer
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 // The multi-process part of summary.json: per-rank step and communication times, gathered
 // with one all-reduce, and a check that every replica holds the same parameters.
 nlohmann::json dist_summary_(DistContext& dist, const GradSync& sync, LanguageModel& model,
@@ -181,12 +189,10 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
            ", " + setup.backend + "; corpus " + corpus.source() + " (" +
            std::to_string(corpus.size()) + " bytes)");
 
-  // Replicas start from rank 0's parameters; dropout differs per rank (rank 0 keeps the
-  // single-process stream).
+  // Replicas start from rank 0's parameters.
   std::unique_ptr<GradSync> sync;
   if (dist) {
     dist->broadcast_from_rank0(trainer.model().parameters());
-    if (!rank0) torch::manual_seed(static_cast<uint64_t>(cfg.seed) + 1000003ULL * env.rank);
     sync = std::make_unique<GradSync>(trainer.model().parameters(), *dist,
                                       static_cast<int64_t>(cfg.bucket_mb * (1 << 20)),
                                       cfg.dist_overlap == 1, [] { return stop_signal() != 0; });
@@ -248,6 +254,9 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   try {
     while (step < cfg.steps) {
       if (cfg.fault_exit_step == step + 1) std::_Exit(3);  // testing aid: a crashing process
+      // Dropout differs per rank. Rank 0 keeps the single-process stream (checkpointed); the
+      // others reseed from (seed, rank, step) each step, so a resume continues them exactly.
+      if (dist && !rank0) torch::manual_seed(rank_step_seed_(cfg.seed, env.rank, step));
       const double t0 = synchronized_now_s(device);
       const torch::Tensor loss = trainer.step(loader.next());
       const double loss_value = loss.item<double>();  // synchronizes on CUDA

@@ -214,7 +214,8 @@ TEST(DistTraining, BucketsAfterBackwardGiveTheSameNumbersAsOverlappedOnes) {
 
 TEST(DistTraining, ResumedTwoRankRunEqualsTheStraightOneAndKeepsItsWorldSize) {
   testing::TempDir dir;
-  const std::string common = std::string(kArgs) + " --batch_size 4 --eval_every 0";
+  // With dropout: every rank's dropout stream must continue exactly.
+  const std::string common = std::string(kArgs) + " --batch_size 4 --eval_every 0 --dropout 0.1";
   ASSERT_EQ(run_command(launch(2, free_port(), common + " --steps 8 --save_dir " + (dir / "s")))
                 .exit_code,
             0);
