@@ -2,8 +2,8 @@
 # Starts N processes of a command on this machine with torchrun's environment (RANK, WORLD_SIZE,
 # LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), for machines without torchrun:
 #   scripts/launch.sh [--port P] [--addr A] N build/bench --num_layer 2 ...
-# SIGINT/SIGTERM are passed on to every rank (a shell ignores SIGINT in background jobs, so
-# stop a backgrounded launch with SIGTERM; Ctrl-C in a terminal reaches every rank directly). Exit status: rank 0's if it failed, else the first
+# Ctrl-C in a terminal reaches every rank directly (the ranks keep SIGINT, which a shell would
+# otherwise ignore in background jobs); SIGTERM sent to this script is passed on to every rank. Exit status: rank 0's if it failed, else the first
 # failing rank's, else 0.
 set -uo pipefail
 
@@ -34,24 +34,34 @@ fi
 
 pids=()
 forward() {
-  for p in "${pids[@]}"; do kill -s "$1" "$p" 2>/dev/null; done
+  for p in ${pids[@]+"${pids[@]}"}; do kill -s "$1" "$p" 2>/dev/null; done
 }
-trap 'forward INT' INT
+# The terminal already delivered Ctrl-C to every rank: a second SIGINT would make them exit
+# at once, without their results.
+trap ':' INT
 trap 'forward TERM' TERM
 for ((r = 0; r < n; r++)); do
-  RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n MASTER_ADDR=$addr MASTER_PORT=$port \
-    "$@" &
+  (
+    trap - INT
+    RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n MASTER_ADDR=$addr \
+      MASTER_PORT=$port exec "$@"
+  ) &
   pids+=($!)
 done
 
 rcs=()
 for ((r = 0; r < n; r++)); do
-  # wait returns early when a forwarded signal interrupts it; wait again for the real status.
-  while true; do
+  # A trapped signal cuts wait short (status 128+sig): wait again while the rank lives, and once
+  # more for the status of a rank that ended in between (127: already collected).
+  wait "${pids[$r]}"
+  rc=$?
+  while kill -0 "${pids[$r]}" 2>/dev/null; do
     wait "${pids[$r]}"
     rc=$?
-    kill -0 "${pids[$r]}" 2>/dev/null || break
   done
+  wait "${pids[$r]}" 2>/dev/null
+  again=$?
+  [ "$again" -ne 127 ] && rc=$again
   rcs+=("$rc")
 done
 for rc in "${rcs[@]}"; do

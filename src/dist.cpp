@@ -148,6 +148,10 @@ DistContext::DistContext(const DistEnv& env, const RunConfig& cfg, torch::Device
 #endif
   } else {
 #ifdef TB_WITH_NCCL
+    // Without blocking wait, a dead peer leaves wait() returning and the host hanging on the
+    // next read of a result; with it, wait() blocks and throws after the timeout.
+    setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 0);
+    setenv("NCCL_BLOCKING_WAIT", "1", 0);
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = d.timeout;
     d.group =
@@ -200,7 +204,13 @@ void DistContext::check_same_config(const nlohmann::json& config) {
     d.store->set("config", std::vector<uint8_t>(text.begin(), text.end()));
     return;
   }
-  d.store->wait({"config"}, d.timeout);
+  // Rank 0 publishes its flags after its own checks (the run folder among them); a failure
+  // there shows as its setup report instead, and agree() then tells every rank.
+  const auto deadline = Clock::now() + d.timeout;
+  while (!d.has_("config")) {
+    if (d.has_(key_("setup", 0)) || Clock::now() >= deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   const nlohmann::json rank0 = nlohmann::json::parse(d.get_("config"));
   std::string keys;
   for (const auto& [k, v] : shared.items()) {
@@ -241,7 +251,12 @@ std::function<void()> DistContext::allreduce_async(std::vector<torch::Tensor> te
                   : op == ReduceOp::kMin ? c10d::ReduceOp::MIN
                                          : c10d::ReduceOp::MAX;
   if (!impl_->group) throw CollectiveError("the process group is closed");
-  auto work = impl_->group->allreduce(tensors, opts);
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = impl_->group->allreduce(tensors, opts);
+  } catch (const std::exception& e) {
+    throw CollectiveError("all-reduce failed: " + message_of_(e));
+  }
   return [work] {
     try {
       work->wait();
@@ -273,7 +288,11 @@ std::string DistContext::explain_failure(const std::string& what, bool collectiv
     if (!collective) {
       d.store->set(key_("failed-read", d.env.rank), std::vector<uint8_t>{'1'});
       d.group.reset();  // the others' pending collectives now fail at once
-      if (d.env.rank == 0) d.wait_all_("failed-read", grace);
+      // The others learn of it when their next collective fails, which can take a step or an
+      // evaluation: rank 0 keeps the store up longer for them.
+      const auto patience =
+          std::min<std::chrono::milliseconds>(d.timeout, std::chrono::seconds(60));
+      if (d.env.rank == 0) d.wait_all_("failed-read", patience);
       return out;
     }
     const std::vector<int> silent = d.wait_all_("failed", grace);

@@ -25,6 +25,7 @@
 
 #ifdef TB_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #endif
 
 namespace trainbench {
@@ -129,6 +130,10 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   openblas_set_threads(threads);
   // float32 on CUDA may use TF32 tensor cores, as in the reference (recorded in env.json).
   if (device.is_cuda()) at::globalContext().setAllowTF32CuBLAS(true);
+#ifdef TB_WITH_CUDA
+  // Each rank's own GPU is the current one, for every stream and kernel it starts.
+  if (device.is_cuda() && device.has_index()) c10::cuda::set_device(device.index());
+#endif
   // A forced attention backend that cannot run is a usage error, found before anything starts.
   const std::string sdpa_used = resolve_sdpa_backend(cfg, device);
 
@@ -161,6 +166,16 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   const int64_t start_step = setup.start_step;
   double compile_s = setup.compile_s;
   int64_t fused_groups = 0;
+  // Replicas start from rank 0's parameters (before any file is written: a rank lost here
+  // leaves nothing behind).
+  std::unique_ptr<GradSync> sync;
+  if (dist) {
+    dist->broadcast_from_rank0(trainer.model().parameters());
+    sync = std::make_unique<GradSync>(trainer.model().parameters(), *dist,
+                                      static_cast<int64_t>(cfg.bucket_mb * (1 << 20)),
+                                      cfg.dist_overlap == 1, [] { return stop_signal() != 0; });
+    trainer.attach(sync.get());
+  }
 
   // Rank 0 writes the run folder. A folder that cannot be written (or a full disk) is found
   // here, before any training step; a run folder this run created is then removed again.
@@ -189,16 +204,6 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
            ", " + setup.backend + "; corpus " + corpus.source() + " (" +
            std::to_string(corpus.size()) + " bytes)");
 
-  // Replicas start from rank 0's parameters.
-  std::unique_ptr<GradSync> sync;
-  if (dist) {
-    dist->broadcast_from_rank0(trainer.model().parameters());
-    sync = std::make_unique<GradSync>(trainer.model().parameters(), *dist,
-                                      static_cast<int64_t>(cfg.bucket_mb * (1 << 20)),
-                                      cfg.dist_overlap == 1, [] { return stop_signal() != 0; });
-    trainer.attach(sync.get());
-  }
-
   SamplerOptions so;
   so.train_end = setup.split.train_end;
   so.seq_len = cfg.seq_len;
@@ -222,6 +227,7 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   const StopSignalGuard stop_guard;
   const double run_start = synchronized_now_s(device);
   std::string status = "completed";
+  int run_signal = 0;  // the signal that stopped the run (the highest any rank received)
   int64_t step = start_step;
   auto metric = [&](const nlohmann::json& line) {
     if (writer) writer->append_metric(line);
@@ -288,6 +294,11 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
       }
       // The ranks agree on stopping (a signal seen by any of them) with each step's loss.
       const bool stopping = sync ? sync->stop_requested() : stop_signal() != 0;
+      if (stopping) {
+        torch::Tensor sig = torch::full({1}, static_cast<int64_t>(stop_signal()), torch::kInt64);
+        if (dist) dist->allreduce({sig}, ReduceOp::kMax);  // the ranks agreed to stop together
+        run_signal = static_cast<int>(sig.item<int64_t>());
+      }
       const bool checkpoint_now =
           cfg.checkpoint_every > 0 && (step % cfg.checkpoint_every == 0 || stopping);
       // A window also ends where a checkpoint or a stop falls, so a resumed run logs every step.
@@ -298,9 +309,8 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
       if (stopping) {
         status = "interrupted";
         progress.finish();
-        log_warn((stop_signal() ? "stopped by signal " + std::to_string(stop_signal())
-                                : std::string("stopped: another rank received a stop signal")) +
-                 " after step " + std::to_string(step) + "; writing the results so far");
+        log_warn("stopped by signal " + std::to_string(run_signal) + " after step " +
+                 std::to_string(step) + "; writing the results so far");
         break;
       }
       if (cfg.eval_every > 0 && step % cfg.eval_every == 0 && step < cfg.steps) run_eval();
@@ -351,7 +361,7 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   summary["loss_scale"] = trainer.scaler().enabled() ? nlohmann::json(trainer.scaler().scale())
                                                      : nlohmann::json(nullptr);
   summary["skipped_steps"] = trainer.scaler().skipped_steps();
-  summary["stop_signal"] = stop_signal() ? nlohmann::json(stop_signal()) : nlohmann::json(nullptr);
+  summary["stop_signal"] = run_signal ? nlohmann::json(run_signal) : nlohmann::json(nullptr);
   if (dist && error.empty()) {
     try {
       summary.update(dist_summary_(*dist, *sync, trainer.model(), stats, comm_ms));
@@ -370,7 +380,7 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   if (!error.empty()) {
     throw RunError(error + (writer ? " (recorded in " + run_dir + "/summary.json)" : ""));
   }
-  return {run_dir, status, stop_signal(), summary};
+  return {run_dir, status, run_signal, summary};
 }
 
 }  // namespace trainbench

@@ -41,7 +41,7 @@ RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, Di
   s.flops_per_token = flops_per_token(cfg);
 
   RunConfig resolved = cfg;
-  resolved.device = device.str();
+  resolved.device = device.is_cuda() ? "cuda" : "cpu";  // not the rank's own GPU index
   resolved.threads = threads;
   resolved.valid_bytes = valid_bytes;
   resolved.dropout_impl = resolved_dropout_impl(cfg);

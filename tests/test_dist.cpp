@@ -188,28 +188,30 @@ TEST(DistTraining, TwoRanksMatchOneProcessWithTwiceTheBatch) {
   EXPECT_EQ(c["dist_backend"], "gloo");
   EXPECT_EQ(c["world_size"], 2);
   // Only rank 0 prints the result table.
+  ASSERT_NE(two.output.find("results:"), std::string::npos);
   EXPECT_EQ(two.output.find("results:"), two.output.rfind("results:"));
 }
 
-TEST(DistTraining, BucketsAfterBackwardGiveTheSameNumbersAsOverlappedOnes) {
+TEST(DistTraining, ManyBucketsOverlappedOrNotGiveTheSameNumbersAsOne) {
   testing::TempDir dir;
   const std::string common = std::string(kArgs) + " --batch_size 4 --steps 6";
-  ASSERT_EQ(run_command(launch(2, free_port(), common + " --save_dir " + (dir / "a"))).exit_code,
-            0);
-  const auto b = run_command(launch(2, free_port(),
-                                    common +
-                                        " --dist_overlap 0 --bucket_mb "
-                                        "0.01 --save_dir " +
-                                        (dir / "b")));
-  ASSERT_EQ(b.exit_code, 0) << b.output;
-  const auto sa =
-      nlohmann::json::parse(testing::read_file(dir / "a_handcraft_layer1_float32/summary.json"));
-  const auto sb =
-      nlohmann::json::parse(testing::read_file(dir / "b_handcraft_layer1_float32/summary.json"));
-  EXPECT_EQ(sa["grad_buckets"], 1);
-  EXPECT_GT(sb["grad_buckets"].get<int>(), 3);
-  EXPECT_EQ(sa["param_fingerprint"], sb["param_fingerprint"]);  // bit for bit
-  EXPECT_EQ(sb["replicas_identical"], true);
+  auto fingerprint_and_buckets = [&](const std::string& name, const std::string& flags) {
+    const auto r =
+        run_command(launch(2, free_port(), common + flags + " --save_dir " + (dir / name)));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const auto s = nlohmann::json::parse(
+        testing::read_file(dir / (name + "_handcraft_layer1_float32/summary.json")));
+    EXPECT_EQ(s["replicas_identical"], true);
+    return std::make_pair(s["param_fingerprint"].get<std::string>(), s["grad_buckets"].get<int>());
+  };
+  const auto one = fingerprint_and_buckets("one", "");
+  const auto overlapped = fingerprint_and_buckets("ov", " --bucket_mb 0.01");
+  const auto after = fingerprint_and_buckets("after", " --bucket_mb 0.01 --dist_overlap 0");
+  EXPECT_EQ(one.second, 1);
+  EXPECT_GT(overlapped.second, 3);
+  EXPECT_EQ(overlapped.second, after.second);
+  EXPECT_EQ(overlapped.first, one.first);  // bit for bit: bucketing changes no sum
+  EXPECT_EQ(after.first, one.first);
 }
 
 TEST(DistTraining, ResumedTwoRankRunEqualsTheStraightOneAndKeepsItsWorldSize) {
@@ -256,6 +258,25 @@ TEST(DistTraining, ASignalStopsEveryRankAfterTheSameStep) {
   EXPECT_EQ(s["status"], "interrupted");
   EXPECT_EQ(s["replicas_identical"], true);  // both ranks ran the same number of steps
   EXPECT_LT(s["steps_done"].get<int>(), 1000000);
+}
+
+TEST(DistTraining, ASignalToOneRankStopsBothWithItsNumber) {
+  testing::TempDir dir;
+  const int port = free_port();
+  const std::string run = dir / "o_handcraft_layer1_float32";
+  const std::string args =
+      std::string(kArgs) + " --batch_size 4 --steps 1000000 --save_dir " + (dir / "o");
+  // Only rank 1 gets SIGTERM; rank 0 learns it with the next step's all-reduce.
+  const auto r = run_command("{ " + rank_env(1, 2, port) + TB_BENCH_EXE + args +
+                             " >/dev/null 2>&1 & p1=$!; " + rank_env(0, 2, port) + TB_BENCH_EXE +
+                             args + " & p0=$!; for i in $(seq 600); do grep -q loss " + run +
+                             "/metrics.jsonl 2>/dev/null && break; sleep 0.1; done; kill -TERM "
+                             "$p1; wait $p0; rc=$?; wait $p1; exit $rc; }");
+  EXPECT_EQ(r.exit_code, 143) << r.output;
+  const auto s = nlohmann::json::parse(testing::read_file(run + "/summary.json"));
+  EXPECT_EQ(s["status"], "interrupted");
+  EXPECT_EQ(s["stop_signal"], 15);
+  EXPECT_EQ(s["replicas_identical"], true);
 }
 
 TEST(DistTraining, TorchrunLaunchesBench) {
@@ -326,6 +347,21 @@ TEST(DistFaults, FlagsThatDifferAcrossRanksStopEveryRankBeforeAnythingIsWritten)
             std::string::npos)
       << log1;
   EXPECT_FALSE(fs::exists(dir / "f_handcraft_layer1_float32"));
+}
+
+TEST(DistFaults, AnErrorOnlyRankZeroSeesStopsTheOthersAtOnce) {
+  testing::TempDir dir;
+  fs::create_directories(dir / "z_handcraft_layer1_float32");
+  testing::write_file(dir / "z_handcraft_layer1_float32/summary.json", "{}");  // occupied
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run_command(
+      launch(2, free_port(), std::string(kArgs) + " --batch_size 4 --save_dir " + (dir / "z")));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 2);  // rank 0's own status
+  EXPECT_NE(r.output.find("bench: rank 1: failed: rank 0: --save_dir"), std::string::npos)
+      << r.output;
+  EXPECT_LT(s, 15.0);  // not the 20 s --dist_timeout
+  EXPECT_EQ(testing::read_file(dir / "z_handcraft_layer1_float32/summary.json"), "{}");
 }
 
 TEST(DistFaults, APortInUseIsAClearError) {
