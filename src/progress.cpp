@@ -66,13 +66,16 @@ void Progress::finish() { clear_(); }
 std::string summary_table(const nlohmann::json& config, const nlohmann::json& summary) {
   std::ostringstream os;
   const auto& st = summary["step_time_ms"];
+  // Several processes: speeds are global, so the device column says how many shared them.
+  const int64_t world = config.value("world_size", int64_t{1});
+  const std::string processes = world > 1 ? " x" + std::to_string(world) : "";
   os << "| model | dtype | layers | flash | compile | device | seq/s | tokens/s | step ms (median, "
         "min-max) "
         "| MFU | peak MB | train loss | valid bpb | status |\n"
      << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
      << "| " << config["model"].get<std::string>() << " | " << config["dtype"].get<std::string>()
      << " | " << config["num_layer"] << " | " << config["flash"] << " | " << config["compile"]
-     << " | " << config["device"].get<std::string>() << " | "
+     << " | " << config["device"].get<std::string>() << processes << " | "
      << num_or_dash_(summary["sequences_per_s"], 1) << " | "
      << num_or_dash_(summary["tokens_per_s"], 0) << " | " << num_or_dash_(st["median"], 1) << " ("
      << num_or_dash_(st["min"], 1) << "-" << num_or_dash_(st["max"], 1) << ") | "

@@ -189,6 +189,7 @@ TEST(DistTraining, TwoRanksMatchOneProcessWithTwiceTheBatch) {
   EXPECT_EQ(c["world_size"], 2);
   // Only rank 0 prints the result table.
   ASSERT_NE(two.output.find("results:"), std::string::npos);
+  EXPECT_NE(two.output.find("| cpu x2 |"), std::string::npos) << two.output;
   EXPECT_EQ(two.output.find("results:"), two.output.rfind("results:"));
 }
 
