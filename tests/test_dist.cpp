@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -294,6 +295,25 @@ TEST(DistTraining, TorchrunLaunchesBench) {
       nlohmann::json::parse(testing::read_file(dir / "t_handcraft_layer1_float32/summary.json"));
   EXPECT_EQ(s["world_size"], 2);
   EXPECT_EQ(s["replicas_identical"], true);
+}
+
+TEST(AllreduceBench, MeasuresEachSizeAcrossRanksAndNeedsALaunch) {
+  const auto r =
+      run_command("bash " TB_SOURCE_DIR "/scripts/launch.sh --port " + std::to_string(free_port()) +
+                  " 2 " TB_ALLREDUCE_EXE " --max_mb 0.02 --seconds 0.05");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("# 2 ranks, gloo, float32 sum"), std::string::npos) << r.output;
+  for (const char* bytes : {"| 4096 | ", "| 16384 | "}) {
+    const size_t at = r.output.find(bytes);
+    ASSERT_NE(at, std::string::npos) << r.output;
+    const double ms = std::stod(r.output.substr(at + std::strlen(bytes)));
+    EXPECT_GT(ms, 0.0);
+    EXPECT_LT(ms, 1000.0);
+  }
+  EXPECT_EQ(r.output.find("| 65536 | "), std::string::npos);  // above --max_mb
+  const auto alone = run_command(TB_ALLREDUCE_EXE);
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_NE(alone.output.find("allreduce_bench: error: WORLD_SIZE: unset or 1"), std::string::npos);
 }
 
 TEST(DistFaults, AMissingRankTimesOutNamingItAndLeavesNothing) {
