@@ -349,6 +349,23 @@ TEST(DistFaults, ARankThatDiesMidRunFailsTheOthersNamingIt) {
             std::string::npos);
 }
 
+TEST(DistFaults, WhenRankZeroDiesTheOthersSayItsStoreIsGone) {
+  testing::TempDir dir;
+  const int port = free_port();
+  const std::string args =
+      std::string(kArgs) + " --batch_size 4 --dist_timeout 10 --save_dir " + (dir / "z");
+  const auto r = run_command("{ (" + rank_env(0, 2, port) + TB_BENCH_EXE + args +
+                             " --fault_exit_step 5 >/dev/null 2>&1 &) ; " + rank_env(1, 2, port) +
+                             TB_BENCH_EXE + args + "; }");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("bench: rank 1: failed: all-reduce failed: "), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("; rank 0 (host of the store at 127.0.0.1:" + std::to_string(port) +
+                          ") is gone"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(DistFaults, FlagsThatDifferAcrossRanksStopEveryRankBeforeAnythingIsWritten) {
   testing::TempDir dir;
   const int port = free_port();
