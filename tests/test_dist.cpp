@@ -331,14 +331,19 @@ TEST(DistFaults, AMissingRankTimesOutNamingItAndLeavesNothing) {
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
+// Two ranks on `port`; `dying` exits before step 5 (in the background). Returns the other
+// rank's output and status.
+testing::CommandResult run_with_a_crashing_rank(int dying, int port, const std::string& save) {
+  const std::string args =
+      std::string(kArgs) + " --batch_size 4 --dist_timeout 10 --save_dir " + save;
+  return run_command("{ (" + rank_env(dying, 2, port) + TB_BENCH_EXE + args +
+                     " --fault_exit_step 5 >/dev/null 2>&1 &) ; " + rank_env(1 - dying, 2, port) +
+                     TB_BENCH_EXE + args + "; }");
+}
+
 TEST(DistFaults, ARankThatDiesMidRunFailsTheOthersNamingIt) {
   testing::TempDir dir;
-  const int port = free_port();
-  const std::string args =
-      std::string(kArgs) + " --batch_size 4 --dist_timeout 10 --save_dir " + (dir / "d");
-  const auto r = run_command("(" + rank_env(1, 2, port) + TB_BENCH_EXE + args +
-                             " --fault_exit_step 5 >/dev/null 2>&1 &) ; " + rank_env(0, 2, port) +
-                             TB_BENCH_EXE + args);
+  const auto r = run_with_a_crashing_rank(1, free_port(), dir / "d");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("rank 1 stopped responding"), std::string::npos) << r.output;
   const auto s =
@@ -352,11 +357,7 @@ TEST(DistFaults, ARankThatDiesMidRunFailsTheOthersNamingIt) {
 TEST(DistFaults, WhenRankZeroDiesTheOthersSayItsStoreIsGone) {
   testing::TempDir dir;
   const int port = free_port();
-  const std::string args =
-      std::string(kArgs) + " --batch_size 4 --dist_timeout 10 --save_dir " + (dir / "z");
-  const auto r = run_command("{ (" + rank_env(0, 2, port) + TB_BENCH_EXE + args +
-                             " --fault_exit_step 5 >/dev/null 2>&1 &) ; " + rank_env(1, 2, port) +
-                             TB_BENCH_EXE + args + "; }");
+  const auto r = run_with_a_crashing_rank(0, port, dir / "z");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("bench: rank 1: failed: all-reduce failed: "), std::string::npos)
       << r.output;
