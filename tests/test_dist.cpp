@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -31,17 +32,24 @@ const char* kArgs =
     " --warmup_steps 2 --log_every 1 --eval_every 10 --eval_batches 2 --threads 1 --device cpu"
     " --peak_tflops 1 --dropout 0 --dist_timeout 20";
 
-// A TCP port that was free a moment ago (bound to port 0, then released).
+// A TCP port that was free a moment ago. It is drawn below the kernel's ephemeral range
+// (32768+), so that the outgoing connections of tests running alongside cannot take it before
+// the rank that should listen on it does.
 int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
+  static std::mt19937 rng(std::random_device{}());
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = 20000 + static_cast<int>(rng() % 12000);
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(fd);
+    if (ok) return port;
+  }
+  ADD_FAILURE() << "no free TCP port in [20000, 32000)";
+  return 0;
 }
 
 std::string launch(int n, int port, const std::string& args) {
