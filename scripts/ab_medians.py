@@ -8,7 +8,7 @@ import sys
 
 
 def median_ms(out, prefix, dtype):
-    path = glob.glob(f"{out}/{prefix}_*_layer*_{dtype}/summary.json")[0]
+    path = glob.glob(f"{out}/{prefix}_*_layer*_{dtype}*/summary.json")[0]
     with open(path) as f:
         return json.load(f)["step_time_ms"]["median"]
 

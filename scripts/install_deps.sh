@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages trainbench needs to build, test and run its demo.
+# Installs what trainbench needs to build, test and run its peers, on Debian 12 with the CUDA 13.0
+# toolkit: Debian's build packages, then the project's virtual environment .venv (git-ignored)
+# with the pinned Python packages of scripts/requirements.txt (torch 2.11 = LibTorch for bench).
 # Idempotent: installs only what is missing and prints nothing when all is present.
+# On a fresh machine the venv step downloads about 3 GB (torch + its nvidia-* CUDA wheels) and
+# takes 4.6 GB on disk; measured: about 1.5 minutes on the project's machines (docs/BENCHMARKS.md).
+# PYTHON=... picks the interpreter for the venv (default: python3; Python 3.11 or 3.12).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   g++ cmake ninja-build pkg-config
-  libtorch-dev            # LibTorch 1.13 (CPU)
-  libopenblas0-pthread    # fast BLAS; without it torch falls back to reference BLAS
   libcxxopts-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev
-  libgloo-dev             # Gloo headers for the c10d process group (multi-process runs)
+  libgloo-dev             # Gloo declarations for c10d's ProcessGroupGloo.hpp (see cmake/torch.cmake)
   zlib1g-dev              # inflate for reading enwik9.zip directly
   zip                     # tests build zip archives with it
-  python3
-  python3-torch           # Python side of the tests and the PyTorch peer
-  python3-matplotlib      # scripts/plot_runs.py
+  python3 python3-venv python3-dev  # python3-dev: torch.compile builds C++ against Python.h
 )
 
 missing=()
@@ -23,11 +25,34 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install_deps: installing Debian packages: ${missing[*]}" >&2
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq >/dev/null
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 
-echo "install_deps: installing ${missing[*]}" >&2
-sudo_cmd=()
-if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq >/dev/null
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The virtual environment: rebuilt from requirements.txt whenever that file changes (a stamp
+# holds the hash of the file it was installed from).
+venv=.venv
+req=scripts/requirements.txt
+want=$(sha256sum "$req" | cut -d' ' -f1)
+if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.installed" 2>/dev/null)" = "$want" ]; then
+  exit 0
+fi
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(0 if sys.version_info[:2] in ((3, 11), (3, 12)) else 1)'
+then
+  echo "install_deps: $python is Python $("$python" -V 2>&1); the pinned packages need 3.11 or" \
+       "3.12: set PYTHON=python3.11" >&2
+  exit 1
+fi
+echo "install_deps: installing $(grep -c '^[a-z]' "$req") pinned Python packages into $venv" \
+     "(torch 2.11 with its CUDA 13.0 wheels: about 3 GB to download, 4.6 GB on disk)" >&2
+start=$(date +%s)
+[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+echo "$want" > "$venv/.installed"
+echo "install_deps: $venv ready in $(( $(date +%s) - start )) s ($(du -sh "$venv" | cut -f1))" >&2

@@ -156,17 +156,11 @@ void validate(const RunConfig& cfg) {
   }
   const bool have_cuda = torch::cuda::is_available();
   if (cfg.device == "cuda" && !have_cuda) {
-    throw ConfigError("--device: 'cuda' is not available (no GPU, or a CPU-only LibTorch " +
-                      std::string(TORCH_VERSION) + "); use --device cpu");
+    throw ConfigError(
+        "--device: 'cuda' is not available (no GPU visible, or a build without "
+        "CUDA); use --device cpu");
   }
   const std::string device = resolved_device(cfg);
-#if TORCH_VERSION_MAJOR < 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 3)
-  if (device == "cpu" && cfg.dtype == "float16") {
-    throw ConfigError("--dtype: 'float16' is not supported on the CPU with LibTorch " +
-                      std::string(TORCH_VERSION) +
-                      " (CPU autocast is bfloat16 only); use --dtype bfloat16|float32 or a GPU");
-  }
-#endif
   if (cfg.compile == 1 && cfg.model == "torch") {
     throw ConfigError(
         "--compile: 1 is not allowed with --model torch (LibTorch's C++ nn::TransformerEncoder "

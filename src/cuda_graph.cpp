@@ -2,6 +2,8 @@
 // with CUDA graph code; a CPU build compiles the rules and a constructor that refuses.
 #include "trainbench/cuda_graph.h"
 
+#include <torch/version.h>
+
 #ifdef TB_WITH_CUDA
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAEvent.h>
@@ -9,8 +11,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
-
-#include "trainbench/torch_compat.h"
 
 namespace trainbench {
 
@@ -96,12 +96,8 @@ torch::Tensor StepGraph::step(const torch::Tensor& bytes) {
       const bool cache = at::autocast::is_autocast_cache_enabled();
       at::autocast::set_autocast_cache_enabled(false);
       try {
-#if TB_TORCH_AT_LEAST(2, 0)
         // Thread-local mode: the batch loader's thread may allocate pinned memory meanwhile.
         s.graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
-#else
-        s.graph.capture_begin();
-#endif
         s.static_loss = s.body(s.static_bytes);
         s.graph.capture_end();
       } catch (...) {

@@ -22,12 +22,8 @@
 namespace trainbench {
 namespace {
 
-// The process-group base class: ProcessGroup in 1.13, Backend from 2.0.
-#if TORCH_VERSION_MAJOR >= 2
+// The base class of every c10d process group (ProcessGroupGloo, ProcessGroupNCCL).
 using GroupBase = c10d::Backend;
-#else
-using GroupBase = c10d::ProcessGroup;
-#endif
 
 using Clock = std::chrono::steady_clock;
 

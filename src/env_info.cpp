@@ -11,10 +11,9 @@
 #include <fstream>
 
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
-
-#include "trainbench/torch_compat.h"
 
 #ifdef TB_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -22,16 +21,47 @@
 
 namespace trainbench {
 
-std::string openblas_config() {
-  using fn = char* (*)();
-  auto get = reinterpret_cast<fn>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
-  return get ? std::string(get()) : std::string();
+namespace {
+
+// The text after `key` in `text` up to the first character of `stops`, or "".
+std::string field_after_(const std::string& text, const std::string& key, const char* stops) {
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return "";
+  const size_t begin = at + key.size();
+  return text.substr(begin, text.find_first_of(stops, begin) - begin);
 }
 
-void openblas_set_threads(int threads) {
-  using fn = void (*)(int);
-  auto set = reinterpret_cast<fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  if (set) set(threads);
+}  // namespace
+
+std::string blas_info() {
+  // LibTorch's build configuration, e.g. "... Math Kernel Library Version 2024.2-Product ...
+  // MKL-DNN v3.10.2 ... BLAS_INFO=mkl, ...": the wheel links MKL (float32 GEMMs) and oneDNN
+  // (bfloat16 matmuls) statically, so the build, not the machine, decides.
+  const std::string cfg = at::show_config();
+  std::string blas = field_after_(cfg, "BLAS_INFO=", ", \n");
+  if (blas.empty()) blas = "unknown";
+  const std::string mkl = field_after_(cfg, "Math Kernel Library Version ", " \n");
+  const std::string dnn = field_after_(cfg, "MKL-DNN ", " \n");
+  if (!mkl.empty()) blas += " " + mkl;
+  if (!dnn.empty()) blas += ", oneDNN " + dnn;
+  return blas;
+}
+
+const std::vector<std::string>& thread_env_vars() {
+  static const std::vector<std::string> vars = {
+      "OMP_NUM_THREADS",         "OMP_WAIT_POLICY", "OMP_PROC_BIND",
+      "GOMP_SPINCOUNT",          "KMP_BLOCKTIME",   "MKL_NUM_THREADS",
+      "OPENBLAS_THREAD_TIMEOUT", "XLA_FLAGS",       "TRAINBENCH_THREAD_ENV"};
+  return vars;
+}
+
+nlohmann::json thread_env() {
+  nlohmann::json j = nlohmann::json::object();
+  for (const std::string& var : thread_env_vars()) {
+    const char* value = std::getenv(var.c_str());
+    j[var] = value ? nlohmann::json(value) : nlohmann::json(nullptr);
+  }
+  return j;
 }
 
 std::string device_name(const torch::Device& device) {
@@ -126,13 +156,9 @@ nlohmann::json collect_env(const torch::Device& device, int num_threads) {
 #endif
   j["num_threads"] = num_threads;
   j["available_cores"] = available_cores();
-  const std::string blas = openblas_config();
-  j["blas"] = blas.empty() ? "reference or unknown (no OpenBLAS symbols)" : blas;
+  j["blas"] = blas_info();
   j["parallel_info"] = at::get_parallel_info();
-  for (const char* var : {"OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS"}) {
-    const char* value = std::getenv(var);
-    j["env_" + std::string(var)] = value ? nlohmann::json(value) : nlohmann::json(nullptr);
-  }
+  j["thread_env"] = thread_env();
 #if defined(__clang__)
   j["compiler"] = std::string("clang ") + __clang_version__;
 #elif defined(__GNUC__)

@@ -4,7 +4,6 @@
 
 #include "trainbench/dropout.h"
 #include "trainbench/model.h"
-#include "trainbench/torch_compat.h"
 
 namespace trainbench {
 namespace {
@@ -35,9 +34,8 @@ class BlockImpl : public torch::nn::Module {
     return apply_dropout(x, dropout_, train, parallel_dropout_);
   }
 
-  // at::linear rather than nn::Linear's forward: LibTorch 1.13's C++ functional linear runs a
-  // 3-D input as matmul + a separate bias add, where at::linear folds it into one addmm (the op
-  // Python's nn.Linear calls), saving a pass over the activations forward and backward.
+  // at::linear (the op Python's nn.Linear calls) folds the bias of a 3-D input into one addmm
+  // instead of a matmul plus a separate pass over the activations for the bias.
   static torch::Tensor linear_(const torch::nn::Linear& layer, const torch::Tensor& x) {
     return torch::linear(x, layer->weight, layer->bias);
   }
@@ -52,7 +50,7 @@ class BlockImpl : public torch::nn::Module {
     const torch::Tensor &q = qkv_heads[0], &k = qkv_heads[1], &v = qkv_heads[2];
     torch::Tensor o;  // [B, H, S, hd]
     if (flash_) {
-      o = tb_sdpa(q, k, v, 0.0, /*is_causal=*/true);
+      o = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
     } else {
       auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(hd)));
       auto weights = torch::softmax(scores + mask, -1);  // [B, H, S, S]

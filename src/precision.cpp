@@ -3,8 +3,6 @@
 
 #include <ATen/autocast_mode.h>
 
-#include "trainbench/torch_compat.h"
-
 namespace trainbench {
 
 c10::optional<c10::ScalarType> autocast_dtype(const std::string& dtype) {
@@ -15,7 +13,6 @@ c10::optional<c10::ScalarType> autocast_dtype(const std::string& dtype) {
 
 namespace {
 
-#if TB_TORCH_AT_LEAST(2, 4)
 bool autocast_enabled_(torch::DeviceType d) { return at::autocast::is_autocast_enabled(d); }
 c10::ScalarType autocast_get_dtype_(torch::DeviceType d) {
   return at::autocast::get_autocast_dtype(d);
@@ -24,24 +21,6 @@ void autocast_set_(torch::DeviceType d, bool on, c10::ScalarType t) {
   at::autocast::set_autocast_enabled(d, on);
   at::autocast::set_autocast_dtype(d, t);
 }
-#else
-bool autocast_enabled_(torch::DeviceType d) {
-  return d == torch::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
-}
-c10::ScalarType autocast_get_dtype_(torch::DeviceType d) {
-  return d == torch::kCUDA ? at::autocast::get_autocast_gpu_dtype()
-                           : at::autocast::get_autocast_cpu_dtype();
-}
-void autocast_set_(torch::DeviceType d, bool on, c10::ScalarType t) {
-  if (d == torch::kCUDA) {
-    at::autocast::set_enabled(on);
-    at::autocast::set_autocast_gpu_dtype(t);
-  } else {
-    at::autocast::set_cpu_enabled(on);
-    at::autocast::set_autocast_cpu_dtype(t);
-  }
-}
-#endif
 
 }  // namespace
 

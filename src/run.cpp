@@ -46,11 +46,6 @@ int64_t peak_memory_bytes_(const torch::Device& device) {
 }
 
 void warn_about_setup_(int threads, int local_world) {
-  if (openblas_config().empty()) {
-    log_warn(
-        "BLAS: OpenBLAS not found; float32 matmuls use the slow reference BLAS "
-        "(install libopenblas0-pthread: scripts/install_deps.sh)");
-  }
   if (build_type() != "Release") {
     log_warn("***WARNING*** bench was built as " + build_type() +
              "; timings are not representative (configure with -DCMAKE_BUILD_TYPE=Release)");
@@ -127,7 +122,6 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   const int threads = cfg.threads > 0 ? static_cast<int>(cfg.threads)
                                       : std::max(1, available_cores() / env.local_world_size);
   at::set_num_threads(threads);
-  openblas_set_threads(threads);
   // float32 on CUDA may use TF32 tensor cores, as in the reference (recorded in env.json).
   if (device.is_cuda()) at::globalContext().setAllowTF32CuBLAS(true);
 #ifdef TB_WITH_CUDA

@@ -8,8 +8,6 @@
 #include <torch/csrc/jit/passes/tensorexpr_fuser.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
-#include "trainbench/torch_compat.h"
-
 namespace torch::jit {
 // Exported by libtorch but declared in a header Debian's package does not ship.
 TORCH_API bool canFuseOnCPU();
@@ -50,11 +48,7 @@ std::string handcraft_script_source(const ModelOptions& o) {
     << ").permute(2, 1, 3, 0, 4)\n"
     << "    q, k, v = qkv.unbind(0)\n";
   if (o.flash) {
-#if TB_TORCH_AT_LEAST(2, 0)
     s << "    o = torch.scaled_dot_product_attention(q, k, v, None, 0.0, True)\n";
-#else
-    s << "    o = torch._scaled_dot_product_attention(q, k, v, None, 0.0, False, True)[0]\n";
-#endif
   } else {
     s << "    scores = torch.matmul(q, k.transpose(-2, -1)) * "
       << literal_(1.0 / std::sqrt(double(hd))) << "\n    w = torch.softmax(scores + mask, -1)\n"

@@ -8,14 +8,12 @@
 #include <ATen/Context.h>
 
 #include "trainbench/precision.h"
-#include "trainbench/torch_compat.h"
 
 namespace trainbench {
 namespace {
 
 const std::vector<std::string> kBackends = {"auto", "flash", "efficient", "cudnn", "math"};
 
-#if TB_TORCH_AT_LEAST(2, 0)
 // The names of LibTorch's sdp::SDPBackend values (math=0, flash=1, efficient=2, cudnn=3,
 // overrideable=4).
 std::string backend_name_(int64_t choice) {
@@ -24,7 +22,6 @@ std::string backend_name_(int64_t choice) {
   if (choice >= 0 && choice < static_cast<int64_t>(names.size())) return names[choice];
   return "backend_" + std::to_string(choice);
 }
-#endif
 
 std::string flag_prefix_(const std::string& backend) {
   return "--sdpa_backend: '" + backend + "' ";
@@ -37,16 +34,8 @@ SdpaFlags sdpa_flags() {
   SdpaFlags f;
   f.flash = ctx.userEnabledFlashSDP();
   f.math = ctx.userEnabledMathSDP();
-#if TB_TORCH_AT_LEAST(2, 0)
   f.mem_efficient = ctx.userEnabledMemEfficientSDP();
-#else
-  f.mem_efficient = false;
-#endif
-#if TB_TORCH_AT_LEAST(2, 5)
   f.cudnn = ctx.userEnabledCuDNNSDP();
-#else
-  f.cudnn = false;
-#endif
   return f;
 }
 
@@ -54,12 +43,8 @@ void set_sdpa_flags(const SdpaFlags& f) {
   auto& ctx = at::globalContext();
   ctx.setSDPUseFlash(f.flash);
   ctx.setSDPUseMath(f.math);
-#if TB_TORCH_AT_LEAST(2, 0)
   ctx.setSDPUseMemEfficient(f.mem_efficient);
-#endif
-#if TB_TORCH_AT_LEAST(2, 5)
   ctx.setSDPUseCuDNN(f.cudnn);
-#endif
 }
 
 SdpaBackendGuard::SdpaBackendGuard(const std::string& backend) {
@@ -92,27 +77,13 @@ std::string sdpa_backend_config_error(const RunConfig& cfg) {
            "attention); use --flash 1 or --sdpa_backend auto";
   }
   if (b == "math") return "";
-  const std::string version = TORCH_VERSION;
   if (resolved_device(cfg) == "cpu") {
     if (b == "efficient" || b == "cudnn") {
-      return flag_prefix_(b) + "has no CPU kernel (the CPU has math, and flash from LibTorch " +
-             "2.1); use --sdpa_backend auto|math or --device cuda";
+      return flag_prefix_(b) +
+             "has no CPU kernel (the CPU has flash and math); use --sdpa_backend "
+             "auto|flash|math or --device cuda";
     }
-#if !TB_TORCH_AT_LEAST(2, 1)
-    return flag_prefix_(b) + "has no CPU kernel in LibTorch " + version +
-           " (CPU flash attention arrived in 2.1); use --sdpa_backend auto|math or --device cuda";
-#endif
     return "";
-  }
-#if !TB_TORCH_AT_LEAST(2, 0)
-  if (b == "efficient") {
-    return flag_prefix_(b) + "needs LibTorch >= 2.0 (this is " + version +
-           "); use --sdpa_backend auto|flash|math";
-  }
-#endif
-  if (b == "cudnn" && !TB_TORCH_AT_LEAST(2, 5)) {
-    return flag_prefix_(b) + "needs LibTorch >= 2.5 (this is " + version +
-           "); use --sdpa_backend auto|flash|efficient|math";
   }
   if ((b == "flash" || b == "cudnn") && cfg.dtype == "float32") {
     return flag_prefix_(b) +
@@ -124,7 +95,6 @@ std::string sdpa_backend_config_error(const RunConfig& cfg) {
 
 std::string resolve_sdpa_backend(const RunConfig& cfg, const torch::Device& device) {
   if (cfg.flash != 1) return "";
-#if TB_TORCH_AT_LEAST(2, 0)
   SdpaBackendGuard guard(cfg.sdpa_backend);
   // q, k, v as the attention sees them: [batch, heads, seq, head_dim] in the compute dtype
   // (autocast casts the qkv projection's output), requiring grad as in training. Zeros, not
@@ -151,10 +121,6 @@ std::string resolve_sdpa_backend(const RunConfig& cfg, const torch::Device& devi
   }
   if (name.empty()) throw ConfigError("--flash: 1 cannot run here: " + why + "; use --flash 0");
   return name;
-#else
-  if (device.is_cpu()) return "math";  // 1.13's CPU SDPA is the math path only
-  return cfg.sdpa_backend == "auto" ? "unknown" : cfg.sdpa_backend;
-#endif
 }
 
 }  // namespace trainbench

@@ -289,13 +289,13 @@ TEST(DistTraining, ASignalToOneRankStopsBothWithItsNumber) {
   EXPECT_EQ(s["replicas_identical"], true);
 }
 
+// torchrun of the project's environment (the same torch 2.11 as bench's LibTorch).
 TEST(DistTraining, TorchrunLaunchesBench) {
-  if (!fs::exists("/usr/bin/torchrun")) GTEST_SKIP() << "torchrun is not installed";
+  const std::string torchrun = fs::path(TB_PYTHON).parent_path() / "torchrun";
+  ASSERT_TRUE(fs::exists(torchrun)) << torchrun << " is missing: run scripts/install_deps.sh";
   testing::TempDir dir;
-  // Debian's torchrun 1.13 under Python 3.11 cannot parse its default --redirects/--tee 0
-  // (enum.Flag no longer lists the zero member); 1 works there and in 2.x alike.
   const auto r =
-      run_command("/usr/bin/torchrun --redirects 1 --tee 1 --log_dir " + (dir / "logs") +
+      run_command(torchrun + " --redirects 1 --tee 1 --log_dir " + (dir / "logs") +
                   " --no_python --nproc_per_node=2 --master_port " + std::to_string(free_port()) +
                   " " TB_BENCH_EXE + kArgs + " --batch_size 4 --steps 4 --save_dir " + (dir / "t"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -303,6 +303,19 @@ TEST(DistTraining, TorchrunLaunchesBench) {
       nlohmann::json::parse(testing::read_file(dir / "t_handcraft_layer1_float32/summary.json"));
   EXPECT_EQ(s["world_size"], 2);
   EXPECT_EQ(s["replicas_identical"], true);
+}
+
+// Gloo lives inside libtorch_cpu; bench compiles c10d's ProcessGroupGloo.hpp against Debian's
+// older Gloo declarations (cmake/torch.cmake). That is safe only while our binaries hold no Gloo
+// code of their own, which the dynamic linker could bind libtorch's Gloo calls to, and link no
+// second Gloo library.
+TEST(DistGloo, BenchDefinesNoGlooSymbolAndLinksNoOtherGloo) {
+  const auto nm = run_command("nm -C --defined-only " TB_BENCH_EXE " | grep -c ' gloo::'");
+  EXPECT_EQ(nm.output, "0\n") << "gloo symbols defined in bench";
+  const auto ldd = run_command("ldd " TB_BENCH_EXE);
+  ASSERT_EQ(ldd.exit_code, 0) << ldd.output;
+  EXPECT_EQ(ldd.output.find("libgloo"), std::string::npos) << ldd.output;
+  EXPECT_NE(ldd.output.find("libtorch_cpu.so"), std::string::npos) << ldd.output;
 }
 
 TEST(AllreduceBench, MeasuresEachSizeAcrossRanksAndNeedsALaunch) {

@@ -14,7 +14,6 @@
 #include "trainbench/report.h"
 #include "trainbench/results.h"
 #include "trainbench/sdpa_backend.h"
-#include "trainbench/torch_compat.h"
 #include "trainbench/trainer.h"
 
 namespace trainbench {
@@ -65,17 +64,6 @@ TEST(GpuFlags, BadValuesAndCombinationsNameTheFlagValueAndAllowed) {
       {{"--cuda_graph", "1", "--fused_adam", "1", "--device", "cpu"},
        "--cuda_graph: 1 needs a CUDA device (this run is on cpu); use --cuda_graph 0"},
   };
-#if !TB_TORCH_AT_LEAST(2, 1)
-  cases.push_back({{"--sdpa_backend", "flash", "--flash", "1", "--device", "cpu"},
-                   "--sdpa_backend: 'flash' has no CPU kernel in LibTorch " +
-                       std::string(TORCH_VERSION) + " (CPU flash attention arrived in 2.1)"});
-#endif
-#if !TB_TORCH_AT_LEAST(2, 4)
-  cases.push_back({{"--fused_adam", "1", "--device", "cpu"},
-                   "--fused_adam: 1 is not available: the fused Adam kernel needs a CUDA device, "
-                   "or LibTorch >= 2.4 for the CPU kernel (this is LibTorch " +
-                       std::string(TORCH_VERSION) + " on cpu); use --fused_adam 0"});
-#endif
   for (const auto& [args, expected] : cases) {
     std::string line;
     for (const auto& a : args) line += a + " ";
@@ -98,11 +86,6 @@ TEST(GpuFlags, BadFlagsExitTwoWithOneLineAndCreateNothing) {
     EXPECT_EQ(r.output.rfind("bench: error: --", 0), 0u) << r.output;
     EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;  // exactly one line
   }
-#if !TB_TORCH_AT_LEAST(2, 4)
-  const auto r = testing::run_bench("--fused_adam 1" + save);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("LibTorch >= 2.4 for the CPU kernel"), std::string::npos) << r.output;
-#endif
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
@@ -157,11 +140,7 @@ TEST(SdpaBackendGuard, ResolvedBackendIsMathOrFlashOnTheCpu) {
   EXPECT_EQ(resolve_sdpa_backend(c, torch::kCPU), "math");
   c.sdpa_backend = "auto";
   const std::string chosen = resolve_sdpa_backend(c, torch::kCPU);
-#if TB_TORCH_AT_LEAST(2, 1)
   EXPECT_TRUE(chosen == "math" || chosen == "flash") << chosen;
-#else
-  EXPECT_EQ(chosen, "math");  // 1.13's CPU SDPA is the math path
-#endif
 }
 
 class GpuFlagsRun : public ::testing::Test {
@@ -196,11 +175,7 @@ TEST_F(GpuFlagsRun, TheBackendThatRanIsRecordedInConfigAndSummary) {
   c.sdpa_backend = "auto";
   c.save_dir = dir / "auto";
   r = run_benchmark(c);
-#if !TB_TORCH_AT_LEAST(2, 1)
-  EXPECT_EQ(r.summary["sdpa_backend_used"], "math");
-#else
   EXPECT_TRUE(r.summary["sdpa_backend_used"].is_string());
-#endif
 }
 
 TEST(GpuFlagsResume, BackendAndGraphMayChangeButTheOptimizerMayNot) {

@@ -2,18 +2,21 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <torch/types.h>
 #include <nlohmann/json.hpp>
 
 namespace trainbench {
 
-// OpenBLAS's own configuration string, or "" when the process uses another BLAS (Debian's
-// LibTorch links the generic libblas.so.3; without OpenBLAS that is the slow reference BLAS).
-std::string openblas_config();
+// The BLAS and oneDNN LibTorch was built with, e.g. "mkl 2024.2-Product, oneDNN v3.10.2"
+// (worded as the Python peer's env.json words it).
+std::string blas_info();
 
-// Limits OpenBLAS's private thread pool (at::set_num_threads does not reach it).
-void openblas_set_threads(int threads);
+// The environment variables that steer the CPU thread pools (OpenMP, MKL, XLA, ...), recorded
+// in env.json as {"NAME": value or null} by bench and by every peer alike.
+const std::vector<std::string>& thread_env_vars();
+nlohmann::json thread_env();
 
 // CPU model name from /proc/cpuinfo, or the CUDA device name.
 std::string device_name(const torch::Device& device);

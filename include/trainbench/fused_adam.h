@@ -50,10 +50,6 @@ class FusedAdam {
   FusedAdamOptions options_;
 };
 
-// "" when the fused kernel can run on `device` with this LibTorch (CUDA; the CPU from 2.4),
-// else what is needed.
-std::string fused_adam_unavailable_reason(const torch::Device& device);
-
 // The --fused_adam rules: "" when fine, else the one-line ConfigError message. Called by
 // validate().
 std::string fused_adam_config_error(const RunConfig& cfg);

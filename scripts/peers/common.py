@@ -242,12 +242,37 @@ class Results:
         self.metrics.flush()
 
 
+# The variables that steer the CPU thread pools (OpenMP, MKL, oneDNN, XLA); bench's env.json
+# records the same list, so a comparison table can show that every column ran alike.
+THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_PROC_BIND", "GOMP_SPINCOUNT",
+                   "KMP_BLOCKTIME", "MKL_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "XLA_FLAGS",
+                   "TRAINBENCH_THREAD_ENV")
+
+
+def thread_env():
+    return {v: os.environ.get(v) for v in THREAD_ENV_VARS}
+
+
 def base_env(framework_version, device_name, threads):
     return {"libtorch_version": None, "framework_version": framework_version,
             "device_name": device_name, "cuda_version": None, "num_threads": threads,
+            "available_cores": len(os.sched_getaffinity(0)), "thread_env": thread_env(),
             "blas": None, "compiler": "python " + platform.python_version(),
             "git_revision": None, "hostname": socket.gethostname(),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def cpu_name():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "cpu"
+
+
+def peak_rss():
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def step_stats(ms):
@@ -263,6 +288,7 @@ class StepLog:
     def __init__(self, args, results):
         self.a, self.res = args, results
         self.timed, self.warm_s, self.step, self.status = [], 0.0, 0, "completed"
+        self.first_s = None  # the first step: where torch.compile / jax.jit compile
         self.last, self.vloss = float("nan"), float("nan")
         self.wl, self.ws, self.wn = 0.0, 0.0, 0
         self.start = time.perf_counter()
@@ -271,6 +297,8 @@ class StepLog:
         """One step that ran from t0 to t1 (device synchronized); False once diverged."""
         a = self.a
         self.step += 1
+        if self.step == 1:
+            self.first_s = t1 - t0
         if self.step <= a.warmup_steps:
             self.warm_s += t1 - t0
         else:
@@ -305,7 +333,11 @@ class StepLog:
             "mfu": seq * a.seq_len * fpt / peak_flops if seq and peak_flops else None,
             "peak_flops": peak_flops or None, "peak_flops_source": peak_source,
             "peak_memory_bytes": memory_bytes, "warmup_seconds": self.warm_s,
-            "compile_seconds": None, "compile_backend": backend,
+            # the first step less a typical step: the compiler's share of the warm-up
+            "compile_seconds": (max(0.0, self.first_s - st["median"] / 1e3)
+                                if backend != "eager" and self.first_s and st["median"]
+                                else None),
+            "compile_backend": backend,
             "final_train_loss": self.last, "final_valid_loss": self.vloss,
             "final_valid_bpb": self.vloss / math.log(2)})
         print(f"results: {self.res.dir}")

@@ -3,9 +3,13 @@
 fused qkv, naive causal attention), the same sampler and the same result files as bench.
 Linear weights use variance scaling (scale 1/3, fan_in, uniform), which equals PyTorch's
 default uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)); biases likewise uniform in that range.
-float32 and bfloat16 (parameters float32, compute bfloat16). JAX is not installable on the
-development machines; this runs where JAX is (e.g. the GPU machine).
+float32 and bfloat16 (parameters float32, compute bfloat16, LayerNorm and softmax float32).
+Runs on the CPU (jaxlib) and on a GPU where jax has one; the step is one jax.jit, whose compile
+time is the first step's excess over a timed step (summary.json compile_seconds).
+--threads N: XLA:CPU sizes its thread pool from the cores the process may use, so the process
+is confined to N of them before jax starts.
 Example: jax_run.py --data corpus.bin --num_layer 8 --batch_size 100 --steps 300"""
+import argparse
 import math
 import os
 import sys
@@ -13,6 +17,19 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+
+
+def confine_threads(argv):
+    """Before jax starts: --threads N keeps the process (and so XLA's pool) on N cores."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--threads", type=int, default=0)
+    n = pre.parse_known_args(argv)[0].threads
+    cores = sorted(os.sched_getaffinity(0))
+    if 0 < n < len(cores):
+        os.sched_setaffinity(0, cores[:n])
+
+
+confine_threads(sys.argv[1:])
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -83,6 +100,13 @@ def main():
     if a.model != "handcraft" or a.flash or a.compile or a.dtype == "float16":
         parser.error("jax_run.py runs --model handcraft --flash 0 --compile 0 (jit is always on) "
                      "with --dtype float32|bfloat16")
+    platform = jax.devices()[0].platform
+    if a.device == "cuda" and platform != "gpu":
+        parser.error(f"--device cuda: jax has no GPU here (platform {platform})")
+    if a.device == "cpu" and platform != "cpu":
+        jax.config.update("jax_platform_name", "cpu")
+        platform = "cpu"
+    threads = len(os.sched_getaffinity(0)) if platform == "cpu" else None
     dtype = jnp.bfloat16 if a.dtype == "bfloat16" else jnp.float32
     data, source = common.load_corpus(a.data)
     valid = a.valid_bytes if a.valid_bytes >= 0 else min(5_000_000, len(data) // 20)
@@ -116,11 +140,14 @@ def main():
     eval_loss = jax.jit(lambda p, x: loss_fn(p, x, jax.random.PRNGKey(0), False))
 
     res = common.Results(a)
-    res.write("config.json", dict(vars(a), framework="jax", device=jax.devices()[0].platform,
+    device = "cuda" if platform == "gpu" else platform
+    res.write("config.json", dict(vars(a), framework="jax", device=device, threads=threads,
                                   valid_bytes=valid, run_dir=res.dir, corpus_source=source,
                                   corpus_bytes=len(data), params=n_params))
-    res.write("env.json", common.base_env("jax " + jax.__version__,
-                                          jax.devices()[0].device_kind, None))
+    env = common.base_env("jax " + jax.__version__, common.cpu_name() if platform == "cpu"
+                          else jax.devices()[0].device_kind, threads)
+    env["blas"] = "XLA:" + platform.upper() + " (jaxlib " + jax.lib.__version__ + ")"
+    res.write("env.json", env)
     log = common.StepLog(a, res)
     while log.step < a.steps:
         key, sub = jax.random.split(key)
@@ -135,7 +162,8 @@ def main():
         tot = sum(float(eval_loss(params, batch(b))) * len(b) for b in batches)
         log.evaluation(tot / sum(len(b) for b in batches))
     peak = a.peak_tflops * 1e12
-    return log.write_summary(n_params, peak, "flag" if peak else "unknown", None, "jax.jit")
+    mem = common.peak_rss() if platform == "cpu" else None
+    return log.write_summary(n_params, peak, "flag" if peak else "unknown", mem, "jax.jit")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,102 @@
+# LibTorch from the PyPI torch wheel inside the project's virtual environment (made by
+# scripts/install_deps.sh). Nothing is found from the system by accident: find_package(Torch)
+# looks only under the environment's torch.utils.cmake_prefix_path.
+# Sets TB_TORCH_VERSION, TB_TORCH_CUDA (the CUDA version the wheel was built for, "" for a CPU
+# build), TB_WITH_CUDA, TB_WITH_GLOO (+ TB_GLOO_INCLUDE_DIR), TB_WITH_NCCL (+ TB_NCCL_INCLUDE_DIR).
+set(TB_VENV "${PROJECT_SOURCE_DIR}/.venv" CACHE PATH "Virtual environment that holds torch")
+set(TB_TORCH_MIN_VERSION 2.11)
+set(TB_FIX "run scripts/install_deps.sh (or set -DTB_VENV=...)")
+
+if(NOT EXISTS "${TB_VENV}/bin/python")
+  message(FATAL_ERROR "trainbench: no virtual environment at ${TB_VENV}; ${TB_FIX}")
+endif()
+execute_process(
+  COMMAND "${TB_VENV}/bin/python" -c
+    "import torch, torch.distributed as d; print(torch.__version__); \
+print(torch.utils.cmake_prefix_path); print(torch.version.cuda or ''); \
+print(int(d.is_available() and d.is_gloo_available()))"
+  OUTPUT_VARIABLE tb_out ERROR_VARIABLE tb_err RESULT_VARIABLE tb_rc
+  OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT tb_rc EQUAL 0)
+  message(FATAL_ERROR "trainbench: ${TB_VENV}/bin/python cannot import torch; ${TB_FIX}")
+endif()
+string(REPLACE "\n" ";" tb_out "${tb_out}")
+list(GET tb_out 0 TB_TORCH_VERSION)
+list(GET tb_out 1 tb_prefix)
+list(GET tb_out 2 TB_TORCH_CUDA)
+list(GET tb_out 3 tb_torch_gloo)
+string(REGEX MATCH "^[0-9]+\\.[0-9]+" tb_torch_mm "${TB_TORCH_VERSION}")
+if(tb_torch_mm VERSION_LESS TB_TORCH_MIN_VERSION)
+  message(FATAL_ERROR "trainbench: torch ${TB_TORCH_VERSION} found in ${TB_VENV}; supported: "
+                      "${TB_TORCH_MIN_VERSION} and later (pinned torch==2.11.*); ${TB_FIX}")
+endif()
+
+# A CUDA wheel's TorchConfig needs the CUDA toolkit of the same major.minor: the wheel's
+# libraries and the code nvcc compiles here must agree on one runtime.
+if(TB_TORCH_CUDA)
+  find_program(TB_NVCC nvcc HINTS ENV CUDA_HOME PATHS /usr/local/cuda/bin)
+  if(NOT TB_NVCC)
+    message(FATAL_ERROR "trainbench: torch ${TB_TORCH_VERSION} is a CUDA ${TB_TORCH_CUDA} build "
+                        "and needs the CUDA ${TB_TORCH_CUDA} toolkit (nvcc), none found; install "
+                        "it or put its bin/ on PATH")
+  endif()
+  execute_process(COMMAND "${TB_NVCC}" --version OUTPUT_VARIABLE tb_nvcc_out)
+  string(REGEX MATCH "release ([0-9]+\\.[0-9]+)" tb_nvcc_rel "${tb_nvcc_out}")
+  if(NOT CMAKE_MATCH_1 VERSION_EQUAL TB_TORCH_CUDA)
+    message(FATAL_ERROR "trainbench: torch ${TB_TORCH_VERSION} is a CUDA ${TB_TORCH_CUDA} build "
+                        "but ${TB_NVCC} is CUDA ${CMAKE_MATCH_1}; put the CUDA ${TB_TORCH_CUDA} "
+                        "toolkit first on PATH (or set CUDA_HOME)")
+  endif()
+  set(CMAKE_CUDA_COMPILER "${TB_NVCC}" CACHE FILEPATH "nvcc matching the torch wheel")
+  get_filename_component(tb_cuda_root "${TB_NVCC}" DIRECTORY)
+  get_filename_component(tb_cuda_root "${tb_cuda_root}" DIRECTORY)
+  set(CUDAToolkit_ROOT "${tb_cuda_root}")
+  # The wheel's TorchConfig asks for the architectures of its own build when none is given;
+  # ours are the project's GPU machines (H200 = sm_90) plus a PTX fallback for newer ones.
+  if(NOT TORCH_CUDA_ARCH_LIST)
+    set(TORCH_CUDA_ARCH_LIST "9.0+PTX" CACHE STRING "CUDA architectures for our kernels")
+  endif()
+endif()
+
+if(TB_TORCH_CUDA)
+  # Caffe2's cuda.cmake warns when CMake's own architecture list is set and then ignores it
+  # (TORCH_CUDA_ARCH_LIST above rules); enable CUDA first and drop CMake's default list.
+  enable_language(CUDA)
+  unset(CMAKE_CUDA_ARCHITECTURES)
+  unset(CMAKE_CUDA_ARCHITECTURES CACHE)
+  set(CMAKE_CUDA_STANDARD 20)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+endif()
+# The wheel has no libkineto (the profiler is inside libtorch_cpu); give TorchConfig's lookup a
+# library it already links so it does not warn about the missing one.
+set(kineto_LIBRARY "${tb_prefix}/../../lib/libtorch_cpu.so" CACHE FILEPATH "")
+find_package(Torch REQUIRED CONFIG PATHS "${tb_prefix}/Torch" NO_DEFAULT_PATH)
+
+set(TB_WITH_CUDA OFF)
+if(TB_TORCH_CUDA AND TARGET torch_cuda)
+  set(TB_WITH_CUDA ON)
+endif()
+
+# Gloo: the wheel links Gloo into libtorch_cpu but ships no Gloo headers, and c10d's
+# ProcessGroupGloo.hpp includes five of them. Debian's libgloo-dev (2022) gives the declarations;
+# that header guards the newer Store methods behind GLOO_STORE_HAS_STORE_V2, and our code only
+# holds Gloo objects through pointers made inside libtorch, so no Gloo layout crosses the
+# boundary. Debian's libgloo itself is never linked (libtorch_cpu has its own copy);
+# tests/dist/test_gloo_abi checks that our binaries define no gloo symbol.
+set(TB_WITH_GLOO OFF)
+find_path(TB_GLOO_INCLUDE_DIR gloo/rendezvous/store.h PATHS /usr/include NO_CMAKE_PATH)
+if(tb_torch_gloo AND TB_GLOO_INCLUDE_DIR)
+  set(TB_WITH_GLOO ON)
+endif()
+
+# NCCL: the header of the NCCL wheel that libtorch_cuda loads, not the toolkit's copy.
+set(TB_WITH_NCCL OFF)
+if(TB_WITH_CUDA)
+  file(GLOB tb_nccl_dirs "${tb_prefix}/../../../nvidia/nccl/include")
+  find_path(TB_NCCL_INCLUDE_DIR nccl.h PATHS ${tb_nccl_dirs} NO_DEFAULT_PATH)
+  if(TB_NCCL_INCLUDE_DIR)
+    set(TB_WITH_NCCL ON)
+  endif()
+endif()
+message(STATUS "trainbench: LibTorch ${TB_TORCH_VERSION} (${TB_VENV}), CUDA code: "
+               "${TB_WITH_CUDA}, Gloo: ${TB_WITH_GLOO}, NCCL: ${TB_WITH_NCCL}")

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# What LibTorch 1.13 made bench do, re-measured on the current LibTorch in one run: for each
+# dtype, bench's default eager handcraft run against one knob changed at a time, runs one after
+# another on the same bytes, medians and speed-ups printed (B over the default):
+#   native    --dropout_impl native   (torch::dropout instead of bench's parallel mask kernel)
+#   threadenv TRAINBENCH_THREAD_ENV=1 (no OMP_WAIT_POLICY re-exec: the runtimes' defaults)
+#   fadam     --fused_adam 1          (at::_fused_adam_, the 2.x CPU kernel)
+#   flash     --flash 1               (scaled_dot_product_attention: the CPU flash kernel)
+# Usage: scripts/libtorch_ab.sh OUT_DIR [bench flags...]   (DTYPES="float32 bfloat16")
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 1 ] || { echo "usage: $0 OUT_DIR [bench flags...]" >&2; exit 2; }
+out=$1; shift
+BENCH=${BENCH:-./build/bench}
+PY=${PYTHON:-.venv/bin/python}
+for dtype in ${DTYPES:-float32 bfloat16}; do
+  run() {  # run NAME [env...] -- [flags...]
+    local name=$1; shift
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
+    echo "== $dtype $name" >&2
+    env "${envs[@]}" "$BENCH" --dtype "$dtype" --save_dir "$out/$name" --overwrite 1 "$@" \
+      "${args[@]}" >/dev/null
+  }
+  args=("$@")
+  run default -- 
+  run native -- --dropout_impl native
+  run threadenv TRAINBENCH_THREAD_ENV=1 --
+  run fadam -- --fused_adam 1
+  run flash -- --flash 1
+  for b in native:torch::dropout threadenv:runtime-defaults fadam:fused-Adam flash:flash; do
+    "$PY" scripts/ab_medians.py "$out" "$dtype" default:default "$b"
+  done
+  "$PY" -c "import json,glob; print('   flash ran:', json.load(open(glob.glob('$out/flash_*_$dtype" \
+"_flash/summary.json')[0])).get('sdpa_backend_used'))"
+done
