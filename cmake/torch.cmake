@@ -4,21 +4,25 @@
 # Sets TB_TORCH_VERSION, TB_TORCH_CUDA (the CUDA version the wheel was built for, "" for a CPU
 # build), TB_WITH_CUDA, TB_WITH_GLOO (+ TB_GLOO_INCLUDE_DIR), TB_WITH_NCCL (+ TB_NCCL_INCLUDE_DIR).
 set(TB_VENV "${PROJECT_SOURCE_DIR}/.venv" CACHE PATH "Virtual environment that holds torch")
+# The interpreter whose torch is used; a machine with a system-wide torch (the GPU machine)
+# passes its python here instead of a venv.
+set(TB_PYTHON "${TB_VENV}/bin/python" CACHE FILEPATH "Python whose torch wheel is LibTorch")
 set(TB_TORCH_MIN_VERSION 2.11)
-set(TB_FIX "run scripts/install_deps.sh (or set -DTB_VENV=...)")
+set(TB_FIX "run scripts/install_deps.sh (or set -DTB_PYTHON=...)")
 
-if(NOT EXISTS "${TB_VENV}/bin/python")
-  message(FATAL_ERROR "trainbench: no virtual environment at ${TB_VENV}; ${TB_FIX}")
+if(NOT EXISTS "${TB_PYTHON}")
+  message(FATAL_ERROR "trainbench: no virtual environment at ${TB_VENV} (${TB_PYTHON} is "
+                      "missing); ${TB_FIX}")
 endif()
 execute_process(
-  COMMAND "${TB_VENV}/bin/python" -c
+  COMMAND "${TB_PYTHON}" -c
     "import torch, torch.distributed as d; print(torch.__version__); \
 print(torch.utils.cmake_prefix_path); print(torch.version.cuda or ''); \
 print(int(d.is_available() and d.is_gloo_available()))"
   OUTPUT_VARIABLE tb_out ERROR_VARIABLE tb_err RESULT_VARIABLE tb_rc
   OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(NOT tb_rc EQUAL 0)
-  message(FATAL_ERROR "trainbench: ${TB_VENV}/bin/python cannot import torch; ${TB_FIX}")
+  message(FATAL_ERROR "trainbench: ${TB_PYTHON} cannot import torch; ${TB_FIX}")
 endif()
 string(REPLACE "\n" ";" tb_out "${tb_out}")
 list(GET tb_out 0 TB_TORCH_VERSION)
@@ -27,7 +31,7 @@ list(GET tb_out 2 TB_TORCH_CUDA)
 list(GET tb_out 3 tb_torch_gloo)
 string(REGEX MATCH "^[0-9]+\\.[0-9]+" tb_torch_mm "${TB_TORCH_VERSION}")
 if(tb_torch_mm VERSION_LESS TB_TORCH_MIN_VERSION)
-  message(FATAL_ERROR "trainbench: torch ${TB_TORCH_VERSION} found in ${TB_VENV}; supported: "
+  message(FATAL_ERROR "trainbench: torch ${TB_TORCH_VERSION} found by ${TB_PYTHON}; supported: "
                       "${TB_TORCH_MIN_VERSION} and later (pinned torch==2.11.*); ${TB_FIX}")
 endif()
 
@@ -84,7 +88,8 @@ endif()
 # boundary. Debian's libgloo itself is never linked (libtorch_cpu has its own copy);
 # tests/dist/test_gloo_abi checks that our binaries define no gloo symbol.
 set(TB_WITH_GLOO OFF)
-find_path(TB_GLOO_INCLUDE_DIR gloo/rendezvous/store.h PATHS /usr/include NO_CMAKE_PATH)
+find_path(TB_GLOO_INCLUDE_DIR gloo/rendezvous/store.h HINTS ENV TB_GLOO_INCLUDE_DIR
+          PATHS /usr/include NO_CMAKE_PATH)
 if(tb_torch_gloo AND TB_GLOO_INCLUDE_DIR)
   set(TB_WITH_GLOO ON)
 endif()
@@ -98,5 +103,5 @@ if(TB_WITH_CUDA)
     set(TB_WITH_NCCL ON)
   endif()
 endif()
-message(STATUS "trainbench: LibTorch ${TB_TORCH_VERSION} (${TB_VENV}), CUDA code: "
+message(STATUS "trainbench: LibTorch ${TB_TORCH_VERSION} (${TB_PYTHON}), CUDA code: "
                "${TB_WITH_CUDA}, Gloo: ${TB_WITH_GLOO}, NCCL: ${TB_WITH_NCCL}")

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# One configuration in every framework: bench eager, bench --compile 1, the PyTorch-Python peer
-# (eager, and torch.compile where the torch has it) and the JAX peer where JAX is installed,
-# each dtype of DTYPES (default: float32 bfloat16), one run after another on the same bytes,
-# then `bench report` with ratios against the Python eager column.
+# The original benchmark's comparison, on one machine in one run: for each dtype of DTYPES
+# (default: float32 bfloat16) seven columns, one run after another on the same bytes:
+#   bench eager | bench --compile 1 (TorchScript) | bench --flash 1 |
+#   PyTorch eager | PyTorch torch.compile (inductor) | PyTorch --flash 1 | JAX (jax.jit)
+# then `bench report` with ratios against the PyTorch eager column, each run's warm-up and
+# compile seconds, and a check that every column ran under the same thread environment.
+# Every column gets the same threading set-up: THREAD_ENV (default: none, the runtimes' own
+# defaults; e.g. THREAD_ENV="OMP_WAIT_POLICY=PASSIVE") is exported to all of them, and bench's
+# own set-up is switched off (TRAINBENCH_THREAD_ENV=1) so it cannot differ from the peers'.
 # Usage: scripts/compare.sh OUT_DIR [flags for every run, e.g. --num_layer 8 --batch_size 8]
 # Without --data, bench's embedded corpus is exported to OUT_DIR/corpus.bin for all of them.
 set -euo pipefail
@@ -10,38 +15,48 @@ cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 OUT_DIR [flags...]" >&2; exit 2; }
 out=$1; shift
 BENCH=${BENCH:-./build/bench}
-if [ -z "${PYTHON:-}" ]; then
-  PYTHON=python3
-  /usr/bin/python3 -c 'import torch' 2>/dev/null && PYTHON=/usr/bin/python3
-fi
+PYTHON=${PYTHON:-.venv/bin/python}
+"$PYTHON" -c 'import torch, jax, flax, optax' 2>/dev/null || {
+  echo "compare.sh: $PYTHON lacks torch/jax/flax/optax: run scripts/install_deps.sh" >&2; exit 2; }
 mkdir -p "$out"
 args=("$@")
 case " $* " in
   *" --data "*) ;;
   *) "$BENCH" --export_corpus "$out/corpus.bin" >/dev/null; args+=(--data "$out/corpus.bin") ;;
 esac
-has_compile=$("$PYTHON" -c 'import torch; print(int(hasattr(torch, "compile")))' 2>/dev/null || echo 0)
-has_jax=$("$PYTHON" -c 'import jax, flax, optax; print(1)' 2>/dev/null || echo 0)
+read -r -a thread_env <<< "${THREAD_ENV:-}"
+export TRAINBENCH_THREAD_ENV=1
 dirs=()
 run() {  # run NAME COMMAND...: one run, its folder collected
   local name=$1; shift
   echo "== $name" >&2
-  if "$@" --save_dir "$out/$name" "${args[@]}" >/dev/null; then
+  if env "${thread_env[@]}" "$@" --save_dir "$out/$name" "${args[@]}" >/dev/null; then
     for d in "$out/$name"_*; do [ -d "$d" ] && dirs+=("$d"); done
   else
     echo "   ($name failed; left out of the table)" >&2
   fi
 }
+py=("$PYTHON" scripts/peers/pytorch_run.py)
 for dtype in ${DTYPES:-float32 bfloat16}; do
   run "cpp_$dtype" "$BENCH" --dtype "$dtype"
   run "cppc_$dtype" "$BENCH" --dtype "$dtype" --compile 1
-  run "py_$dtype" "$PYTHON" scripts/peers/pytorch_run.py --dtype "$dtype"
-  if [ "$has_compile" = 1 ]; then
-    run "pyc_$dtype" "$PYTHON" scripts/peers/pytorch_run.py --dtype "$dtype" --compile 1
-  else
-    echo "== python torch.compile skipped: this torch has no torch.compile" >&2
-  fi
-  if [ "$has_jax" = 1 ]; then run "jax_$dtype" "$PYTHON" scripts/peers/jax_run.py --dtype "$dtype"
-  else echo "== JAX skipped: jax/flax/optax are not installed for $PYTHON" >&2; fi
+  run "cppf_$dtype" "$BENCH" --dtype "$dtype" --flash 1
+  run "py_$dtype" "${py[@]}" --dtype "$dtype"
+  run "pyc_$dtype" "${py[@]}" --dtype "$dtype" --compile 1
+  run "pyf_$dtype" "${py[@]}" --dtype "$dtype" --flash 1
+  run "jax_$dtype" "$PYTHON" scripts/peers/jax_run.py --dtype "$dtype"
 done
 "$BENCH" report --baseline "pytorch handcraft" "${dirs[@]}" | tee "$out/report.md"
+# One thread environment for every column, or say which differ.
+"$PYTHON" - "${dirs[@]}" <<'PY' | tee -a "$out/report.md"
+import json, sys
+envs = {d: json.load(open(d + "/env.json")).get("thread_env") for d in sys.argv[1:]}
+distinct = {json.dumps(e, sort_keys=True) for e in envs.values()}
+if len(distinct) == 1:
+    set_vars = {k: v for k, v in next(iter(envs.values())).items() if v is not None}
+    print(f"\nThread environment, the same in all {len(envs)} runs: {set_vars or 'none set'}")
+else:
+    print("\nWARNING: the runs' thread environments differ:")
+    for d, e in envs.items():
+        print(f"  {d}: { {k: v for k, v in (e or {}).items() if v is not None} }")
+PY

@@ -25,7 +25,7 @@ bash scripts/launch.sh --port "$port" 2 "$BENCH" "${common[@]}" --save_dir "$out
 "$BENCH" "${common[@]}" --threads 2 --batch_size $((2 * batch)) --save_dir "$out/t2" >/dev/null
 bash scripts/launch.sh --port $((port + 1)) 2 "$BENCH" "${common[@]}" --dist_overlap 0 \
   --save_dir "$out/p2seq" >/dev/null
-/usr/bin/python3 - "$out" <<'PY'
+"${PYTHON:-.venv/bin/python}" - "$out" <<'PY'
 import glob, json, sys
 out = sys.argv[1]
 def load(prefix):

@@ -46,11 +46,9 @@ if ! { nvidia-smi -L >/dev/null 2>&1 &&
 fi
 compgen -G "gpu-deps/*.deb" >/dev/null ||
   die "gpu-deps/ holds no .deb files: run 'scripts/gpu_deps.sh download' on Debian 12 and bring gpu-deps/ along"
-read -r torch_version torch_prefix abi cxx_std < <("$PYTHON" -c '
+read -r torch_version torch_prefix abi < <("$PYTHON" -c '
 import torch
-major, minor = (int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
-print(torch.__version__, torch.utils.cmake_prefix_path, int(torch._C._GLIBCXX_USE_CXX11_ABI),
-      20 if (major, minor) >= (2, 12) else 17)')
+print(torch.__version__, torch.utils.cmake_prefix_path, int(torch._C._GLIBCXX_USE_CXX11_ABI))')
 [ "$abi" = 1 ] || die "torch $torch_version uses the pre-C++11 ABI; Debian's spdlog and gtest need _GLIBCXX_USE_CXX11_ABI=1 (torch >= 2.7 wheels)"
 # The venv's own tools (ninja, cmake from pip) and the CUDA toolkit that LibTorch's CMake wants.
 PATH="$("$PYTHON" -c 'import os, sys; print(os.path.dirname(sys.executable))'):$PATH"
@@ -66,9 +64,9 @@ bash scripts/gpu_deps.sh unpack "$BUILD_DIR/deps" >"$out/logs/deps.log"
 # shellcheck disable=SC1091
 source "$BUILD_DIR/deps/env.sh"
 mapfile -t dep_args <"$BUILD_DIR/deps/cmake-args.txt"
-echo "== configure against torch $torch_version (C++$cxx_std)" >&2
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix" \
-    -DTB_CXX_STANDARD="$cxx_std" "${dep_args[@]}" >"$out/logs/configure.log" 2>&1 || {
+echo "== configure against torch $torch_version" >&2
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DTB_PYTHON="$(command -v "$PYTHON")" "${dep_args[@]}" >"$out/logs/configure.log" 2>&1 || {
   tail -n 20 "$out/logs/configure.log" >&2
   die "cmake configure failed (log: $out/logs/configure.log; LibTorch's CMake config needs the CUDA toolkit: nvcc on PATH or CUDAToolkit_ROOT)"
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Our build dependencies for a GPU machine that has no network (it has CUDA, a PyTorch 2.x,
+# Our build dependencies for a GPU machine that has no network (it has CUDA, PyTorch 2.11,
 # CMake, ninja and a compiler, but not our Debian packages).
 #   scripts/gpu_deps.sh download        here, on Debian 12 with apt: saves the .deb files into
 #                                       gpu-deps/ (git-ignored; send it along with the tree)
@@ -17,7 +17,7 @@ DEB_DIR=${GPU_DEPS_DIR:-gpu-deps}
 
 log_pkgs=(libspdlog-dev libspdlog1.10 libfmt-dev libfmt9)
 common_pkgs=(libcxxopts-dev nlohmann-json3-dev libgtest-dev zlib1g-dev zlib1g)
-gloo_pkgs=(libgloo-dev libgloo0)
+gloo_pkgs=(libgloo-dev)  # declarations only: Gloo itself is inside libtorch_cpu
 
 usage() { echo "usage: $0 download | unpack [PREFIX]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
@@ -72,6 +72,7 @@ unpack() {
 -DGTest_DIR=$prefix/common/usr/lib/$arch/cmake/GTest
 -DZLIB_INCLUDE_DIR=$prefix/common/usr/include
 -DZLIB_LIBRARY=$zlib
+-DTB_GLOO_INCLUDE_DIR=$prefix/gloo/usr/include
 EOF
   cat >"$prefix/env.sh" <<EOF
 # spdlog and fmt are shared libraries: the loader must find them when bench and the tests run.

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Loss curves and throughput of run folders as PNG files (Debian's python3-matplotlib).
 Usage: plot_runs.py --out DIR RUN_DIR...
 Writes DIR/loss_by_step.png, DIR/loss_by_time.png (train loss per window and validation loss,

@@ -26,4 +26,4 @@ for entry in $matrix; do
     echo "   (bench failed; see above; its folder is left out of the table)" >&2
   fi
 done
-python3 scripts/summarize_runs.py "${dirs[@]}"
+"${PYTHON:-.venv/bin/python}" scripts/summarize_runs.py "${dirs[@]}"

@@ -36,4 +36,4 @@ done
 "$BENCH" report "${dirs[@]}" | tee "$out/report.md"
 "$BENCH" report --csv "${dirs[@]}" > "$out/report.csv"
 "$BENCH" report --json "${dirs[@]}" > "$out/report.json"
-/usr/bin/python3 scripts/plot_runs.py --out "$out" "${dirs[@]}"
+"${PYTHON:-.venv/bin/python}" scripts/plot_runs.py --out "$out" "${dirs[@]}"

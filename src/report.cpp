@@ -51,7 +51,9 @@ RunRecord read_run(const std::string& dir) {
                             {&r.tokens_per_s, "tokens_per_s"},
                             {&r.mfu, "mfu"},
                             {&r.peak_memory_bytes, "peak_memory_bytes"},
-                            {&r.final_valid_bpb, "final_valid_bpb"}}) {
+                            {&r.final_valid_bpb, "final_valid_bpb"},
+                            {&r.warmup_seconds, "warmup_seconds"},
+                            {&r.compile_seconds, "compile_seconds"}}) {
     *field = summary.contains(key) && summary[key].is_number() ? summary[key] : nullptr;
   }
   return r;
@@ -140,12 +142,14 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
       if (l != baseline) os << " " << ratio_(t, d, l, baseline) << " |";
     os << "\n";
   }
-  os << "\n| configuration | dtype | layers | batch | seq/s | tokens/s | MFU % | peak MB | valid "
-        "bpb | status | folder |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  os << "\n| configuration | dtype | layers | batch | seq/s | tokens/s | MFU % | peak MB | warm-up "
+        "s | compile s | valid bpb | status | folder |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const RunRecord& r : runs) {
     os << "| " << r.label << " | " << r.dtype << " | " << r.num_layer << " | " << r.batch_size
        << " | " << num_(r.sequences_per_s, 2) << " | " << num_(r.tokens_per_s, 0) << " | "
        << num_(r.mfu, 1, 100) << " | " << num_(r.peak_memory_bytes, 0, 1.0 / (1 << 20)) << " | "
+       << num_(r.warmup_seconds, 1) << " | " << num_(r.compile_seconds, 1) << " | "
        << num_(r.final_valid_bpb, 4) << " | " << r.status << " | " << r.dir << " |\n";
   }
   return os.str();

@@ -42,8 +42,8 @@ TEST(GpuFlags, BadValuesAndCombinationsNameTheFlagValueAndAllowed) {
        "--sdpa_backend: 'math' needs --flash 1 (the naive attention path does not call "
        "scaled-dot-product attention); use --flash 1 or --sdpa_backend auto"},
       {{"--sdpa_backend", "efficient", "--flash", "1", "--device", "cpu"},
-       "--sdpa_backend: 'efficient' has no CPU kernel (the CPU has math, and flash from LibTorch "
-       "2.1); use --sdpa_backend auto|math or --device cuda"},
+       "--sdpa_backend: 'efficient' has no CPU kernel (the CPU has flash and math); use "
+       "--sdpa_backend auto|flash|math or --device cuda"},
       {{"--sdpa_backend", "cudnn", "--flash", "1", "--device", "cpu"},
        "--sdpa_backend: 'cudnn' has no CPU kernel"},
       {{"--fused_adam", "2"}, "--fused_adam: 2 is not allowed; use 0|1"},

@@ -155,12 +155,20 @@ TEST(Peers, PytorchFlashTrainsTheNaiveLosses) {
   for (size_t i = 0; i < naive.size(); ++i) EXPECT_NEAR(flash[i], naive[i], 1e-4) << i + 1;
 }
 
-// The JAX peer learns the embedded corpus on the CPU: its first loss is the uniform guess
-// ln(256) = 5.545 nats/byte (PyTorch's init gives near-uniform logits), and within 200 steps of
-// the quick preset it falls below 3.0; its files follow the contract.
-TEST(Peers, JaxPeerStartsAtLn256AndLearns) {
+// The JAX peer learns the embedded corpus on the CPU. Its first loss shows the initialisation
+// matches PyTorch's: not ln(256) = 5.545 (PyTorch's init leaves logits of standard deviation
+// about 0.8 at the head, so bench starts at 5.88-6.04 nats/byte over seeds 1-3 at this shape),
+// but within 0.3 of bench's first loss, where flax's default init (three times the weight
+// variance) would start higher; within 200 quick-preset steps it falls below 3.0.
+TEST(Peers, JaxPeerStartsWhereBenchStartsAndLearns) {
   testing::TempDir dir;
   ASSERT_EQ(testing::run_bench("--export_corpus " + (dir / "corpus.bin")).exit_code, 0);
+  ASSERT_EQ(testing::run_bench("--preset quick --steps 2 --warmup_steps 1 --log_every 1 "
+                               "--eval_every 0 --eval_batches 1 --data " +
+                               (dir / "corpus.bin") + " --save_dir " + (dir / "cpp"))
+                .exit_code,
+            0);
+  const double bench_first = train_losses(dir / "cpp_handcraft_layer2_float32").front();
   const auto r = testing::run_command(
       kPython + kPeers + "/jax_run.py --preset quick --steps 200 --log_every 1 --eval_every 0 " +
       "--eval_batches 2 --threads 2 --device cpu --data " + (dir / "corpus.bin") + " --save_dir " +
@@ -169,7 +177,8 @@ TEST(Peers, JaxPeerStartsAtLn256AndLearns) {
   const std::string run = dir / "jax_handcraft_layer2_float32";
   const auto losses = train_losses(run);
   ASSERT_EQ(losses.size(), 200u);
-  EXPECT_NEAR(losses.front(), std::log(256.0), 0.05);
+  EXPECT_GT(losses.front(), std::log(256.0));
+  EXPECT_NEAR(losses.front(), bench_first, 0.3);
   EXPECT_LT(*std::min_element(losses.begin(), losses.end()), 3.0);
   const auto summary = read_json_file(run + "/summary.json");
   EXPECT_EQ(summary["status"], "completed");

@@ -150,9 +150,6 @@ TEST(Scripted, SavedFileLoadsBackAndGivesTheSameLogits) {
 
 // Debian's python3-torch (installed by scripts/install_deps.sh) is the Python side.
 TEST(Scripted, SavedFileRunsInPythonWithTheSameLogits) {
-  if (testing::run_command("/usr/bin/python3 -c 'import torch'").exit_code != 0) {
-    GTEST_SKIP() << "no Python torch at /usr/bin/python3";
-  }
   testing::TempDir dir;
   RunConfig cfg = small(1);
   torch::manual_seed(5);
@@ -168,7 +165,8 @@ TEST(Scripted, SavedFileRunsInPythonWithTheSameLogits) {
   }
   const auto r = testing::run_command(
       "cd " + dir.path() +
-      " && /usr/bin/python3 -c \"import torch; m = torch.jit.load('net.pt'); m.eval(); "
+      " && " TB_PYTHON
+      " -c \"import torch; m = torch.jit.load('net.pt'); m.eval(); "
       "x = torch.load('x.pt'); y = torch.load('y.pt'); out = m(x); "
       "print(tuple(out.shape), bool(torch.allclose(out, y, atol=1e-5, rtol=1e-5)))\"");
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -50,6 +50,20 @@ TEST(Trainer, Bfloat16TracksFloat32Within0p1NatsOver50Steps) {
   EXPECT_NE(bf16, f32);  // it really ran in lower precision
 }
 
+// CPU float16 (autocast with dynamic loss scaling, LibTorch 2.x) follows float32 like bfloat16.
+TEST(Trainer, Float16OnTheCpuTracksFloat32Within0p1NatsOver20Steps) {
+  RunConfig c = testing::tiny_config();
+  c.dropout = 0;
+  c.lr = 3e-3;
+  const auto f32 = testing::train_losses(c, 20);
+  c.dtype = "float16";
+  const auto f16 = testing::train_losses(c, 20);
+  for (size_t i = 0; i < f32.size(); ++i) {
+    EXPECT_NEAR(f16[i], f32[i], 0.1) << "step " << i + 1;
+  }
+  EXPECT_NE(f16, f32);
+}
+
 class RunTest : public ::testing::Test {
  protected:
   void SetUp() override { log_set_quiet(true); }

@@ -21,6 +21,8 @@ struct RunRecord {
   std::string shape;  // "8 layers, d_model 512, seq_len 256, batch 8": runs compare only within one
   std::string status;  // completed | interrupted | diverged | failed | ...
   nlohmann::json sequences_per_s, tokens_per_s, mfu, peak_memory_bytes, final_valid_bpb;
+  // Warm-up (excluded from timing) and the compiler's share of it (null for eager runs).
+  nlohmann::json warmup_seconds, compile_seconds;
 };
 
 // Reads config.json + summary.json of `dir`. Throws RunError naming the folder and the problem
