@@ -6,8 +6,7 @@
 # then `bench report` with ratios against the PyTorch eager column, each run's warm-up and
 # compile seconds, and a check that every column ran under the same thread environment.
 # Every column gets the same threading set-up: THREAD_ENV (default: none, the runtimes' own
-# defaults; e.g. THREAD_ENV="OMP_WAIT_POLICY=PASSIVE") is exported to all of them, and bench's
-# own set-up is switched off (TRAINBENCH_THREAD_ENV=1) so it cannot differ from the peers'.
+# defaults, which bench also keeps; e.g. THREAD_ENV="OMP_WAIT_POLICY=PASSIVE") goes to all.
 # Usage: scripts/compare.sh OUT_DIR [flags for every run, e.g. --num_layer 8 --batch_size 8]
 # Without --data, bench's embedded corpus is exported to OUT_DIR/corpus.bin for all of them.
 set -euo pipefail
@@ -25,7 +24,6 @@ case " $* " in
   *) "$BENCH" --export_corpus "$out/corpus.bin" >/dev/null; args+=(--data "$out/corpus.bin") ;;
 esac
 read -r -a thread_env <<< "${THREAD_ENV:-}"
-export TRAINBENCH_THREAD_ENV=1
 dirs=()
 run() {  # run NAME COMMAND...: one run, its folder collected
   local name=$1; shift

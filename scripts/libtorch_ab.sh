@@ -3,7 +3,7 @@
 # dtype, bench's default eager handcraft run against one knob changed at a time, runs one after
 # another on the same bytes, medians and speed-ups printed (B over the default):
 #   native    --dropout_impl native   (torch::dropout instead of bench's parallel mask kernel)
-#   threadenv TRAINBENCH_THREAD_ENV=1 (no OMP_WAIT_POLICY re-exec: the runtimes' defaults)
+#   passive   OMP_WAIT_POLICY=PASSIVE (what bench's 1.13-era re-exec set for float32)
 #   fadam     --fused_adam 1          (at::_fused_adam_, the 2.x CPU kernel)
 #   flash     --flash 1               (scaled_dot_product_attention: the CPU flash kernel)
 # Usage: scripts/libtorch_ab.sh OUT_DIR [bench flags...]   (DTYPES="float32 bfloat16")
@@ -23,14 +23,18 @@ for dtype in ${DTYPES:-float32 bfloat16}; do
       "${args[@]}" >/dev/null
   }
   args=("$@")
-  run default -- 
+  run default --
   run native -- --dropout_impl native
-  run threadenv TRAINBENCH_THREAD_ENV=1 --
+  run passive OMP_WAIT_POLICY=PASSIVE --
   run fadam -- --fused_adam 1
   run flash -- --flash 1
-  for b in native:torch::dropout threadenv:runtime-defaults fadam:fused-Adam flash:flash; do
+  for b in native:torch::dropout passive:OMP_WAIT_POLICY=PASSIVE fadam:fused-Adam flash:flash; do
     "$PY" scripts/ab_medians.py "$out" "$dtype" default:default "$b"
   done
-  "$PY" -c "import json,glob; print('   flash ran:', json.load(open(glob.glob('$out/flash_*_$dtype" \
-"_flash/summary.json')[0])).get('sdpa_backend_used'))"
+  "$PY" - "$out" "$dtype" <<'PY'
+import glob, json, sys
+out, dtype = sys.argv[1:3]
+with open(glob.glob(f"{out}/flash_*_{dtype}_flash/summary.json")[0]) as f:
+    print(f"{dtype}: the flash run's attention kernel: {json.load(f).get('sdpa_backend_used')}")
+PY
 done

@@ -1,7 +1,6 @@
 // Environment facts recorded with every run, and the threading environment.
 #include "trainbench/env_info.h"
 
-#include <dlfcn.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -49,9 +48,8 @@ std::string blas_info() {
 
 const std::vector<std::string>& thread_env_vars() {
   static const std::vector<std::string> vars = {
-      "OMP_NUM_THREADS",         "OMP_WAIT_POLICY", "OMP_PROC_BIND",
-      "GOMP_SPINCOUNT",          "KMP_BLOCKTIME",   "MKL_NUM_THREADS",
-      "OPENBLAS_THREAD_TIMEOUT", "XLA_FLAGS",       "TRAINBENCH_THREAD_ENV"};
+      "OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_PROC_BIND",           "GOMP_SPINCOUNT",
+      "KMP_BLOCKTIME",   "MKL_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "XLA_FLAGS"};
   return vars;
 }
 
@@ -173,19 +171,6 @@ nlohmann::json collect_env(const torch::Device& device, int num_threads) {
   j["hostname"] = host;
   j["started_at"] = utc_now_iso8601();
   return j;
-}
-
-void reexec_with_thread_env(char** argv, bool passive_omp) {
-  if (std::getenv("TRAINBENCH_THREAD_ENV")) return;  // already re-executed, or opted out
-  bool changed = false;
-  if (!std::getenv("OPENBLAS_THREAD_TIMEOUT")) {
-    changed |= setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1) == 0;
-  }
-  if (passive_omp && !std::getenv("OMP_WAIT_POLICY")) {
-    changed |= setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0;
-  }
-  setenv("TRAINBENCH_THREAD_ENV", "1", 1);
-  if (changed) execv("/proc/self/exe", argv);  // on failure, carry on with the current runtime
 }
 
 }  // namespace trainbench

@@ -43,9 +43,6 @@ int main(int argc, char** argv) {
     }
     validate(cli.config);
     validate_dist(cli.config, env);
-    // Returns only when the environment is already set (or cannot be).
-    reexec_with_thread_env(argv,
-                           cli.config.dtype == "float32" && resolved_device(cli.config) == "cpu");
     const RunResult result = run_benchmark(cli.config, env);
     if (env.rank == 0) {
       const nlohmann::json config = read_json_file(result.run_dir + "/config.json");

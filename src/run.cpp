@@ -344,7 +344,8 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   summary["peak_flops_source"] = peak.source;
   summary["peak_memory_bytes"] = peak_memory_bytes_(device);
   summary["warmup_seconds"] = warmup_s;
-  summary["compile_seconds"] = compile_s;
+  // null for eager runs: nothing was compiled (0.0 would read as a compiler that took no time)
+  summary["compile_seconds"] = cfg.compile ? nlohmann::json(compile_s) : nlohmann::json(nullptr);
   summary["compile_backend"] = setup.backend;
   summary["sdpa_backend_used"] = setup.config_json["sdpa_backend_used"];
   summary["fused_groups"] = cfg.compile ? nlohmann::json(fused_groups) : nlohmann::json(nullptr);

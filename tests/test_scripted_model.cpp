@@ -148,7 +148,7 @@ TEST(Scripted, SavedFileLoadsBackAndGivesTheSameLogits) {
   }
 }
 
-// Debian's python3-torch (installed by scripts/install_deps.sh) is the Python side.
+// The project's .venv torch (installed by scripts/install_deps.sh) is the Python side.
 TEST(Scripted, SavedFileRunsInPythonWithTheSameLogits) {
   testing::TempDir dir;
   RunConfig cfg = small(1);

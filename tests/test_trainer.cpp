@@ -2,12 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "test_util.h"
 #include "trainbench/batch_loader.h"
 #include "trainbench/checkpoint.h"
+#include "trainbench/env_info.h"
 #include "trainbench/log.h"
 #include "trainbench/results.h"
 #include "trainbench/trainer.h"
@@ -104,6 +106,12 @@ TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
     EXPECT_TRUE(env.contains(k)) << k;
   }
   EXPECT_TRUE(env["cuda_version"].is_null());
+  // LibTorch 2.11 or later (the supported range), as "MAJOR.MINOR.PATCH".
+  int major = 0, minor = 0;
+  ASSERT_EQ(
+      std::sscanf(env["libtorch_version"].get<std::string>().c_str(), "%d.%d", &major, &minor), 2)
+      << env["libtorch_version"];
+  EXPECT_GE(major * 100 + minor, 211) << env["libtorch_version"];
   const auto lines = read_jsonl(r.run_dir + "/metrics.jsonl");
   std::vector<int64_t> train_steps, eval_steps;
   for (const auto& l : lines) {
@@ -136,6 +144,11 @@ TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
     EXPECT_TRUE(s[k].is_number()) << k;
   }
   EXPECT_EQ(s["step_time_ms_samples"].size(), 5u);
+  EXPECT_TRUE(s["compile_seconds"].is_null());  // an eager run compiled nothing
+  EXPECT_NE(env["blas"].get<std::string>().find("mkl"), std::string::npos) << env["blas"];
+  for (const std::string& var : thread_env_vars()) {
+    EXPECT_TRUE(env["thread_env"].contains(var)) << var;
+  }
 }
 
 TEST_F(RunTest, InjectedNanStopsTheRunAsDiverged) {

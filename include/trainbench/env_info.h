@@ -33,13 +33,8 @@ std::string build_type();
 // The env.json object (schema_version 1).
 nlohmann::json collect_env(const torch::Device& device, int num_threads);
 
-// Threading set-up that must happen before the OpenMP and OpenBLAS runtimes start, so bench
-// re-executes itself once with: OPENBLAS_THREAD_TIMEOUT=4 (OpenBLAS's idle threads stop
-// spinning sooner) and, when passive_omp, OMP_WAIT_POLICY=PASSIVE (OpenMP threads sleep
-// between parallel regions). Measured on 2 vCPUs (docs/BENCHMARKS.md): passive waiting speeds
-// up float32 steps, whose matmuls run on OpenBLAS's pool, and slows bfloat16 steps, whose
-// matmuls run on oneDNN's OpenMP pool; so callers pass passive_omp for float32 on CPU only.
-// Variables the user set are kept; TRAINBENCH_THREAD_ENV=1 skips the set-up.
-void reexec_with_thread_env(char** argv, bool passive_omp);
+// bench leaves the thread runtimes' environment as it finds it: with LibTorch 2.11's one
+// OpenMP pool (MKL and oneDNN run on it too) the OMP_WAIT_POLICY=PASSIVE re-exec that
+// LibTorch 1.13 + OpenBLAS needed measured 1.03-1.04x slower (docs/BENCHMARKS.md).
 
 }  // namespace trainbench

@@ -15,8 +15,8 @@ namespace trainbench {
 // blocks_0_qkv_weight), since script attribute names are identifiers.
 std::string script_parameter_name(const std::string& eager_name);
 
-// The generated TorchScript source of the handcraft forward for these options and this
-// LibTorch (the fused attention op is private in 1.13 and public in 2.x).
+// The generated TorchScript source of the handcraft forward for these options (attention: naive,
+// or torch.scaled_dot_product_attention with --flash 1).
 std::string handcraft_script_source(const ModelOptions& options);
 
 // A script module whose parameters are the handcraft model's tensors (shared, not copied),

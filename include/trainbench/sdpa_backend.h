@@ -11,8 +11,7 @@
 
 namespace trainbench {
 
-// The global SDPA switches. LibTorch 1.13 has only flash and math; mem_efficient and cudnn
-// read as false there and are ignored when set. cudnn is touched only on LibTorch >= 2.5.
+// The global SDPA switches (at::globalContext()'s userEnabled*SDP flags).
 struct SdpaFlags {
   bool flash = true;
   bool mem_efficient = false;
@@ -42,10 +41,9 @@ class SdpaBackendGuard {
 std::string sdpa_backend_config_error(const RunConfig& cfg);
 
 // The backend the run's attention uses: "" when --flash 0 (no SDPA call), else math | flash |
-// efficient | cudnn | overrideable, asked of LibTorch (at::_fused_sdp_choice, 2.x) for inputs of
-// the run's head shape, dtype and device under the run's --sdpa_backend. LibTorch 1.13 cannot be
-// asked: its CPU path is always math; on CUDA a forced backend is reported as itself and auto as
-// "unknown". Throws ConfigError when a forced backend cannot run these inputs.
+// efficient | cudnn | overrideable, asked of LibTorch (at::_fused_sdp_choice) for inputs of
+// the run's head shape, dtype and device under the run's --sdpa_backend (on the CPU: flash, or
+// math when forced). Throws ConfigError when a forced backend cannot run these inputs.
 std::string resolve_sdpa_backend(const RunConfig& cfg, const torch::Device& device);
 
 }  // namespace trainbench

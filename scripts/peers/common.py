@@ -245,8 +245,7 @@ class Results:
 # The variables that steer the CPU thread pools (OpenMP, MKL, oneDNN, XLA); bench's env.json
 # records the same list, so a comparison table can show that every column ran alike.
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_PROC_BIND", "GOMP_SPINCOUNT",
-                   "KMP_BLOCKTIME", "MKL_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "XLA_FLAGS",
-                   "TRAINBENCH_THREAD_ENV")
+                   "KMP_BLOCKTIME", "MKL_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "XLA_FLAGS")
 
 
 def thread_env():
