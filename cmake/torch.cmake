@@ -38,7 +38,7 @@ endif()
 # A CUDA wheel's TorchConfig needs the CUDA toolkit of the same major.minor: the wheel's
 # libraries and the code nvcc compiles here must agree on one runtime.
 if(TB_TORCH_CUDA)
-  find_program(TB_NVCC nvcc HINTS ENV CUDA_HOME PATHS /usr/local/cuda/bin)
+  find_program(TB_NVCC nvcc HINTS ENV CUDA_HOME PATH_SUFFIXES bin PATHS /usr/local/cuda/bin)
   if(NOT TB_NVCC)
     message(FATAL_ERROR "trainbench: torch ${TB_TORCH_VERSION} is a CUDA ${TB_TORCH_CUDA} build "
                         "and needs the CUDA ${TB_TORCH_CUDA} toolkit (nvcc), none found; install "

@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 out=build-fuzz
 mkdir -p "$out"
-flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-       -Iinclude -I/usr/include/torch/csrc/api/include)
+torch=$(.venv/bin/python -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+       -Iinclude -isystem "$torch/include" -isystem "$torch/include/torch/csrc/api/include"
+       -L"$torch/lib" -Wl,-rpath,"$torch/lib")
 clang++ "${flags[@]}" fuzz/fuzz_zip.cpp src/zip_reader.cpp -lz -o "$out/fuzz_zip"
 clang++ "${flags[@]}" fuzz/fuzz_cli.cpp src/cli.cpp src/config.cpp -ltorch_cpu -lc10 \
   -o "$out/fuzz_cli"

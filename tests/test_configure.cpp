@@ -1,0 +1,82 @@
+// The configure step's refusals (cmake/torch.cmake): a machine without the project's virtual
+// environment, without torch, with a torch older than 2.11 or with a CUDA toolkit that does not
+// match the wheel stops with one message naming what is wrong and the fix, before anything is
+// built. Each case configures the source tree into a fresh folder with a stand-in python or nvcc.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <regex>
+#include <string>
+
+#include "test_util.h"
+
+namespace trainbench {
+namespace {
+
+// Writes an executable shell script.
+void write_script(const std::string& path, const std::string& body) {
+  testing::write_file(path, "#!/bin/sh\n" + body);
+  chmod(path.c_str(), 0755);
+}
+
+// cmake's configure output with its line wrapping undone, and its exit status.
+testing::CommandResult configure(const testing::TempDir& dir, const std::string& args,
+                                 const std::string& env = "") {
+  auto r = testing::run_command(env + " cmake -S " TB_SOURCE_DIR " -B " + (dir / "build") +
+                                " -G Ninja " + args);
+  r.output = std::regex_replace(r.output, std::regex("\\s+"), " ");
+  return r;
+}
+
+TEST(Configure, AMissingVirtualEnvironmentNamesTheInstallScript) {
+  testing::TempDir dir;
+  const auto r = configure(dir, "-DTB_VENV=" + (dir / "none"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("trainbench: no virtual environment at " + (dir / "none") + " (" +
+                          (dir / "none") +
+                          "/bin/python is missing); run "
+                          "scripts/install_deps.sh"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Configure, APythonWithoutTorchIsRefused) {
+  testing::TempDir dir;
+  write_script(dir / "python", "exit 1\n");
+  const auto r = configure(dir, "-DTB_PYTHON=" + (dir / "python"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("trainbench: " + (dir / "python") +
+                          " cannot import torch; run scripts/install_deps.sh"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Configure, ATorchOlderThan211IsRefusedWithTheVersionAndTheRange) {
+  testing::TempDir dir;
+  // Answers the version query as a torch 2.10 CUDA 12.8 install would.
+  write_script(dir / "python", "printf '2.10.1+cu128\\n/nowhere\\n12.8\\n1\\n'\n");
+  const auto r = configure(dir, "-DTB_PYTHON=" + (dir / "python"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("trainbench: torch 2.10.1+cu128 found by " + (dir / "python") +
+                          "; supported: 2.11 and later (pinned torch==2.11.*)"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Configure, ACudaToolkitThatDoesNotMatchTheWheelIsRefused) {
+  testing::TempDir dir;
+  write_script(dir / "python", "printf '2.11.0+cu130\\n/nowhere\\n13.0\\n1\\n'\n");
+  write_script(dir / "nvcc", "echo 'Cuda compilation tools, release 12.4, V12.4.99'\n");
+  const auto r = configure(dir, "-DTB_PYTHON=" + (dir / "python"),
+                           "env -u CUDA_HOME PATH=" + dir.path() + ":$PATH");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(
+      r.output.find("trainbench: torch 2.11.0+cu130 is a CUDA 13.0 build but " + (dir / "nvcc") +
+                    " is CUDA 12.4; put the CUDA 13.0 toolkit first on PATH"),
+      std::string::npos)
+      << r.output;
+}
+
+}  // namespace
+}  // namespace trainbench
