@@ -10,6 +10,7 @@ time is the first step's excess over a timed step (summary.json compile_seconds)
 is confined to N of them before jax starts.
 Example: jax_run.py --data corpus.bin --num_layer 8 --batch_size 100 --steps 300"""
 import argparse
+import importlib.metadata
 import math
 import os
 import sys
@@ -100,12 +101,11 @@ def main():
     if a.model != "handcraft" or a.flash or a.compile or a.dtype == "float16":
         parser.error("jax_run.py runs --model handcraft --flash 0 --compile 0 (jit is always on) "
                      "with --dtype float32|bfloat16")
+    if a.device == "cpu":  # before jax starts a backend
+        jax.config.update("jax_platforms", "cpu")
     platform = jax.devices()[0].platform
     if a.device == "cuda" and platform != "gpu":
         parser.error(f"--device cuda: jax has no GPU here (platform {platform})")
-    if a.device == "cpu" and platform != "cpu":
-        jax.config.update("jax_platform_name", "cpu")
-        platform = "cpu"
     threads = len(os.sched_getaffinity(0)) if platform == "cpu" else None
     dtype = jnp.bfloat16 if a.dtype == "bfloat16" else jnp.float32
     data, source = common.load_corpus(a.data)
@@ -146,7 +146,7 @@ def main():
                                   corpus_bytes=len(data), params=n_params))
     env = common.base_env("jax " + jax.__version__, common.cpu_name() if platform == "cpu"
                           else jax.devices()[0].device_kind, threads)
-    env["blas"] = "XLA:" + platform.upper() + " (jaxlib " + jax.lib.__version__ + ")"
+    env["blas"] = f"XLA:{platform.upper()} (jaxlib {importlib.metadata.version('jaxlib')})"
     res.write("env.json", env)
     log = common.StepLog(a, res)
     while log.step < a.steps:
