@@ -4,7 +4,7 @@
 # with the pinned Python packages of scripts/requirements.txt (torch 2.11 = LibTorch for bench).
 # Idempotent: installs only what is missing and prints nothing when all is present.
 # On a fresh machine the venv step downloads about 3 GB (torch + its nvidia-* CUDA wheels) and
-# takes 4.6 GB on disk; measured: about 1.5 minutes on the project's machines (docs/BENCHMARKS.md).
+# takes 5.4 GB on disk; measured: 74 s without a pip cache on the project's machines (docs/BENCHMARKS.md).
 # PYTHON=... picks the interpreter for the venv (default: python3; Python 3.11 or 3.12).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,7 +50,7 @@ then
   exit 1
 fi
 echo "install_deps: installing $(grep -c '^[a-z]' "$req") pinned Python packages into $venv" \
-     "(torch 2.11 with its CUDA 13.0 wheels: about 3 GB to download, 4.6 GB on disk)" >&2
+     "(torch 2.11 with its CUDA 13.0 wheels: about 3 GB to download, 5.4 GB on disk)" >&2
 start=$(date +%s)
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"

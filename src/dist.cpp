@@ -202,9 +202,13 @@ void DistContext::check_same_config(const nlohmann::json& config) {
   }
   // Rank 0 publishes its flags after its own checks (the run folder among them); a failure
   // there shows as its setup report instead, and agree() then tells every rank.
+  // Rank 0 writes "config" before its setup report, so "config" is read again after the report
+  // is seen: between a first look that finds no config and a look that finds the report, rank
+  // 0 may have written both (a race that let differing flags through under load).
   const auto deadline = Clock::now() + d.timeout;
   while (!d.has_("config")) {
-    if (d.has_(key_("setup", 0)) || Clock::now() >= deadline) return;
+    if (d.has_(key_("setup", 0)) && !d.has_("config")) return;
+    if (Clock::now() >= deadline) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const nlohmann::json rank0 = nlohmann::json::parse(d.get_("config"));
