@@ -2,6 +2,14 @@
 // c10d headers; TB_WITH_GLOO/USE_C10D_GLOO and TB_WITH_NCCL/USE_C10D_NCCL come from CMake.
 #include "trainbench/dist.h"
 
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <set>
@@ -45,13 +53,81 @@ std::string ranks_text_(const std::vector<int>& ranks) {
 
 }  // namespace
 
+// Where this rank runs, as the others should name it: the IPv4 address of GLOO_SOCKET_IFNAME
+// when set (the interface Gloo talks over), else the host name.
+static std::string host_address_() {
+  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifname && *ifname) {
+    ifaddrs* list = nullptr;
+    std::string found;
+    if (getifaddrs(&list) == 0) {
+      for (ifaddrs* a = list; a && found.empty(); a = a->ifa_next) {
+        if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || ifname != std::string(a->ifa_name))
+          continue;
+        char text[INET_ADDRSTRLEN] = {0};
+        const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+        if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text))) found = text;
+      }
+      freeifaddrs(list);
+    }
+    if (!found.empty()) return found;
+  }
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+// The connected TCP sockets of this process whose peer port is `port`.
+static std::set<int> sockets_to_port_(int port) {
+  std::set<int> out;
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return out;
+  while (const dirent* e = readdir(dir)) {
+    const int fd = std::atoi(e->d_name);
+    if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(dir)) continue;
+    int type = 0;
+    socklen_t len = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) continue;
+    sockaddr_storage peer{};
+    len = sizeof(peer);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;
+    const int p = peer.ss_family == AF_INET
+                      ? ntohs(reinterpret_cast<const sockaddr_in*>(&peer)->sin_port)
+                  : peer.ss_family == AF_INET6
+                      ? ntohs(reinterpret_cast<const sockaddr_in6*>(&peer)->sin6_port)
+                      : -1;
+    if (p == port) out.insert(fd);
+  }
+  closedir(dir);
+  return out;
+}
+
+// A bound on every send and receive on `fd`, and on unacknowledged data (TCP_USER_TIMEOUT).
+static void bound_socket_(int fd, std::chrono::milliseconds limit) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(limit.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((limit.count() % 1000) * 1000);
+  const unsigned int ms = static_cast<unsigned int>(limit.count());
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+}
+
 struct DistContext::Impl {
   DistEnv env;
+  std::vector<std::string> hosts;  // hosts[r]: where rank r runs (filled once all have joined)
   std::string backend;
   torch::Device device{torch::kCPU};
   std::chrono::milliseconds timeout{0};
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<GroupBase> group;
+  // The store client's socket(s). TCPStore's check(), set() and the end of a timed-out get()
+  // receive without a deadline, so a store across a dead link would block them forever (until
+  // TCP gives up, about 15 minutes): every operation is bounded at the socket instead.
+  std::set<int> store_sockets;
+  void bound_store_(std::chrono::milliseconds limit) {
+    for (int fd : store_sockets) bound_socket_(fd, limit);
+  }
 
   bool has_(const std::string& key) { return store->check({key}); }
 
@@ -95,6 +171,7 @@ DistContext::DistContext(const DistEnv& env, const RunConfig& cfg, torch::Device
   so.numWorkers = static_cast<size_t>(env.world_size);
   so.waitWorkers = false;  // joining is checked below, where the missing ranks can be named
   so.timeout = d.timeout;
+  const std::set<int> before = sockets_to_port_(env.master_port);
   try {
     // Our keys (and the process group's) live under a prefix of their own: torchrun's store
     // also holds the agent's keys and those of earlier attempts.
@@ -114,6 +191,12 @@ DistContext::DistContext(const DistEnv& env, const RunConfig& cfg, torch::Device
                    " s (--dist_timeout): " + (env.agent_store ? "torchrun's agent" : "rank 0") +
                    " is not running there or not reachable");
   }
+  for (int fd : sockets_to_port_(env.master_port)) {
+    if (!before.count(fd)) d.store_sockets.insert(fd);
+  }
+  d.bound_store_(d.timeout);
+  const std::string me = host_address_();
+  d.store->set(key_("host", env.rank), std::vector<uint8_t>(me.begin(), me.end()));
   d.store->set(key_("join", env.rank), std::vector<uint8_t>{'1'});
   const std::vector<int> missing = d.wait_all_("join", d.timeout);
   if (!missing.empty()) {
@@ -123,6 +206,7 @@ DistContext::DistContext(const DistEnv& env, const RunConfig& cfg, torch::Device
                    "MASTER_ADDR and MASTER_PORT (" +
                    where + ")");
   }
+  for (int r = 0; r < env.world_size; ++r) d.hosts.push_back(d.get_(key_("host", r)));
   // The process group keeps its own keys under a prefix, apart from ours.
   auto group_store = c10::make_intrusive<c10d::PrefixStore>("group", d.store);
   if (d.backend == "gloo") {
@@ -284,6 +368,7 @@ std::string DistContext::explain_failure(const std::string& what, bool collectiv
   const auto grace = std::min<std::chrono::milliseconds>(d.timeout, std::chrono::seconds(5));
   std::string out = what;
   try {
+    d.bound_store_(grace);  // a store across a dead link answers nothing: give up soon
     d.store->set(key_("failed", d.env.rank), std::vector<uint8_t>(what.begin(), what.end()));
     if (!collective) {
       d.store->set(key_("failed-read", d.env.rank), std::vector<uint8_t>{'1'});
@@ -300,8 +385,10 @@ std::string DistContext::explain_failure(const std::string& what, bool collectiv
     for (int r = 0; r < d.env.world_size; ++r) {
       if (r == d.env.rank) continue;
       if (std::find(silent.begin(), silent.end(), r) != silent.end()) {
-        out += "; rank " + std::to_string(r) + " stopped responding (no report within " +
-               std::to_string(grace.count() / 1000) + " s: it exited, crashed or hangs)";
+        out += "; rank " + std::to_string(r) + " stopped responding (host " +
+               d.hosts[static_cast<size_t>(r)] + "; no report within " +
+               std::to_string(grace.count() / 1000) +
+               " s: it exited, crashed, hangs or its network is down)";
       } else {
         reported.push_back(r);
         const std::string report = d.get_(key_("failed", r));

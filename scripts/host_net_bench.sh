@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Data parallel over a slow network, measured: two test hosts (scripts/test_hosts.sh: network
+# namespaces on a bridge), their links limited with tc (tbf) to each RATE in turn, and at each
+# rate (1) allreduce_bench across the hosts and (2) a short 2-rank bench run with the all-reduce
+# overlapped and after backward. Prints a markdown table that sets the measured all-reduce and
+# the exposed communication beside the ring model, t(n) = 2(n-1)/n x S / B + 2(n-1) x alpha,
+# with B the rate and alpha from the unlimited link, for 2, 8 and 64 ranks.
+# Usage: scripts/host_net_bench.sh OUT_DIR [RATE...]   (default: none 10gbit 1gbit 100mbit;
+#        "none" = no limit). Needs root (namespaces); runs one thing at a time, about 4 minutes.
+# BENCH_ARGS overrides the model (default: 2 layers at the reference width, batch 4 per rank).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 1 ] || { echo "usage: scripts/host_net_bench.sh OUT_DIR [RATE...]" >&2; exit 2; }
+out=$1; shift
+rates=("$@")
+[ ${#rates[@]} -gt 0 ] || rates=(none 10gbit 1gbit 100mbit)
+for r in "${rates[@]}"; do
+  [[ "$r" =~ ^(none|[0-9]+(k|m|g)bit)$ ]] ||
+    { echo "host_net_bench.sh: RATE '$r': use none or a number with kbit|mbit|gbit" >&2; exit 2; }
+done
+[ -e "$out" ] && { echo "host_net_bench.sh: OUT_DIR '$out' exists; pick a new one" >&2; exit 2; }
+BENCH=${BENCH:-./build/bench}
+ALLREDUCE=${ALLREDUCE:-./build/allreduce_bench}
+hosts="bash scripts/test_hosts.sh"
+$hosts check
+prefix="tbh-nb$(($$ % 10000))"
+trap '$hosts down $prefix' EXIT
+trap 'exit 130' INT TERM
+$hosts up "$prefix" 2
+mkdir -p "$out"
+# shellcheck disable=SC2206
+model=(${BENCH_ARGS:---num_layer 2 --batch_size 4})
+common=(--threads 1 --steps 10 --warmup_steps 3 --eval_every 0 --eval_batches 1 --log_every 1
+        --dist_timeout 120 "${model[@]}")
+
+# both_ranks OUT_LOG CMD...: rank 1 on host 1 in the background, rank 0 on host 0.
+both_ranks() {
+  local log=$1; shift
+  local envs=(WORLD_SIZE=2 MASTER_ADDR=10.77.0.1 MASTER_PORT=29500 GLOO_SOCKET_IFNAME=eth0)
+  $hosts exec "$prefix" 1 env RANK=1 "${envs[@]}" "$@" > "$log.1" 2>&1 &
+  local p1=$! rc=0
+  $hosts exec "$prefix" 0 env RANK=0 "${envs[@]}" "$@" > "$log" 2>&1 || rc=$?
+  wait $p1 || rc=$?
+  [ $rc -eq 0 ] || { echo "host_net_bench.sh: failed, see $log and $log.1" >&2; tail -3 "$log" >&2; exit 1; }
+}
+
+"$BENCH" "${common[@]}" --save_dir "$out/one" > "$out/one.log"
+for r in "${rates[@]}"; do
+  echo "host_net_bench.sh: rate $r" >&2
+  $hosts rate "$prefix" "$r"
+  both_ranks "$out/allreduce_$r.log" "$ALLREDUCE" --max_mb 16 --seconds 1
+  both_ranks "$out/bench_${r}_overlap.log" "$BENCH" "${common[@]}" --save_dir "$out/ov_$r"
+  both_ranks "$out/bench_${r}_after.log" "$BENCH" "${common[@]}" --dist_overlap 0 \
+    --save_dir "$out/seq_$r"
+done
+"${PYTHON:-.venv/bin/python}" - "$out" "${rates[@]}" <<'PY'
+import glob, json, re, sys
+out, rates = sys.argv[1], sys.argv[2:]
+def summary(prefix):
+    return json.load(open(glob.glob(f"{out}/{prefix}_*/summary.json")[0]))
+def allreduce(rate):  # {bytes: seconds per all-reduce} from rank 0's markdown table
+    rows = {}
+    for line in open(f"{out}/allreduce_{rate}.log"):
+        m = re.match(r"\| (\d+) \| ([\d.]+) \|", line)
+        if m: rows[int(m.group(1))] = float(m.group(2)) / 1e3
+    return rows
+def bytes_per_s(rate):
+    m = re.match(r"(\d+)(k|m|g)bit", rate)
+    return int(m.group(1)) * {"k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)] / 8 if m else None
+one = summary("one")
+step1 = one["step_time_ms"]["median"] / 1e3
+grad = 4 * one["params"]  # float32 gradients, bytes
+ar = {r: allreduce(r) for r in rates}
+big = max(ar[rates[0]])
+# alpha: half the time of the smallest all-reduce on the fastest link (two ring steps at n = 2)
+alpha = min(min(a.values()) for a in ar.values()) / 2
+busbw_free = big / ar[rates[0]][big] if rates[0] == "none" else None
+def ring(n, S, B): return 2 * (n - 1) / n * S / B + 2 * (n - 1) * alpha
+print(f"# 2 hosts, 1 rank each (1 thread), {one['params']} parameters = {grad / 1e6:.1f} MB "
+      f"of float32 gradients; 1 process: {1e3 * step1:.0f} ms/step; alpha = {1e3 * alpha:.2f} ms")
+print(f"| link | all-reduce {big >> 20} MiB ms | ring model ms | busbw GB/s "
+      "| step ms, after backward | exposed comm ms | step ms, overlapped | exposed comm ms "
+      "| ring model t(2) ms | model efficiency 8 / 64 ranks, no overlap |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for r in rates:
+    B = bytes_per_s(r) or (busbw_free if busbw_free else big / ar[r][big])
+    seq, ov = summary(f"seq_{r}"), summary(f"ov_{r}")
+    t2 = ring(2, grad, B)
+    eff = [step1 / (step1 + ring(n, grad, B)) for n in (8, 64)]
+    print(f"| {'unlimited (veth)' if r == 'none' else r} | {1e3 * ar[r][big]:.1f} | "
+          f"{1e3 * ring(2, big, B):.1f} | {big / ar[r][big] / 1e9:.3f} | "
+          f"{seq['step_time_ms']['median']:.0f} | {seq.get('communication_ms') or 0:.0f} | "
+          f"{ov['step_time_ms']['median']:.0f} | {ov.get('communication_ms') or 0:.0f} | "
+          f"{1e3 * t2:.0f} | {100 * eff[0]:.0f}% / {100 * eff[1]:.0f}% |")
+PY
