@@ -400,7 +400,8 @@ std::string DistContext::explain_failure(const std::string& what, bool collectiv
   } catch (const std::exception&) {
     if (d.env.rank != 0 && !d.env.agent_store) {
       out += "; rank 0 (host of the store at " + d.env.master_addr + ":" +
-             std::to_string(d.env.master_port) + ") is gone: it exited, crashed or hangs";
+             std::to_string(d.env.master_port) +
+             ") is gone: it exited, crashed, hangs or its network is down";
     }
   }
   return out;

@@ -197,5 +197,25 @@ TEST_F(DistHosts, ALinkTakenDownStopsBothRanksAndTheRunResumesOnceItIsBack) {
   expect_resume_completes(*this, fault_args(dir_), run, dir_ / "log");
 }
 
+// The scripts' bad arguments: one line naming what was wrong and what is allowed, nothing made.
+TEST(TestHostsScripts, BadArgumentsAreOneLineErrors) {
+  auto r = run_command(kHosts + "up evil 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, "test_hosts.sh: PREFIX 'evil': use tbh- and 1-6 letters or digits\n");
+  r = run_command(kHosts + "up tbh-x 12");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("N '12': use 1-9 hosts"), std::string::npos) << r.output;
+  r = run_command(kHosts + "frobnicate");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, "test_hosts.sh: unknown command 'frobnicate'\n");
+  testing::TempDir dir;
+  r = run_command("bash " TB_SOURCE_DIR "/scripts/host_net_bench.sh " + (dir / "o") +
+                  " none 1gbps");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output,
+            "host_net_bench.sh: RATE '1gbps': use none or a number with kbit|mbit|gbit\n");
+  EXPECT_FALSE(fs::exists(dir / "o"));
+}
+
 }  // namespace
 }  // namespace trainbench
