@@ -12,19 +12,22 @@ cd "$(dirname "$0")/.."
 out=$1; shift
 BENCH=${BENCH:-./build/bench}
 batch=4
-args=("$@")
-for ((i = 0; i < ${#args[@]}; i++)); do
-  if [ "${args[$i]}" = "--batch_size" ] && [ $((i + 1)) -lt ${#args[@]} ]; then
-    batch=${args[$((i + 1))]}
-  fi
+args=()  # the flags given, without --batch_size (set per run below: bench refuses a flag twice)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --batch_size) batch=$2; shift 2 ;;
+    --threads) echo "dist_scaling.sh: --threads is set per run (1, or 2 for the one-process run)" >&2; exit 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
 done
-common=(--overwrite 1 --threads 1 "$@" --batch_size "$batch")
+common=(--overwrite 1 "${args[@]}")
 port=$((29600 + RANDOM % 300))
-"$BENCH" "${common[@]}" --save_dir "$out/p1" >/dev/null
-bash scripts/launch.sh --port "$port" 2 "$BENCH" "${common[@]}" --save_dir "$out/p2" >/dev/null
+"$BENCH" "${common[@]}" --threads 1 --batch_size "$batch" --save_dir "$out/p1" >/dev/null
+bash scripts/launch.sh --port "$port" 2 "$BENCH" "${common[@]}" --threads 1 --batch_size "$batch" \
+  --save_dir "$out/p2" >/dev/null
 "$BENCH" "${common[@]}" --threads 2 --batch_size $((2 * batch)) --save_dir "$out/t2" >/dev/null
-bash scripts/launch.sh --port $((port + 1)) 2 "$BENCH" "${common[@]}" --dist_overlap 0 \
-  --save_dir "$out/p2seq" >/dev/null
+bash scripts/launch.sh --port $((port + 1)) 2 "$BENCH" "${common[@]}" --threads 1 \
+  --batch_size "$batch" --dist_overlap 0 --save_dir "$out/p2seq" >/dev/null
 "${PYTHON:-.venv/bin/python}" - "$out" <<'PY'
 import glob, json, sys
 out = sys.argv[1]

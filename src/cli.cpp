@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -173,17 +174,27 @@ CliResult parse_cli(int argc, const char* const* argv) {
 
   CliResult out;
   out.help_text = options.help();
-  // Unknown flags are caught here so that the message has our shape (cxxopts' has its own).
+  // Unknown and repeated flags are caught here so that the message has our shape (cxxopts' has
+  // its own, and takes the last of a repeated flag without a word).
+  std::map<std::string, std::string> given;  // name -> its value as written
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0) continue;
-    const std::string name =
-        arg.substr(2, arg.find('=') == std::string::npos ? std::string::npos : arg.find('=') - 2);
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     bool known = name == "help" || name == "preset" || name == "export_corpus";
     for (const Flag& f : flags) known |= f.name == name;
     if (!known) {
       throw ConfigError("--" + name + ": unknown flag; see bench --help for the allowed flags");
     }
+    const std::string value = eq != std::string::npos ? arg.substr(eq + 1)
+                              : i + 1 < argc          ? std::string(argv[i + 1])
+                                                      : std::string();
+    if (given.count(name)) {
+      throw ConfigError("--" + name + ": given twice ('" + given[name] + "', then '" + value +
+                        "'); give each flag once");
+    }
+    given[name] = value;
   }
   cxxopts::ParseResult parsed;
   try {

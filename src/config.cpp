@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include <c10/util/Exception.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,15 @@
 #include "trainbench/sdpa_backend.h"
 
 namespace trainbench {
+
+std::string error_text(const std::exception& e) {
+  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+  std::string m = c10 ? c10->what_without_backtrace() : e.what();
+  const size_t stack = m.find("\nException raised from ");
+  if (stack != std::string::npos) m.erase(stack);
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  return m;
+}
 namespace {
 
 std::string join_(const std::vector<std::string>& items) {

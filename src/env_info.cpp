@@ -87,6 +87,22 @@ int available_cores() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
+double available_memory_bytes() {
+  double avail = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    if (line.rfind("MemAvailable:", 0) == 0) avail = std::stod(line.substr(13)) * 1024;  // kB
+  }
+  // cgroup v2: memory.max is "max" or a byte count; what is left is max - current.
+  std::ifstream max_file("/sys/fs/cgroup/memory.max"), cur_file("/sys/fs/cgroup/memory.current");
+  std::string max_text, cur_text;
+  if (max_file >> max_text && cur_file >> cur_text && max_text != "max") {
+    const double left = std::stod(max_text) - std::stod(cur_text);
+    if (left > 0 && (avail == 0 || left < avail)) avail = left;
+  }
+  return avail;
+}
+
 std::string utc_now_iso8601() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};

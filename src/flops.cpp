@@ -20,6 +20,26 @@ double flops_per_token(const RunConfig& cfg) {
          12.0 * static_cast<double>(cfg.num_layer * cfg.seq_len * cfg.d_model);
 }
 
+int64_t parameter_count(const RunConfig& cfg) {
+  const int64_t d = cfg.d_model, ff = cfg.ff_dim;
+  // qkv and out projections with biases, two LayerNorms, the feed-forward pair with biases
+  const int64_t per_block = 4 * d * d + 4 * d + 4 * d + 2 * d * ff + ff + d;
+  return 256 * d + cfg.seq_len * d + cfg.num_layer * per_block + 256 * d + 256;
+}
+
+MemoryEstimate estimate_memory(const RunConfig& cfg, int64_t params) {
+  const double S = static_cast<double>(cfg.seq_len), d = static_cast<double>(cfg.d_model);
+  const double ff = static_cast<double>(cfg.ff_dim), H = static_cast<double>(cfg.num_heads);
+  const double B = static_cast<double>(cfg.batch_size), L = static_cast<double>(cfg.num_layer);
+  const bool half = cfg.dtype != "float32";
+  MemoryEstimate m;
+  m.state_bytes = static_cast<double>(params) * (16.0 + (half ? 2.0 : 0.0));
+  const double per_sequence_layer = 10 * S * d + 3 * S * ff + (cfg.flash ? 2 : 3) * H * S * S;
+  m.activation_bytes = B * L * per_sequence_layer * (half ? 2.0 : 4.0);
+  m.total_bytes = 0.5e9 + m.state_bytes + m.activation_bytes + 3 * B * S * 256 * 4.0;
+  return m;
+}
+
 namespace {
 
 struct GpuPeak {

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench: %serror: %s\n", who.c_str(), e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench: %sfailed: %s\n", who.c_str(), e.what());
+    std::fprintf(stderr, "bench: %sfailed: %s\n", who.c_str(), error_text(e).c_str());
     return 1;
   }
 }

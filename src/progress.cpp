@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
@@ -29,8 +30,24 @@ std::string num_or_dash_(const nlohmann::json& v, int precision, double scale = 
 
 }  // namespace
 
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<long long>(std::llround(seconds));
+  char buf[48];
+  if (s < 60) {
+    std::snprintf(buf, sizeof(buf), "%llds", s);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof(buf), "%lldm %02llds", s / 60, s % 60);
+  } else if (s < 86400) {
+    std::snprintf(buf, sizeof(buf), "%lldh %02lldm", s / 3600, s % 3600 / 60);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%lldd %02lldh", s / 86400, s % 86400 / 3600);
+  }
+  return buf;
+}
+
 Progress::Progress(int64_t total_steps, bool live)
-    : total_(total_steps), tty_(live && isatty(STDERR_FILENO)) {}
+    : total_(total_steps), live_(live), tty_(live && isatty(STDERR_FILENO)) {}
 
 void Progress::clear_() {
   if (drawn_) std::fprintf(stderr, "\r\033[K");
@@ -42,9 +59,9 @@ void Progress::update(int64_t step, double loss, double tokens_per_s, double eta
   const double now = now_s_();
   if (step != total_ && now - last_draw_s_ < 0.2) return;
   last_draw_s_ = now;
-  std::fprintf(stderr, "\r\033[Kstep %lld/%lld  loss %.4f  %.0f tok/s  ETA %.0fs",
+  std::fprintf(stderr, "\r\033[Kstep %lld/%lld  loss %.4f  %.0f tok/s  ETA %s",
                static_cast<long long>(step), static_cast<long long>(total_), loss, tokens_per_s,
-               eta_s);
+               format_duration(eta_s).c_str());
   std::fflush(stderr);
   drawn_ = true;
 }
@@ -54,6 +71,33 @@ void Progress::window(int64_t step, double loss, double sequences_per_s, double 
   log_info("step " + std::to_string(step) + "/" + std::to_string(total_) + "  loss " +
            fmt_(loss, 4) + "  " + fmt_(sequences_per_s, 1) + " seq/s  " + fmt_(tokens_per_s, 0) +
            " tok/s");
+}
+
+void Progress::early_step(int64_t step, double loss, double step_s, bool warmup) {
+  if (!live_) return;
+  clear_();
+  log_info("step " + std::to_string(step) + "/" + std::to_string(total_) +
+           (warmup ? " (warm-up)" : "") + "  loss " + fmt_(loss, 4) + "  " + fmt_(step_s, 3) +
+           " s/step");
+}
+
+void Progress::projection(int64_t steps_left, double step_s, bool cpu) {
+  if (!live_) return;
+  const double seconds = static_cast<double>(steps_left) * step_s;
+  std::string line = "projected: " + format_duration(seconds) + " for the " +
+                     std::to_string(steps_left) + " steps left at " + fmt_(step_s, 3) +
+                     " s/step (evaluations not included)";
+  if (cpu && seconds > kSlowRunSeconds) {
+    line +=
+        "; this workload is sized for a GPU: --preset quick trains a small model in seconds "
+        "here, or run it on a GPU (--device cuda)";
+  }
+  clear_();
+  if (cpu && seconds > kSlowRunSeconds) {
+    log_warn(line);
+  } else {
+    log_info(line);
+  }
 }
 
 void Progress::message(const std::string& line) {

@@ -31,6 +31,9 @@
 namespace trainbench {
 namespace {
 
+// Timed steps after the warm-up that still get a log line each, before the windows take over.
+constexpr int64_t kEarlyLines = 3;
+
 int64_t peak_memory_bytes_(const torch::Device& device) {
 #ifdef TB_WITH_CUDA
   if (device.is_cuda()) {
@@ -118,7 +121,13 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   const torch::Device device =
       cuda && env.distributed() ? torch::Device(torch::kCUDA, static_cast<int8_t>(env.local_rank))
                                 : torch::Device(resolved_device(cfg));
-  // The processes of one machine share its cores.
+  // The processes of one machine share its cores; more threads than cores only slow a run.
+  if (cfg.threads > available_cores()) {
+    throw ConfigError("--threads: " + std::to_string(cfg.threads) + " is more than the " +
+                      std::to_string(available_cores()) +
+                      " cores available to this process; allowed: 0 (all of them) to " +
+                      std::to_string(available_cores()));
+  }
   const int threads = cfg.threads > 0 ? static_cast<int>(cfg.threads)
                                       : std::max(1, available_cores() / env.local_world_size);
   at::set_num_threads(threads);
@@ -145,9 +154,9 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   };
   RunSetup setup;
   try {
-    setup = prepare_run(cfg, device, threads, dist.get());
+    setup = prepare_run(cfg, device, threads, dist.get(), env.local_world_size);
   } catch (const std::exception& e) {
-    agree("setup", e.what());
+    agree("setup", error_text(e));
     throw;
   }
   agree("setup", "");
@@ -279,6 +288,16 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
       ++win.steps;
       const double tok_s = global_batch * cfg.seq_len * win.steps / win.seconds;
       progress.update(step, loss_value, tok_s, (cfg.steps - step) * (t1 - t0));
+      // Warm-up and the first timed steps get a line each (a slow run speaks from step 1), and
+      // the first timed step a projection of the whole run.
+      const int64_t done = step - start_step;
+      if (done <= cfg.warmup_steps + kEarlyLines && step % cfg.log_every != 0 &&
+          step != cfg.steps) {
+        progress.early_step(step, loss_value, t1 - t0, warm);
+      }
+      if (done == cfg.warmup_steps + 1 && step < cfg.steps) {
+        progress.projection(cfg.steps - step, t1 - t0, !device.is_cuda());
+      }
       if (!std::isfinite(loss_value)) {
         status = "diverged";
         progress.finish();
@@ -315,7 +334,7 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
     error = dist->explain_failure(e.what(), /*collective=*/true);
   } catch (const std::exception& e) {
     status = "failed";
-    error = dist ? dist->explain_failure(e.what(), /*collective=*/false) : e.what();
+    error = dist ? dist->explain_failure(error_text(e), /*collective=*/false) : error_text(e);
   }
   progress.finish();
 

@@ -1,8 +1,11 @@
 // prepare_run: data, run folder checks, resume, model and the resolved config (see run_setup.h).
 #include "trainbench/run_setup.h"
 
+#include <cstdio>
+
 #include "trainbench/checkpoint.h"
 #include "trainbench/env_info.h"
+#include "trainbench/flops.h"
 #include "trainbench/log.h"
 #include "trainbench/model.h"
 #include "trainbench/results.h"
@@ -11,13 +14,54 @@
 
 namespace trainbench {
 
-RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, DistContext* dist) {
+namespace {
+
+std::string gb_(double bytes) {
+  char buf[32];
+  if (bytes < 1e12) {
+    std::snprintf(buf, sizeof(buf), "%.1f GB", bytes / 1e9);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.3g TB", bytes / 1e12);
+  }
+  return buf;
+}
+
+// Refuses, before the model is allocated, a CPU run whose estimated memory (times the processes
+// sharing this machine, plus the corpus held in memory) exceeds what the machine has left; warns
+// when it would take more than 80% of it. The kernel's out-of-memory killer would otherwise end
+// the run without a word.
+void check_memory_(const RunConfig& cfg, int64_t corpus_bytes, int local_processes) {
+  const double available = available_memory_bytes();
+  if (available <= 0) return;
+  const MemoryEstimate m = estimate_memory(cfg, parameter_count(cfg));
+  const double need = m.total_bytes * local_processes + static_cast<double>(corpus_bytes);
+  const std::string what =
+      "this configuration needs about " + gb_(need) + " of memory (parameters, gradients and " +
+      "Adam state " + gb_(m.state_bytes) + ", activations " + gb_(m.activation_bytes) +
+      " at batch " + std::to_string(cfg.batch_size) + " x " + std::to_string(cfg.num_layer) +
+      " layers" +
+      (local_processes > 1 ? ", per process x " + std::to_string(local_processes) : "") + ")";
+  if (need > available) {
+    throw ConfigError(what + ", more than the " + gb_(available) +
+                      " available; use a smaller --batch_size, --num_layer, --d_model or "
+                      "--seq_len (--preset quick is sized for a CPU)");
+  }
+  if (need > 0.8 * available) {
+    log_warn(what + " of the " + gb_(available) + " available; little is left for anything else");
+  }
+}
+
+}  // namespace
+
+RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, DistContext* dist,
+                     int local_processes) {
   RunSetup s;
   const int world = dist ? dist->world_size() : 1;
   const bool rank0 = !dist || dist->rank() == 0;
   // Data first: a bad corpus is a usage error and must leave nothing on disk.
-  if (cfg.data.empty()) log_info("data: no --data given, using the embedded generated corpus");
   s.corpus = cfg.data.empty() ? embedded_corpus() : open_corpus(cfg.data);
+  if (!device.is_cuda()) check_memory_(cfg, s.corpus.size(), local_processes);
+  if (cfg.data.empty()) log_info("data: no --data given, using the embedded generated corpus");
   const int64_t valid_bytes = resolved_valid_bytes(cfg, s.corpus.size());
   s.split = split_corpus(s.corpus.size(), valid_bytes, cfg.seq_len, cfg.batch_size * world,
                          s.corpus.source());

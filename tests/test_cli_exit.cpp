@@ -1,6 +1,7 @@
 // The bench binary end to end: exit codes, one-line errors, nothing created on bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -14,6 +15,12 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_bench;
 
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 const char* kTiny =
     " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
     " --steps 3 --warmup_steps 1 --log_every 1 --threads 1 --device cpu --peak_tflops 1";
@@ -23,6 +30,43 @@ TEST(Cli, HelpExitsZeroAndListsFlags) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("--num_layer"), std::string::npos);
   EXPECT_NE(r.output.find("--preset"), std::string::npos);
+}
+
+// Not a terminal (a pipe, like a log file): each warm-up step and the first three timed steps
+// get a line, then one per window, and the first timed step a projection of the run.
+TEST(Cli, ALogThatIsNotATerminalSpeaksFromTheFirstStep) {
+  testing::TempDir dir;
+  const auto r = run_bench(
+      " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
+      " --steps 12 --warmup_steps 2 --log_every 10 --threads 1 --device cpu --peak_tflops 1"
+      " --save_dir " +
+      (dir / "r"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const std::string line :
+       {"step 1/12 (warm-up)  loss ", "step 2/12 (warm-up)  loss ", "step 3/12  loss ",
+        "step 4/12  loss ", "step 5/12  loss ", "step 10/12  loss ", "step 12/12  loss "}) {
+    EXPECT_EQ(count_of(r.output, line), 1) << line << r.output;
+  }
+  for (const std::string line : {"step 6/12", "step 9/12", "step 11/12"}) {
+    EXPECT_EQ(r.output.find(line), std::string::npos) << line << r.output;
+  }
+  EXPECT_EQ(count_of(r.output, "projected: "), 1) << r.output;
+  EXPECT_NE(r.output.find("for the 9 steps left at "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("sized for a GPU"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("\r"), std::string::npos);  // no live line outside a terminal
+}
+
+// A CPU run projected past ten minutes says so after its first timed step, with the hint.
+TEST(Cli, ALongCpuRunIsProjectedWithAHint) {
+  testing::TempDir dir;
+  const auto r = run_bench(
+      " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
+      " --steps 10000000 --warmup_steps 1 --threads 1 --device cpu --peak_tflops 1"
+      " --fault_exit_step 4 --save_dir " +
+      (dir / "r"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;  // the testing aid's exit, after the projection
+  EXPECT_NE(r.output.find("for the 9999998 steps left at "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("sized for a GPU: --preset quick"), std::string::npos) << r.output;
 }
 
 TEST(Cli, BadFlagsExitTwoWithOneLineAndCreateNothing) {
@@ -42,12 +86,33 @@ TEST(Cli, BadFlagsExitTwoWithOneLineAndCreateNothing) {
       {"stray",
        "bench: error: unexpected argument 'stray'; flags take the form --name value "
        "(see bench --help)\n"},
+      {"--dtype bfloat16 --dtype float32",
+       "bench: error: --dtype: given twice ('bfloat16', then 'float32'); give each flag once\n"},
+      {"--steps=5 --lr 0.1 --steps 6",
+       "bench: error: --steps: given twice ('5', then '6'); give each flag once\n"},
   };
   for (const auto& [args, expected] : cases) {
     const auto r = run_bench(args + save);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_EQ(r.output, expected) << args;
   }
+  // A model that cannot fit in memory: refused before anything is allocated, with the estimate.
+  const auto big = run_bench("--d_model 99999999 --num_heads 1" + save);
+  EXPECT_EQ(big.exit_code, 2) << big.output;
+  EXPECT_EQ(big.output.rfind("bench: error: this configuration needs about ", 0), 0u) << big.output;
+  EXPECT_NE(big.output.find(" available; use a smaller --batch_size, --num_layer, --d_model or "
+                            "--seq_len (--preset quick is sized for a CPU)\n"),
+            std::string::npos)
+      << big.output;
+  EXPECT_EQ(big.output.find("Exception raised from"), std::string::npos) << big.output;
+  // More threads than cores: refused, naming the cores this process may use.
+  const auto r = run_bench("--threads 100000" + save);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output.rfind("bench: error: --threads: 100000 is more than the ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find(" cores available to this process; allowed: 0 (all of them) to "),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
@@ -83,8 +148,9 @@ TEST(Cli, SmokeRunExitsZeroPrintsTheTableAndRefusesToOverwrite) {
 
 TEST(Cli, CompiledRunRecordsItsBackendAndSavesTheNetwork) {
   testing::TempDir dir;
-  const auto r = run_bench(std::string(kTiny) + " --steps 4 --warmup_steps 2 --compile 1" +
-                           " --save_model " + (dir / "net.pt") + " --save_dir " + (dir / "r"));
+  const auto r = run_bench(
+      testing::merge_flags(kTiny, " --steps 4 --warmup_steps 2 --compile 1 --save_model " +
+                                      (dir / "net.pt") + " --save_dir " + (dir / "r")));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string summary =
       testing::read_file(dir / "r_handcraft_layer1_float32_compiled/summary.json");
@@ -100,8 +166,9 @@ TEST(Cli, SigintAndSigtermStopTheRunWithItsFilesWhole) {
     testing::TempDir dir;
     const std::string run_dir = dir / "r_handcraft_layer1_float32";
     const auto r = testing::run_command(
-        "bash -c '" + std::string(TB_BENCH_EXE) + " " + kTiny + " --steps 100000 --save_dir " +
-        (dir / "r") + " >/dev/null 2>&1 & pid=$!; for i in $(seq 600); do [ -s " + run_dir +
+        "bash -c '" + std::string(TB_BENCH_EXE) +
+        testing::merge_flags(kTiny, " --steps 100000 --save_dir " + (dir / "r")) +
+        " >/dev/null 2>&1 & pid=$!; for i in $(seq 600); do [ -s " + run_dir +
         "/metrics.jsonl ] && break; sleep 0.05; done; kill -" + sig +
         " $pid; wait $pid; echo exit=$?'");
     EXPECT_NE(r.output.find("exit=" + std::to_string(code)), std::string::npos) << r.output;

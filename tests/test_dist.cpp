@@ -24,6 +24,7 @@ namespace trainbench {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::merge_flags;
 using testing::run_command;
 
 // A tiny model, dropout off, so that two ranks and one process see the same numbers.
@@ -204,7 +205,7 @@ TEST(DistTraining, TwoRanksMatchOneProcessWithTwiceTheBatch) {
 
 TEST(DistTraining, ManyBucketsOverlappedOrNotGiveTheSameNumbersAsOne) {
   testing::TempDir dir;
-  const std::string common = std::string(kArgs) + " --batch_size 4 --steps 6";
+  const std::string common = merge_flags(kArgs, " --batch_size 4 --steps 6");
   auto fingerprint_and_buckets = [&](const std::string& name, const std::string& flags) {
     const auto r =
         run_command(launch(2, free_port(), common + flags + " --save_dir " + (dir / name)));
@@ -227,24 +228,27 @@ TEST(DistTraining, ManyBucketsOverlappedOrNotGiveTheSameNumbersAsOne) {
 TEST(DistTraining, ResumedTwoRankRunEqualsTheStraightOneAndKeepsItsWorldSize) {
   testing::TempDir dir;
   // With dropout: every rank's dropout stream must continue exactly.
-  const std::string common = std::string(kArgs) + " --batch_size 4 --eval_every 0 --dropout 0.1";
-  ASSERT_EQ(run_command(launch(2, free_port(), common + " --steps 8 --save_dir " + (dir / "s")))
+  const std::string common = merge_flags(kArgs, " --batch_size 4 --eval_every 0 --dropout 0.1");
+  ASSERT_EQ(run_command(
+                launch(2, free_port(), merge_flags(common, " --steps 8 --save_dir " + (dir / "s"))))
                 .exit_code,
             0);
   const std::string part = dir / "p_handcraft_layer1_float32";
-  ASSERT_EQ(
-      run_command(launch(2, free_port(),
-                         common + " --steps 4 --checkpoint_every 4 --save_dir " + (dir / "p")))
-          .exit_code,
-      0);
+  ASSERT_EQ(run_command(launch(2, free_port(),
+                               merge_flags(common, " --steps 4 --checkpoint_every 4 --save_dir " +
+                                                       (dir / "p"))))
+                .exit_code,
+            0);
   // One process cannot continue a two-process run: the global batch would change.
-  const auto one = run_command(std::string(TB_BENCH_EXE) + common + " --steps 8 --resume " + part);
+  const auto one =
+      run_command(std::string(TB_BENCH_EXE) + merge_flags(common, " --steps 8 --resume " + part));
   EXPECT_EQ(one.exit_code, 2);
   EXPECT_NE(one.output.find("these flags differ from the run in '" + part +
                             "': WORLD_SIZE (the number of processes)"),
             std::string::npos)
       << one.output;
-  const auto r = run_command(launch(2, free_port(), common + " --steps 8 --resume " + part));
+  const auto r =
+      run_command(launch(2, free_port(), merge_flags(common, " --steps 8 --resume " + part)));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto straight =
       nlohmann::json::parse(testing::read_file(dir / "s_handcraft_layer1_float32/summary.json"));
@@ -260,7 +264,7 @@ TEST(DistTraining, ASignalStopsEveryRankAfterTheSameStep) {
   const auto r = run_command(
       "{ " +
       launch(2, free_port(),
-             std::string(kArgs) + " --batch_size 4 --steps 1000000 --save_dir " + (dir / "s")) +
+             merge_flags(kArgs, " --batch_size 4 --steps 1000000 --save_dir " + (dir / "s"))) +
       " & pid=$!; for i in $(seq 600); do grep -q loss " + run +
       "/metrics.jsonl 2>/dev/null && break; sleep 0.1; done; kill -TERM $pid; wait $pid; }");
   EXPECT_EQ(r.exit_code, 143) << r.output;
@@ -275,7 +279,7 @@ TEST(DistTraining, ASignalToOneRankStopsBothWithItsNumber) {
   const int port = free_port();
   const std::string run = dir / "o_handcraft_layer1_float32";
   const std::string args =
-      std::string(kArgs) + " --batch_size 4 --steps 1000000 --save_dir " + (dir / "o");
+      merge_flags(kArgs, " --batch_size 4 --steps 1000000 --save_dir " + (dir / "o"));
   // Only rank 1 gets SIGTERM; rank 0 learns it with the next step's all-reduce.
   const auto r = run_command("{ " + rank_env(1, 2, port) + TB_BENCH_EXE + args +
                              " >/dev/null 2>&1 & p1=$!; " + rank_env(0, 2, port) + TB_BENCH_EXE +
@@ -294,10 +298,10 @@ TEST(DistTraining, TorchrunLaunchesBench) {
   const std::string torchrun = fs::path(TB_PYTHON).parent_path() / "torchrun";
   ASSERT_TRUE(fs::exists(torchrun)) << torchrun << " is missing: run scripts/install_deps.sh";
   testing::TempDir dir;
-  const auto r =
-      run_command(torchrun + " --redirects 1 --tee 1 --log_dir " + (dir / "logs") +
-                  " --no_python --nproc_per_node=2 --master_port " + std::to_string(free_port()) +
-                  " " TB_BENCH_EXE + kArgs + " --batch_size 4 --steps 4 --save_dir " + (dir / "t"));
+  const auto r = run_command(
+      torchrun + " --redirects 1 --tee 1 --log_dir " + (dir / "logs") +
+      " --no_python --nproc_per_node=2 --master_port " + std::to_string(free_port()) +
+      " " TB_BENCH_EXE + merge_flags(kArgs, " --batch_size 4 --steps 4 --save_dir " + (dir / "t")));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto s =
       nlohmann::json::parse(testing::read_file(dir / "t_handcraft_layer1_float32/summary.json"));
@@ -340,8 +344,9 @@ TEST(AllreduceBench, MeasuresEachSizeAcrossRanksAndNeedsALaunch) {
 TEST(DistFaults, AMissingRankTimesOutNamingItAndLeavesNothing) {
   testing::TempDir dir;
   const auto t0 = std::chrono::steady_clock::now();
-  const auto r = run_command(rank_env(0, 3, free_port()) + TB_BENCH_EXE + kArgs +
-                             " --batch_size 4 --dist_timeout 2 --save_dir " + (dir / "m"));
+  const auto r =
+      run_command(rank_env(0, 3, free_port()) + TB_BENCH_EXE +
+                  merge_flags(kArgs, " --batch_size 4 --dist_timeout 2 --save_dir " + (dir / "m")));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("bench: rank 0: failed: ranks 1, 2 of 3 did not join within 2 s "
@@ -356,7 +361,7 @@ TEST(DistFaults, AMissingRankTimesOutNamingItAndLeavesNothing) {
 // rank's output and status.
 testing::CommandResult run_with_a_crashing_rank(int dying, int port, const std::string& save) {
   const std::string args =
-      std::string(kArgs) + " --batch_size 4 --dist_timeout 10 --save_dir " + save;
+      merge_flags(kArgs, " --batch_size 4 --dist_timeout 10 --save_dir " + save);
   return run_command("{ (" + rank_env(dying, 2, port) + TB_BENCH_EXE + args +
                      " --fault_exit_step 5 >/dev/null 2>&1 &) ; " + rank_env(1 - dying, 2, port) +
                      TB_BENCH_EXE + args + "; }");
@@ -392,7 +397,7 @@ TEST(DistFaults, FlagsThatDifferAcrossRanksStopEveryRankBeforeAnythingIsWritten)
   testing::TempDir dir;
   const int port = free_port();
   const std::string args =
-      std::string(kArgs) + " --batch_size 4 --dist_timeout 10 --save_dir " + (dir / "f");
+      merge_flags(kArgs, " --batch_size 4 --dist_timeout 10 --save_dir " + (dir / "f"));
   const auto r =
       run_command("{ (" + rank_env(1, 2, port) + TB_BENCH_EXE + args + " --lr 0.01 > " +
                   (dir / "log1") + " 2>&1; echo \"rc=$?\" >> " + (dir / "log1") + ") & " +

@@ -155,10 +155,10 @@ void expect_resume_completes(const DistHosts& t, const std::string& args,
 
 // Long enough that a fault lands mid-run (each step takes about a millisecond).
 std::string fault_args(const testing::TempDir& dir) {
-  return kArgs +
-         " --steps 3000 --batch_size 4 --log_every 100 --eval_every 0"
-         " --checkpoint_every 100 --dist_timeout 5 --save_dir " +
-         (dir / "f");
+  return testing::merge_flags(kArgs,
+                              " --steps 3000 --batch_size 4 --log_every 100 --eval_every 0"
+                              " --checkpoint_every 100 --dist_timeout 5 --save_dir " +
+                                  (dir / "f"));
 }
 
 // SIGKILL to the process on host 1: rank 0 fails at once naming rank 1 and its host, writes

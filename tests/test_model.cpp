@@ -29,6 +29,37 @@ TEST(Model, FlopsPerTokenFollowTheStatedFormula) {
   EXPECT_NEAR(flops_per_token(c) * 256 / 1e9, 42.08, 0.005);  // GFLOP per sequence
 }
 
+// The memory estimate counts the parameters the models really have, from the flags alone, and
+// grows the way the tensors do.
+TEST(Model, MemoryEstimateCountsTheModelsParametersAndScalesWithTheShape) {
+  EXPECT_EQ(parameter_count(reference_8_layers("handcraft")), 25'612'544);
+  RunConfig odd;
+  odd.num_layer = 3;
+  odd.d_model = 40;
+  odd.num_heads = 5;
+  odd.ff_dim = 72;
+  odd.seq_len = 33;
+  for (const char* name : {"handcraft", "torch"}) {
+    odd.model = name;
+    EXPECT_EQ(parameter_count(odd), count_parameters(*make_model(odd))) << name;
+  }
+  RunConfig c = reference_8_layers("handcraft");
+  c.batch_size = 8;
+  const MemoryEstimate base = estimate_memory(c, parameter_count(c));
+  EXPECT_DOUBLE_EQ(base.state_bytes, 16.0 * 25'612'544);
+  // per sequence and layer: 10 S d + 3 S ff + 3 H S^2 floats
+  EXPECT_DOUBLE_EQ(base.activation_bytes,
+                   8 * 8 * 4.0 * (10 * 256 * 512 + 3 * 256 * 2048 + 3 * 8 * 256 * 256));
+  c.batch_size = 16;
+  EXPECT_DOUBLE_EQ(estimate_memory(c, 1).activation_bytes, 2 * base.activation_bytes);
+  c.batch_size = 8;
+  c.flash = 1;
+  EXPECT_LT(estimate_memory(c, 1).activation_bytes, base.activation_bytes);
+  c.flash = 0;
+  c.dtype = "bfloat16";
+  EXPECT_DOUBLE_EQ(estimate_memory(c, 1).activation_bytes, base.activation_bytes / 2);
+}
+
 TEST(Model, GemmProbeLeavesTheSeededRandomStreamAlone) {
   torch::manual_seed(17);
   const torch::Tensor expected = torch::rand({4});

@@ -5,6 +5,7 @@
 
 #include "test_util.h"
 #include "trainbench/config.h"
+#include "trainbench/progress.h"
 #include "trainbench/report.h"
 
 namespace trainbench {
@@ -49,6 +50,18 @@ class ReportTest : public ::testing::Test {
   std::vector<std::string> dirs;
   std::vector<RunRecord> runs;
 };
+
+TEST(Progress, DurationsReadAsDaysHoursMinutesSeconds) {
+  EXPECT_EQ(format_duration(0), "0s");
+  EXPECT_EQ(format_duration(42.4), "42s");
+  EXPECT_EQ(format_duration(59.6), "1m 00s");
+  EXPECT_EQ(format_duration(190), "3m 10s");
+  EXPECT_EQ(format_duration(3600), "1h 00m");
+  EXPECT_EQ(format_duration(2 * 3600 + 5 * 60 + 59), "2h 05m");
+  EXPECT_EQ(format_duration(167195), "1d 22h");
+  EXPECT_EQ(format_duration(-1), "?");
+  EXPECT_EQ(format_duration(NAN), "?");
+}
 
 TEST_F(ReportTest, SpeedTableHasDtypeRowsConfigurationColumnsAndRatios) {
   const std::string md = render_report(runs, {});

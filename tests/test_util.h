@@ -3,11 +3,14 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trainbench/batch_loader.h"
@@ -87,6 +90,40 @@ struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together
 };
+
+// The flags of `base` with those of `extra` in their place (bench refuses a flag given twice):
+// each flag is "--name value" or "--name=value"; extra's new flags come after base's.
+inline std::string merge_flags(const std::string& base, const std::string& extra) {
+  auto parse = [](const std::string& text) {
+    std::vector<std::pair<std::string, std::string>> out;  // (name, "--name value" as written)
+    std::istringstream in(text);
+    std::vector<std::string> tokens;
+    for (std::string t; in >> t;) tokens.push_back(t);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const std::string name = tokens[i].substr(0, tokens[i].find('='));
+      std::string flag = tokens[i];
+      if (tokens[i].find('=') == std::string::npos && i + 1 < tokens.size() &&
+          tokens[i + 1].rfind("--", 0) != 0) {
+        flag += " " + tokens[++i];
+      }
+      out.emplace_back(name, flag);
+    }
+    return out;
+  };
+  auto merged = parse(base);
+  for (const auto& [name, flag] : parse(extra)) {
+    auto at =
+        std::find_if(merged.begin(), merged.end(), [&](const auto& f) { return f.first == name; });
+    if (at != merged.end()) {
+      at->second = flag;
+    } else {
+      merged.emplace_back(name, flag);
+    }
+  }
+  std::string out;
+  for (const auto& f : merged) out += " " + f.second;
+  return out;
+}
 
 // Runs a shell command line, capturing its output and exit status.
 inline CommandResult run_command(const std::string& command) {

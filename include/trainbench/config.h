@@ -22,6 +22,10 @@ class RunError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An exception's message for one line of output: a LibTorch error without its C++ stack
+// ("Exception raised from ..." and the frames), also where it was wrapped into another error.
+std::string error_text(const std::exception& e);
+
 struct RunConfig {
   std::string preset = "reference";   // reference | quick; explicit flags override it
   std::string model = "handcraft";    // torch | handcraft

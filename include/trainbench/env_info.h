@@ -24,6 +24,10 @@ std::string device_name(const torch::Device& device);
 // Cores this process may run on (its affinity mask).
 int available_cores();
 
+// Host memory a new allocation can still get, in bytes: the kernel's MemAvailable, or less where
+// this process's cgroup has a lower limit. 0 when unknown.
+double available_memory_bytes();
+
 // ISO-8601 UTC timestamp, e.g. 2026-11-30T10:23:40Z.
 std::string utc_now_iso8601();
 

@@ -17,6 +17,22 @@ int64_t matmul_weight_count(const RunConfig& cfg);
 // (attention scores and values, forward + backward). Reference size, 8 layers: 164.4 M.
 double flops_per_token(const RunConfig& cfg);
 
+// Host memory one training process needs, estimated before anything is allocated. Fitted to
+// peak RSS measured at the reference width (1-4 layers, batch 8-16, float32/bfloat16, naive and
+// flash; within 10%): the process itself (LibTorch, buffers) ~0.5 GB; per parameter 16 bytes
+// (weights, gradients, Adam's two moments) plus 2 for the half-precision copy; per sequence and
+// layer the tensors backward keeps, 10·S·d + 3·S·ff + (3 naive | 2 flash)·H·S² elements of 4
+// bytes (float32) or 2 (float16/bfloat16); the output layer's logits 3·B·S·256 floats.
+struct MemoryEstimate {
+  double state_bytes = 0;       // parameters, gradients, optimizer state
+  double activation_bytes = 0;  // what the forward pass keeps for backward, whole batch
+  double total_bytes = 0;       // with the process's own ~0.5 GB and the logits
+};
+MemoryEstimate estimate_memory(const RunConfig& cfg, int64_t params);
+// Parameters of the model the flags describe (embedding, positions, blocks, head), without
+// building it.
+int64_t parameter_count(const RunConfig& cfg);
+
 struct PeakFlops {
   double flops_per_s = 0;  // 0: unknown (MFU is then null)
   std::string source;      // "flag", "table:<gpu>", "gemm_probe", or "unknown"

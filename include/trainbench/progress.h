@@ -16,16 +16,27 @@ class Progress {
   void update(int64_t step, double loss, double tokens_per_s, double eta_s);
   // Writes one log line for a finished window, clearing the live line first.
   void window(int64_t step, double loss, double sequences_per_s, double tokens_per_s);
+  // One log line for a step before the windows start (warm-up and the first timed steps), so a
+  // log that is not a terminal speaks from the first step.
+  void early_step(int64_t step, double loss, double step_s, bool warmup);
+  // After the first timed step: the projected time of the steps left, with a hint when a CPU
+  // run would take longer than kSlowRunSeconds.
+  void projection(int64_t steps_left, double step_s, bool cpu);
+  static constexpr double kSlowRunSeconds = 600;
   void message(const std::string& line);
   void finish();
 
  private:
   void clear_();
   int64_t total_;
+  bool live_;
   bool tty_;
   bool drawn_ = false;
   double last_draw_s_ = 0;
 };
+
+// A duration for people: "42s", "3m 10s", "2h 05m", "1d 22h"; "?" when unknown.
+std::string format_duration(double seconds);
 
 // The stdout table: configuration, speed, MFU, memory and losses of one run.
 std::string summary_table(const nlohmann::json& config, const nlohmann::json& summary);

@@ -36,6 +36,8 @@ struct RunSetup {
 
 // dist: the process group of a multi-process run (nullptr for one process). Only rank 0
 // checks the run folder; every rank checks that its flags equal rank 0's.
-RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, DistContext* dist);
+// local_processes: the processes sharing this machine (its memory is checked for all of them).
+RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, DistContext* dist,
+                     int local_processes);
 
 }  // namespace trainbench
