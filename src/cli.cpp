@@ -4,12 +4,16 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <sstream>
 #include <vector>
 
 #include <cxxopts.hpp>
+#include <nlohmann/json.hpp>
+
+#include "trainbench/results.h"
 
 namespace trainbench {
 namespace {
@@ -124,8 +128,9 @@ std::vector<Flag> flags_() {
       TB_INT_FLAG(checkpoint_every, "steps between checkpoints in the run folder; 0: none"),
       TB_INT_FLAG(keep_checkpoints, "newest checkpoints kept (>= 1)"),
       TB_TEXT_FLAG(resume,
-                   "continue the run in this folder from its newest checkpoint (same "
-                   "flags; --steps may grow)"),
+                   "continue the run in this folder from its newest checkpoint with its "
+                   "recorded flags (alone is enough; --steps may grow, logging, evaluation, "
+                   "checkpointing and threads may change)"),
       TB_INT_FLAG(fault_nan_step, "testing aid: make the loss of this step NaN; 0: off"),
       TB_TEXT_FLAG(dist_backend,
                    "multi-process runs (torchrun or scripts/launch.sh): auto | gloo | nccl; "
@@ -148,6 +153,23 @@ std::vector<Flag> flags_() {
                   "1: capture the whole step as one CUDA graph after warm-up and replay it "
                   "(CUDA; needs --fused_adam 1, --compile 0, --warmup_steps >= 3)"),
   };
+}
+
+// `--resume DIR` alone continues the run as it was started (nanoGPT's init_from=resume): the
+// flags recorded in DIR/config.json become the base, under the explicit flags; prepare_run then
+// refuses the explicit ones a resume may not change, naming them. Without a config.json the
+// base stays as it is and validate() names the folder.
+void start_from_recorded_(RunConfig& cfg, const cxxopts::ParseResult& parsed) {
+  const std::string file = parsed["resume"].as<std::string>() + "/config.json";
+  if (!std::filesystem::is_regular_file(file)) return;
+  RunConfig recorded;
+  from_json(read_json_file(file), recorded);
+  if (parsed.count("preset")) apply_preset(recorded, parsed["preset"].as<std::string>());
+  // Testing aids belong to the session that set them: a resumed run would crash again.
+  recorded.fault_nan_step = 0;
+  recorded.fault_exit_step = 0;
+  recorded.overwrite = false;
+  cfg = recorded;
 }
 
 }  // namespace
@@ -214,6 +236,7 @@ CliResult parse_cli(int argc, const char* const* argv) {
   }
   if (parsed.count("export_corpus")) out.export_corpus = parsed["export_corpus"].as<std::string>();
   apply_preset(out.config, parsed["preset"].as<std::string>());
+  if (parsed.count("resume")) start_from_recorded_(out.config, parsed);
   for (const Flag& f : flags) {
     if (parsed.count(f.name)) f.set(out.config, parsed[f.name].as<std::string>());
   }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -78,7 +79,12 @@ ResultWriter::ResultWriter(std::string dir, int64_t resume_step) : dir_(std::mov
     std::string kept;
     for (std::string line; std::getline(in, line);) {
       const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.value("step", int64_t{0}) <= resume_step) kept += line + "\n";
+      if (j.is_object() && j.value("step", int64_t{0}) <= resume_step) {
+        kept += line + "\n";
+        if (j.contains("elapsed_s") && j["elapsed_s"].is_number()) {
+          elapsed_before_ = std::max(elapsed_before_, j["elapsed_s"].get<double>());
+        }
+      }
     }
     const std::string tmp = path + ".tmp";
     std::ofstream out(tmp, std::ios::trunc);

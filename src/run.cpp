@@ -200,6 +200,7 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   agree("files", files_error);
   if (!files_error.empty()) throw RunError(files_error);
   ResultWriter* writer = writer_slot ? &*writer_slot : nullptr;
+  const double elapsed_before = writer ? writer->elapsed_before() : 0.0;
   log_info("run folder " + run_dir + ": " + cfg.model + " model, " + std::to_string(setup.params) +
            " parameters, " + cfg.dtype + " on " + setup.device_name + ", " +
            std::to_string(threads) + " threads" +
@@ -253,7 +254,7 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
             {"loss", final_train_loss},
             {"sequences_per_s", seq_s},
             {"tokens_per_s", seq_s * cfg.seq_len},
-            {"elapsed_s", now - run_start},
+            {"elapsed_s", elapsed_before + now - run_start},
             {"window_steps", win.steps},
             {"includes_warmup", win.has_warmup}});
     progress.window(step, final_train_loss, seq_s, seq_s * cfg.seq_len);
@@ -368,7 +369,12 @@ RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
   summary["compile_backend"] = setup.backend;
   summary["sdpa_backend_used"] = setup.config_json["sdpa_backend_used"];
   summary["fused_groups"] = cfg.compile ? nlohmann::json(fused_groups) : nlohmann::json(nullptr);
-  summary["total_seconds"] = synchronized_now_s(device) - run_start;
+  // Timing figures (step times, speeds, MFU) cover this session's timed steps; total_seconds
+  // covers the whole run, earlier sessions included.
+  const double session_s = synchronized_now_s(device) - run_start;
+  summary["session"] = {
+      {"first_step", start_step + 1}, {"last_step", step}, {"seconds", session_s}};
+  summary["total_seconds"] = elapsed_before + session_s;
   summary["final_train_loss"] = final_train_loss;
   summary["final_valid_loss"] = valid_loss;
   summary["final_valid_bpb"] = valid_loss / std::log(2.0);

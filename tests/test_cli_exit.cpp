@@ -69,6 +69,50 @@ TEST(Cli, ALongCpuRunIsProjectedWithAHint) {
   EXPECT_NE(r.output.find("sized for a GPU: --preset quick"), std::string::npos) << r.output;
 }
 
+// `bench --resume DIR` alone continues a run that stopped (here: crashed before step 11) with
+// the flags recorded in its config.json, to the straight run's losses; timing figures say which
+// session they cover and the wall time goes on; an explicit flag that may not change is refused.
+TEST(Cli, ResumeAloneContinuesTheRunWithItsRecordedFlags) {
+  testing::TempDir dir;
+  const std::string args =
+      " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
+      " --steps 16 --warmup_steps 1 --log_every 1 --eval_every 0 --checkpoint_every 8"
+      " --threads 1 --device cpu --peak_tflops 1";
+  ASSERT_EQ(run_bench(args + " --save_dir " + (dir / "straight")).exit_code, 0);
+  const auto crashed = run_bench(args + " --fault_exit_step 11 --save_dir " + (dir / "split"));
+  ASSERT_EQ(crashed.exit_code, 3) << crashed.output;
+  const std::string split = dir / "split_handcraft_layer1_float32";
+  const auto resumed = run_bench("--resume " + split);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  auto read = [](const std::string& run, const std::string& key) {
+    std::vector<double> out;
+    std::istringstream in(testing::read_file(run + "/metrics.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      const auto j = nlohmann::json::parse(line);
+      if (j.contains("loss")) out.push_back(j[key]);
+    }
+    return out;
+  };
+  const auto a = read(dir / "straight_handcraft_layer1_float32", "loss");
+  const auto b = read(split, "loss");
+  ASSERT_EQ(a.size(), 16u);
+  ASSERT_EQ(b.size(), 16u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i + 1;
+  const auto elapsed = read(split, "elapsed_s");
+  for (size_t i = 1; i < elapsed.size(); ++i) EXPECT_GE(elapsed[i], elapsed[i - 1]) << i;
+  const auto s = nlohmann::json::parse(testing::read_file(split + "/summary.json"));
+  EXPECT_EQ(s["resumed_from_step"], 8);
+  EXPECT_EQ(s["session"]["first_step"], 9);
+  EXPECT_EQ(s["session"]["last_step"], 16);
+  EXPECT_EQ(s["steps_timed"], 7);  // steps 10-16: the resumed session's first step is warm-up
+  EXPECT_GT(s["total_seconds"].get<double>(), s["session"]["seconds"].get<double>());
+  const auto refused = run_bench("--resume " + split + " --lr 0.5 --steps 20");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.output.find("these flags differ from the run in '" + split + "': --lr"),
+            std::string::npos)
+      << refused.output;
+}
+
 TEST(Cli, BadFlagsExitTwoWithOneLineAndCreateNothing) {
   testing::TempDir dir;
   const std::string save = " --save_dir " + (dir / "r");

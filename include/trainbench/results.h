@@ -34,6 +34,9 @@ class ResultWriter {
   ResultWriter& operator=(const ResultWriter&) = delete;
 
   const std::string& dir() const { return dir_; }
+  // Resumed: the run's wall time up to the checkpoint it continues from (the last kept metrics
+  // line's elapsed_s), so elapsed_s goes on from there instead of starting again at 0.
+  double elapsed_before() const { return elapsed_before_; }
   void write_config(nlohmann::json config);
   void write_env(nlohmann::json env);
   // One JSON object per line, flushed at once so a crash loses nothing already logged.
@@ -42,7 +45,8 @@ class ResultWriter {
 
  private:
   std::string dir_;
-  int metrics_fd_ = -1;  // O_APPEND; one write() per line, so a line is never half-written
+  int metrics_fd_ = -1;
+  double elapsed_before_ = 0;  // O_APPEND; one write() per line, so a line is never half-written
 };
 
 }  // namespace trainbench
