@@ -2,10 +2,15 @@
 // optimizer, plus the step, the CPU generator state and the loss-scaler state.
 #include "trainbench/checkpoint.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -35,6 +40,33 @@ std::vector<std::string> checkpoints_(const std::string& run_dir) {
   return paths;
 }
 
+// Streams the archive into `path` through our own writer and returns "" or why it failed.
+// LibTorch's file writer throws a second time from its destructor when a write fails (a full
+// disk, a file size limit), which ends the process in std::terminate; here a failed write is
+// remembered, the rest of the archive is passed over, and the error comes back afterwards.
+std::string write_archive_(torch::serialize::OutputArchive& archive, const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return std::strerror(errno);
+  int error = 0;
+  try {
+    archive.save_to([&](const void* data, size_t n) -> size_t {
+      const char* p = static_cast<const char*>(data);
+      for (size_t left = n; left > 0 && error == 0;) {
+        const ssize_t w = ::write(fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) error = errno;
+        if (w > 0) p += w, left -= static_cast<size_t>(w);
+      }
+      return n;  // what the archive asked for, so that it finishes and unwinds cleanly
+    });
+  } catch (const c10::Error& e) {
+    ::close(fd);
+    return e.what_without_backtrace();
+  }
+  if (::close(fd) != 0 && error == 0) error = errno;
+  return error ? std::strerror(error) : "";
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& run_dir, int64_t step, Trainer& trainer, int64_t keep) {
@@ -59,11 +91,10 @@ void save_checkpoint(const std::string& run_dir, int64_t step, Trainer& trainer,
   archive.write("scaler_skipped", c10::IValue(s.skipped_steps()));
   const std::string path = run_dir + "/" + kPrefix + std::to_string(step) + ".pt";
   const std::string tmp = path + ".tmp";
-  try {
-    archive.save_to(tmp);
-  } catch (const c10::Error& e) {
+  const std::string error = write_archive_(archive, tmp);
+  if (!error.empty()) {
     std::remove(tmp.c_str());
-    throw RunError("cannot write checkpoint '" + path + "': " + e.what_without_backtrace());
+    throw RunError("cannot write checkpoint '" + path + "': " + error);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

@@ -19,6 +19,9 @@
 int main(int argc, char** argv) {
   using namespace trainbench;
   if (argc > 1 && std::string(argv[1]) == "report") return report_main(argc - 1, argv + 1);
+  // A file size limit (ulimit -f) makes the write that crosses it fail with EFBIG, reported
+  // like a full disk, instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   std::string who;  // "rank N: " in a multi-process run, so every line says which process
   try {
     const DistEnv env = dist_env_from_environment();
