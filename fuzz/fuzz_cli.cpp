@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
   try {
-    const trainbench::CliResult r = trainbench::parse_cli(static_cast<int>(argv.size()), argv.data());
+    const trainbench::CliResult r =
+        trainbench::parse_cli(static_cast<int>(argv.size()), argv.data());
     if (!r.help) trainbench::validate(r.config);
   } catch (const trainbench::ConfigError&) {
   }

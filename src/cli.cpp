@@ -163,7 +163,11 @@ void start_from_recorded_(RunConfig& cfg, const cxxopts::ParseResult& parsed) {
   const std::string file = parsed["resume"].as<std::string>() + "/config.json";
   if (!std::filesystem::is_regular_file(file)) return;
   RunConfig recorded;
-  from_json(read_json_file(file), recorded);
+  try {
+    from_json(read_json_file(file), recorded);
+  } catch (const std::exception& e) {  // not JSON, or a field of the wrong type
+    throw ConfigError("--resume: '" + file + "' cannot be read as a run's flags: " + e.what());
+  }
   if (parsed.count("preset")) apply_preset(recorded, parsed["preset"].as<std::string>());
   // Testing aids belong to the session that set them: a resumed run would crash again.
   recorded.fault_nan_step = 0;

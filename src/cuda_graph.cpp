@@ -135,6 +135,4 @@ torch::Tensor StepGraph::step(const torch::Tensor&) {
 
 StepGraph::~StepGraph() = default;
 
-bool StepGraph::captured() const { return impl_ && impl_->captured; }
-
 }  // namespace trainbench

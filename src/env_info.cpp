@@ -135,7 +135,6 @@ std::string git_revision_() {
 
 nlohmann::json collect_env(const torch::Device& device, int num_threads) {
   nlohmann::json j;
-  j["schema_version"] = 1;
   j["libtorch_version"] = TORCH_VERSION;
   j["device"] = device.str();
   j["device_name"] = device_name(device);

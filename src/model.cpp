@@ -37,11 +37,9 @@ torch::Tensor ByteModelBase::forward(const torch::Tensor& bytes) {
 
 std::shared_ptr<LanguageModel> make_model(const RunConfig& cfg) {
   const ModelOptions o = ModelOptions::from_config(cfg);
+  // validate() has allowed only torch | handcraft.
   if (cfg.model == "torch") return make_torch_model(o);
-  if (cfg.model == "handcraft") {
-    return cfg.compile == 1 ? make_scripted_model(o) : make_handcraft_model(o);
-  }
-  throw ConfigError("--model: '" + cfg.model + "' is not allowed; use one of torch|handcraft");
+  return cfg.compile == 1 ? make_scripted_model(o) : make_handcraft_model(o);
 }
 
 int64_t count_parameters(const torch::nn::Module& module) {

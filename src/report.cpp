@@ -2,10 +2,12 @@
 #include "trainbench/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <cxxopts.hpp>
@@ -108,17 +110,21 @@ std::string cell_(const SpeedTable& t, const std::string& dtype, const std::stri
   return num_(it->second->sequences_per_s, v >= 100 ? 0 : v >= 10 ? 1 : 2);
 }
 
-std::string ratio_(const SpeedTable& t, const std::string& dtype, const std::string& label,
-                   const std::string& baseline) {
+// label's speed over the baseline's, when both completed.
+std::optional<double> ratio_value_(const SpeedTable& t, const std::string& dtype,
+                                   const std::string& label, const std::string& baseline) {
   auto a = t.cells.find({dtype, label}), b = t.cells.find({dtype, baseline});
   if (a == t.cells.end() || b == t.cells.end() || !completed_(*a->second) ||
       !completed_(*b->second)) {
-    return "-";
+    return std::nullopt;
   }
-  return num_(nlohmann::json(a->second->sequences_per_s.get<double>() /
-                             b->second->sequences_per_s.get<double>()),
-              2) +
-         "x";
+  return a->second->sequences_per_s.get<double>() / b->second->sequences_per_s.get<double>();
+}
+
+std::string ratio_(const SpeedTable& t, const std::string& dtype, const std::string& label,
+                   const std::string& baseline) {
+  const auto r = ratio_value_(t, dtype, label, baseline);
+  return r ? num_(nlohmann::json(*r), 2) + "x" : "-";
 }
 
 std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
@@ -196,8 +202,8 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
   j["speedup"] = nlohmann::json::object();
   for (const auto& d : t.dtypes) {
     for (const auto& l : t.labels) {
-      const std::string r = ratio_(t, d, l, baseline);
-      if (l != baseline && r != "-") j["speedup"][d][l] = std::stod(r.substr(0, r.size() - 1));
+      const auto r = ratio_value_(t, d, l, baseline);
+      if (l != baseline && r) j["speedup"][d][l] = std::round(*r * 100) / 100;  // as shown
     }
   }
   return j;

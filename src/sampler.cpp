@@ -25,7 +25,7 @@ EpochPlan EpochSampler::plan(int64_t epoch) const {
   EpochPlan p;
   p.batch_size = o.batch_size * o.world_size;
   p.offset = static_cast<int64_t>(rng() % static_cast<uint64_t>(o.seq_len));
-  const int64_t first = o.train_begin + p.offset;
+  const int64_t first = p.offset;  // training bytes are [0, train_end)
   const int64_t count = (o.train_end - first) / o.seq_len;
   p.starts.resize(static_cast<size_t>(std::max<int64_t>(count, 0)));
   for (int64_t i = 0; i < count; ++i) p.starts[i] = first + i * o.seq_len;

@@ -92,13 +92,6 @@ void Trainer::restore(int64_t steps_done, double scale, int64_t growth_tracker, 
   scaler_.restore(scale, growth_tracker, skipped);
 }
 
-double Trainer::evaluate(const ByteCorpus& corpus,
-                         const std::vector<std::vector<int64_t>>& batches) {
-  const EvalSums s = evaluate_sums(corpus, batches);
-  return s.count ? s.loss_sum / static_cast<double>(s.count)
-                 : std::numeric_limits<double>::quiet_NaN();
-}
-
 Trainer::EvalSums Trainer::evaluate_sums(const ByteCorpus& corpus,
                                          const std::vector<std::vector<int64_t>>& batches) {
   torch::NoGradGuard no_grad;

@@ -32,7 +32,6 @@ class StepGraph {
   // One step on bytes [S, B] (host or device; the shape must not change). The returned loss is
   // the graph's static output: read it before the next call.
   torch::Tensor step(const torch::Tensor& bytes);
-  bool captured() const;
 
  private:
   struct Impl;

@@ -16,8 +16,7 @@ struct DataSplit {
 };
 
 struct SamplerOptions {
-  int64_t train_begin = 0;  // first training byte
-  int64_t train_end = 0;    // one past the last training byte
+  int64_t train_end = 0;  // one past the last training byte
   int64_t seq_len = 256;
   int64_t batch_size = 100;  // per rank
   uint64_t seed = 0;

@@ -36,9 +36,8 @@ class Trainer {
   // bytes: [seq, batch] int64 on any device. Returns the loss (a float32 scalar on device;
   // with a GradSync attached, the mean over the ranks as a CPU scalar).
   torch::Tensor step(const torch::Tensor& bytes);
-  // Mean cross-entropy in nats per byte over the given batches, dropout off.
-  double evaluate(const ByteCorpus& corpus, const std::vector<std::vector<int64_t>>& batches);
-  // The same as a sum over predicted bytes and their count (for reducing across ranks).
+  // Cross-entropy over the given batches, dropout off, as a sum in nats over the predicted
+  // bytes and their count (so that ranks can add theirs before dividing).
   struct EvalSums {
     double loss_sum = 0;
     int64_t count = 0;
