@@ -10,9 +10,9 @@
 #include <torch/cuda.h>
 #include <cxxopts.hpp>
 
-#include "trainbench/config.h"
-#include "trainbench/dist.h"
-#include "trainbench/timing.h"
+#include "trainbench/core/config.h"
+#include "trainbench/core/timing.h"
+#include "trainbench/dist/dist.h"
 
 int main(int argc, char** argv) {
   using namespace trainbench;

@@ -7,10 +7,10 @@
 
 #include <cxxopts.hpp>
 
-#include "trainbench/batch_loader.h"
-#include "trainbench/config.h"
-#include "trainbench/corpus.h"
-#include "trainbench/sampler.h"
+#include "trainbench/core/config.h"
+#include "trainbench/data/batch_loader.h"
+#include "trainbench/data/corpus.h"
+#include "trainbench/data/sampler.h"
 
 namespace {
 

@@ -5,8 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "trainbench/cli.h"
-#include "trainbench/config.h"
+#include "trainbench/app/cli.h"
+#include "trainbench/app/validate.h"
+#include "trainbench/core/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> args{"bench"};

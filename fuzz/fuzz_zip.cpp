@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "trainbench/config.h"
-#include "trainbench/corpus.h"
+#include "trainbench/core/config.h"
+#include "trainbench/data/corpus.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

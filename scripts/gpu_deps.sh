@@ -8,7 +8,7 @@
 #                                       PREFIX/cmake-args.txt and PREFIX/env.sh, prints both
 # Three prefixes keep the {fmt} headers apart: LibTorch 2.x ships its own fmt in its include
 # folder, and Debian's spdlog is built against Debian's fmt 9. spdlog and fmt go to PREFIX/log,
-# which only the trainbench_log target sees (src/log.cpp includes spdlog and no torch header);
+# which only the trainbench_log target sees (src/core/log.cpp includes spdlog and no torch header);
 # cxxopts, nlohmann-json, gtest and zlib go to PREFIX/common; gloo's headers to PREFIX/gloo,
 # exported by env.sh as TB_GLOO_INCLUDE_DIR for code that needs them.
 set -euo pipefail

@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "trainbench/batch_loader.h"
-#include "trainbench/config.h"
-#include "trainbench/trainer.h"
+#include "trainbench/core/config.h"
+#include "trainbench/data/batch_loader.h"
+#include "trainbench/train/trainer.h"
 
 namespace trainbench::testing {
 

@@ -173,7 +173,7 @@ def arg_parser(description):
     return p
 
 
-# bench's --preset quick (src/config.cpp apply_preset); explicit flags override it.
+# bench's --preset quick (src/core/config.cpp apply_preset); explicit flags override it.
 QUICK = dict(num_layer=2, d_model=128, num_heads=4, ff_dim=512, seq_len=128, batch_size=16,
              steps=400, eval_every=200, eval_batches=10, save_dir="runs/quick")
 

@@ -1,0 +1,21 @@
+// Command line → RunConfig, using cxxopts; `--help` lists every flag with its default.
+#pragma once
+
+#include <string>
+
+#include "trainbench/core/config.h"
+
+namespace trainbench {
+
+struct CliResult {
+  RunConfig config;
+  bool help = false;          // --help was given: print help_text and exit 0
+  std::string help_text;      // the full usage text
+  std::string export_corpus;  // --export_corpus FILE: write the embedded corpus there and exit
+};
+
+// Parses argv. Unknown flags, malformed numbers and bad preset names throw ConfigError.
+// Does not call validate(): the caller does that once.
+CliResult parse_cli(int argc, const char* const* argv);
+
+}  // namespace trainbench

@@ -1,0 +1,25 @@
+// run_benchmark: one whole benchmark run (set-up, the step loop, the result files).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "trainbench/core/config.h"
+#include "trainbench/dist/dist.h"
+
+namespace trainbench {
+
+struct RunResult {
+  std::string run_dir;
+  std::string status;   // completed | diverged | interrupted
+  int stop_signal = 0;  // the signal that interrupted the run, or 0
+  nlohmann::json summary;
+};
+
+// The whole benchmark for a validated config. Data problems and an occupied run folder throw
+// ConfigError before anything is written; failures afterwards are recorded in summary.json.
+// env: this process's place in a multi-process run (rank 0 alone writes the run folder).
+RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env = DistEnv{});
+
+}  // namespace trainbench

@@ -1,0 +1,43 @@
+// Everything a benchmark run prepares before its first step: the corpus and its split, the run
+// folder and checkpoint to resume from, the model and optimizer, and the resolved config.
+// Nothing is written to disk here; a failure throws ConfigError/RunError.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <torch/types.h>
+#include <nlohmann/json.hpp>
+
+#include "trainbench/core/config.h"
+#include "trainbench/data/corpus.h"
+#include "trainbench/data/sampler.h"
+#include "trainbench/dist/dist.h"
+#include "trainbench/model/flops.h"
+#include "trainbench/train/trainer.h"
+
+namespace trainbench {
+
+struct RunSetup {
+  ByteCorpus corpus;
+  DataSplit split;
+  std::string run_dir;
+  std::string checkpoint;  // the checkpoint to resume from, or empty
+  int64_t start_step = 0;  // steps already trained (resume), else 0
+  std::string backend;     // "eager" or the script executor's description
+  double compile_s = 0;    // building the script (the profiling steps are added later)
+  std::unique_ptr<Trainer> trainer;
+  int64_t params = 0;
+  std::string device_name;
+  PeakFlops peak;
+  double flops_per_token = 0;
+  nlohmann::json config_json;  // config.json's contents
+};
+
+// dist: the process group of a multi-process run (nullptr for one process). Only rank 0
+// checks the run folder; every rank checks that its flags equal rank 0's.
+// local_processes: the processes sharing this machine (its memory is checked for all of them).
+RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, DistContext* dist,
+                     int local_processes);
+
+}  // namespace trainbench

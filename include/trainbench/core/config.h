@@ -1,0 +1,88 @@
+// RunConfig: every setting of a benchmark run, with the reference defaults, presets and JSON.
+// It is parsed once (app/cli.h), validated once (app/validate.h), and passed by const& to every
+// module.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "trainbench/core/errors.h"
+
+namespace trainbench {
+
+struct RunConfig {
+  std::string preset = "reference";   // reference | quick; explicit flags override it
+  std::string model = "handcraft";    // torch | handcraft
+  std::string dtype = "float32";      // float32 | float16 | bfloat16
+  int64_t num_layer = 24;             // transformer blocks (the reference code's default)
+  int64_t flash = 0;                  // 1: fused scaled-dot-product attention (handcraft only)
+  int64_t compile = 0;                // 1: compiled/fused path
+  std::string save_dir = "runs/run";  // run folder prefix; the config suffix is appended
+  bool overwrite = false;             // allow reusing a non-empty run folder
+
+  int64_t seq_len = 256;              // bytes per sequence (the context length)
+  int64_t d_model = 512;              // model width
+  int64_t num_heads = 8;              // attention heads; d_model % num_heads == 0
+  int64_t ff_dim = 2048;              // feed-forward hidden width
+  double dropout = 0.1;               // dropout on embeddings, residual branches and FF hidden
+  std::string dropout_impl = "auto";  // auto | native | parallel (see dropout.h)
+  int64_t batch_size = 100;           // sequences per step
+  double lr = 1e-3;                   // Adam learning rate (no schedule)
+  int64_t steps = 5000;               // optimizer steps, warm-up included
+
+  std::string data;              // raw file or .zip; empty: the embedded generated corpus
+  int64_t valid_bytes = -1;      // held-out tail; -1: min(5,000,000, 5% of the corpus)
+  std::string device = "auto";   // auto | cpu | cuda
+  int64_t threads = 0;           // intra-op threads; 0: all available cores
+  int64_t seed = 1234;           // seeds the model init, dropout and the sampler
+  int64_t log_every = 20;        // steps per timing/log window
+  int64_t eval_every = 500;      // steps between evaluations (0: only at the end)
+  int64_t eval_batches = 20;     // validation batches per evaluation (0: the whole range)
+  int64_t warmup_steps = 5;      // first steps, excluded from timing
+  double peak_tflops = 0;        // peak for MFU; 0: known table (CUDA) or a GEMM probe (CPU)
+  std::string save_model;        // write the trained network as a TorchScript file here
+  int64_t checkpoint_every = 0;  // steps between checkpoints in the run folder (0: none)
+  int64_t keep_checkpoints = 2;  // newest checkpoints kept
+  std::string resume;            // run folder to continue from its newest checkpoint
+  int64_t fault_nan_step = 0;    // testing aid: the loss of this step becomes NaN (0: off)
+
+  // Multi-process runs (torchrun's RANK/WORLD_SIZE/...; see dist.h). Ignored by one process.
+  std::string dist_backend = "auto";  // auto | gloo | nccl (auto: nccl on CUDA, gloo on CPU)
+  int64_t dist_timeout = 300;         // seconds to wait for a rank (joining or a collective)
+  double bucket_mb = 25;              // gradient all-reduce bucket size in MiB
+  int64_t dist_overlap = 1;           // 1: all-reduce buckets during backward; 0: after it
+  int64_t fault_exit_step = 0;        // testing aid: the process dies before this step (0: off)
+
+  // GPU fast paths (rules in sdpa_backend.h, fused_adam.h, cuda_graph.h).
+  std::string sdpa_backend = "auto";  // auto | flash | efficient | cudnn | math (--flash 1)
+  int64_t fused_adam = 0;             // 1: Adam as one fused multi-tensor kernel
+  int64_t cuda_graph = 0;             // 1: the whole step captured once, then replayed
+};
+
+// Steps the TorchScript graph executor spends profiling and optimizing (--compile 1); they
+// must fall inside the warm-up.
+inline constexpr int64_t kProfilingSteps = 2;
+
+// Applies a named preset to cfg ("reference" resets to the defaults, "quick" is CPU-sized).
+// Throws ConfigError naming the allowed presets.
+void apply_preset(RunConfig& cfg, const std::string& name);
+
+// The device the run uses: "cpu" or "cuda" ("auto" resolved).
+std::string resolved_device(const RunConfig& cfg);
+
+// The dropout kernel a run uses: "parallel" (dropout.h) for eager handcraft models on the CPU
+// under "auto", else "native" (torch::dropout).
+std::string resolved_dropout_impl(const RunConfig& cfg);
+
+// Reference run-folder name: {save_dir}_{model}_layer{N}_{dtype}[_compiled][_flash].
+std::string run_dir_name(const RunConfig& cfg);
+
+// Bytes held out for validation from a corpus of corpus_bytes.
+int64_t resolved_valid_bytes(const RunConfig& cfg, int64_t corpus_bytes);
+
+void to_json(nlohmann::json& j, const RunConfig& cfg);
+void from_json(const nlohmann::json& j, RunConfig& cfg);
+
+}  // namespace trainbench

@@ -1,0 +1,74 @@
+// The byte-level language model interface and its two implementations (torch, handcraft).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/types.h>
+
+#include "trainbench/core/config.h"
+
+namespace trainbench {
+
+inline constexpr int64_t kVocabSize = 256;  // bytes
+
+// Shapes of the network, derived from RunConfig.
+struct ModelOptions {
+  int64_t seq_len = 256;  // max positions (size of the learned positional encoding)
+  int64_t d_model = 512;
+  int64_t num_heads = 8;
+  int64_t ff_dim = 2048;
+  int64_t num_layer = 8;
+  double dropout = 0.1;
+  bool flash = false;             // handcraft: fused SDPA instead of explicit scores
+  bool parallel_dropout = false;  // handcraft: the parallel-mask dropout of dropout.h
+
+  static ModelOptions from_config(const RunConfig& cfg);
+};
+
+// forward(bytes [seq, batch] int64) → logits [seq, batch, 256]. Position t sees bytes < t only:
+// the embeddings are shifted right by one with a zero vector in front.
+class LanguageModel : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(const torch::Tensor& bytes) = 0;
+  virtual const ModelOptions& options() const = 0;
+};
+
+// What both models share: byte embedding, learned positional encoding [seq_len, d], embedding
+// dropout and the output layer Linear(d, 256). Subclasses supply the blocks in body().
+class ByteModelBase : public LanguageModel {
+ public:
+  explicit ByteModelBase(const ModelOptions& options);
+  torch::Tensor forward(const torch::Tensor& bytes) override;
+  const ModelOptions& options() const override { return options_; }
+
+ protected:
+  // x: [S, B, d] embedded input → [S, B, d] after the blocks.
+  virtual torch::Tensor body(const torch::Tensor& x) = 0;
+  ModelOptions options_;
+
+ private:
+  torch::nn::Embedding embed_{nullptr};
+  torch::Tensor pos_;
+  torch::nn::Linear head_{nullptr};
+};
+
+// Builds the model named by cfg.model with PyTorch's default initialization (seeded by the
+// caller through torch::manual_seed).
+std::shared_ptr<LanguageModel> make_model(const RunConfig& cfg);
+std::shared_ptr<LanguageModel> make_handcraft_model(const ModelOptions& options);
+std::shared_ptr<LanguageModel> make_torch_model(const ModelOptions& options);
+
+int64_t count_parameters(const torch::nn::Module& module);
+
+// Additive causal mask [seq, seq]: 0 on and below the diagonal, -inf above.
+torch::Tensor causal_mask(int64_t seq_len, const torch::TensorOptions& options);
+
+// Shared front of both models: byte embedding, right shift, positional encoding → [S, B, d].
+torch::Tensor embed_shifted(const torch::Tensor& bytes, const torch::Tensor& embedding_weight,
+                            const torch::Tensor& positions);
+
+}  // namespace trainbench

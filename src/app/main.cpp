@@ -1,0 +1,66 @@
+// bench: parse → validate → run → exit code (0 ok, 1 runtime failure or diverged, 2 usage).
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include "trainbench/app/cli.h"
+#include "trainbench/app/run.h"
+#include "trainbench/app/validate.h"
+#include "trainbench/core/config.h"
+#include "trainbench/core/log.h"
+#include "trainbench/data/corpus.h"
+#include "trainbench/dist/dist.h"
+#include "trainbench/report/env_info.h"
+#include "trainbench/report/progress.h"
+#include "trainbench/report/report.h"
+#include "trainbench/report/results.h"
+#include "trainbench/train/trainer.h"
+
+int main(int argc, char** argv) {
+  using namespace trainbench;
+  if (argc > 1 && std::string(argv[1]) == "report") return report_main(argc - 1, argv + 1);
+  // A file size limit (ulimit -f) makes the write that crosses it fail with EFBIG, reported
+  // like a full disk, instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
+  std::string who;  // "rank N: " in a multi-process run, so every line says which process
+  try {
+    const DistEnv env = dist_env_from_environment();
+    if (env.distributed()) {
+      who = "rank " + std::to_string(env.rank) + ": ";
+      log_set_prefix(who);
+      log_set_quiet(env.rank != 0);  // only rank 0 reports progress
+      // A peer that went away makes socket writes fail with an error we can report, instead
+      // of killing this process with SIGPIPE.
+      std::signal(SIGPIPE, SIG_IGN);
+    }
+    const CliResult cli = parse_cli(argc, argv);
+    if (cli.help) {
+      std::cout << cli.help_text;
+      return 0;
+    }
+    if (!cli.export_corpus.empty()) {
+      export_embedded_corpus(cli.export_corpus);
+      std::cout << "wrote the embedded corpus (" << kEmbeddedCorpusBytes << " bytes) to "
+                << cli.export_corpus << "\n";
+      return 0;
+    }
+    validate(cli.config);
+    validate_dist(cli.config, env);
+    const RunResult result = run_benchmark(cli.config, env);
+    if (env.rank == 0) {
+      const nlohmann::json config = read_json_file(result.run_dir + "/config.json");
+      std::cout << summary_table(config, result.summary);
+      std::cout << "results: " << result.run_dir << "\n";
+    }
+    if (result.status == "interrupted") return 128 + result.stop_signal;  // 130 / 143
+    return result.status == "completed" ? 0 : 1;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "bench: %serror: %s\n", who.c_str(), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench: %sfailed: %s\n", who.c_str(), error_text(e).c_str());
+    return 1;
+  }
+}

@@ -1,0 +1,128 @@
+// prepare_run: data, run folder checks, resume, model and the resolved config (see run_setup.h).
+#include "trainbench/app/run_setup.h"
+
+#include <cstdio>
+
+#include "trainbench/core/log.h"
+#include "trainbench/core/timing.h"
+#include "trainbench/model/flops.h"
+#include "trainbench/model/model.h"
+#include "trainbench/model/scripted_model.h"
+#include "trainbench/report/env_info.h"
+#include "trainbench/report/results.h"
+#include "trainbench/train/checkpoint.h"
+
+namespace trainbench {
+
+namespace {
+
+std::string gb_(double bytes) {
+  char buf[32];
+  if (bytes < 1e12) {
+    std::snprintf(buf, sizeof(buf), "%.1f GB", bytes / 1e9);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.3g TB", bytes / 1e12);
+  }
+  return buf;
+}
+
+// Refuses, before the model is allocated, a CPU run whose estimated memory (times the processes
+// sharing this machine, plus the corpus held in memory) exceeds what the machine has left; warns
+// when it would take more than 80% of it. The kernel's out-of-memory killer would otherwise end
+// the run without a word.
+void check_memory_(const RunConfig& cfg, int64_t corpus_bytes, int local_processes) {
+  const double available = available_memory_bytes();
+  if (available <= 0) return;
+  const MemoryEstimate m = estimate_memory(cfg, parameter_count(cfg));
+  const double need = m.total_bytes * local_processes + static_cast<double>(corpus_bytes);
+  const std::string what =
+      "this configuration needs about " + gb_(need) + " of memory (parameters, gradients and " +
+      "Adam state " + gb_(m.state_bytes) + ", activations " + gb_(m.activation_bytes) +
+      " at batch " + std::to_string(cfg.batch_size) + " x " + std::to_string(cfg.num_layer) +
+      " layers" +
+      (local_processes > 1 ? ", per process x " + std::to_string(local_processes) : "") + ")";
+  if (need > available) {
+    throw ConfigError(what + ", more than the " + gb_(available) +
+                      " available; use a smaller --batch_size, --num_layer, --d_model or "
+                      "--seq_len (--preset quick is sized for a CPU)");
+  }
+  if (need > 0.8 * available) {
+    log_warn(what + " of the " + gb_(available) + " available; little is left for anything else");
+  }
+}
+
+}  // namespace
+
+RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, DistContext* dist,
+                     int local_processes) {
+  RunSetup s;
+  const int world = dist ? dist->world_size() : 1;
+  const bool rank0 = !dist || dist->rank() == 0;
+  // Data first: a bad corpus is a usage error and must leave nothing on disk.
+  s.corpus = cfg.data.empty() ? embedded_corpus() : open_corpus(cfg.data);
+  if (!device.is_cuda()) check_memory_(cfg, s.corpus.size(), local_processes);
+  if (cfg.data.empty()) log_info("data: no --data given, using the embedded generated corpus");
+  const int64_t valid_bytes = resolved_valid_bytes(cfg, s.corpus.size());
+  s.split = split_corpus(s.corpus.size(), valid_bytes, cfg.seq_len, cfg.batch_size * world,
+                         s.corpus.source());
+  s.run_dir = cfg.resume.empty() ? run_dir_name(cfg) : cfg.resume;
+  if (cfg.resume.empty() && rank0) check_run_dir(s.run_dir, cfg.overwrite);
+  s.checkpoint = cfg.resume.empty() ? "" : latest_checkpoint(s.run_dir);
+  if (!cfg.resume.empty() && s.checkpoint.empty()) {
+    throw ConfigError("--resume: '" + s.run_dir +
+                      "' holds no checkpoint; it must come from a run with --checkpoint_every");
+  }
+
+  s.backend = cfg.compile ? configure_script_executor(device) : "eager";
+  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+  const double build_start = synchronized_now_s(device);
+  s.trainer = std::make_unique<Trainer>(cfg, device);
+  // Compiling = defining the script (here) + the executor's profiling steps (in the loop).
+  s.compile_s = cfg.compile ? synchronized_now_s(device) - build_start : 0.0;
+  s.params = count_parameters(s.trainer->model());
+  s.device_name = device_name(device);
+  s.peak = resolve_peak_flops(cfg, device, s.device_name);
+  s.flops_per_token = flops_per_token(cfg);
+
+  RunConfig resolved = cfg;
+  resolved.device = device.is_cuda() ? "cuda" : "cpu";  // not the rank's own GPU index
+  resolved.threads = threads;
+  resolved.valid_bytes = valid_bytes;
+  resolved.dropout_impl = resolved_dropout_impl(cfg);
+  if (dist) resolved.dist_backend = dist->backend();
+  s.config_json = resolved;
+  s.config_json["run_dir"] = s.run_dir;
+  s.config_json["corpus_source"] = s.corpus.source();
+  s.config_json["corpus_bytes"] = s.corpus.size();
+  s.config_json["train_bytes"] = s.split.train_end;
+  s.config_json["params"] = s.params;
+  // The global batch changes with the number of processes, so a resume must keep it.
+  s.config_json["world_size"] = world;
+  s.config_json["global_batch_size"] = cfg.batch_size * world;
+  if (dist) dist->check_same_config(s.config_json);
+  if (!s.checkpoint.empty()) {
+    const auto differ =
+        resume_config_differences(read_json_file(s.run_dir + "/config.json"), s.config_json);
+    if (!differ.empty()) {
+      std::string keys;
+      for (const auto& k : differ) {
+        keys +=
+            (keys.empty() ? "" : ", ") +
+            (k == "world_size" ? std::string("WORLD_SIZE (the number of processes)") : "--" + k);
+      }
+      throw ConfigError("--resume: these flags differ from the run in '" + s.run_dir +
+                        "': " + keys + "; resume with the run's own values (see its config.json)");
+    }
+    s.start_step = load_checkpoint(s.checkpoint, *s.trainer);
+    if (s.start_step >= cfg.steps) {
+      throw ConfigError("--steps: " + std::to_string(cfg.steps) +
+                        " is not past the checkpoint at step " + std::to_string(s.start_step) +
+                        "; allowed: > " + std::to_string(s.start_step));
+    }
+    s.config_json["resumed_from_step"] = s.start_step;
+    log_info("resuming " + s.run_dir + " from " + s.checkpoint);
+  }
+  return s;
+}
+
+}  // namespace trainbench

@@ -1,0 +1,410 @@
+// c10d rendezvous, process group and failure reports (see dist.h). The only file that includes
+// c10d headers; TB_WITH_GLOO/USE_C10D_GLOO and TB_WITH_NCCL/USE_C10D_NCCL come from CMake.
+#include "trainbench/dist/dist.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef TB_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#include <torch/version.h>
+#include <nlohmann/json.hpp>
+#ifdef TB_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace trainbench {
+namespace {
+
+// The base class of every c10d process group (ProcessGroupGloo, ProcessGroupNCCL).
+using GroupBase = c10d::Backend;
+
+using Clock = std::chrono::steady_clock;
+
+// c10::Error's what() carries a C++ backtrace; keep the first line of the message itself.
+std::string message_of_(const std::exception& e) {
+  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+  std::string m = c10 ? c10->what_without_backtrace() : e.what();
+  const size_t nl = m.find('\n');
+  return nl == std::string::npos ? m : m.substr(0, nl);
+}
+
+std::string key_(const std::string& stage, int rank) { return stage + "/" + std::to_string(rank); }
+
+std::string ranks_text_(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+}  // namespace
+
+// Where this rank runs, as the others should name it: the IPv4 address of GLOO_SOCKET_IFNAME
+// when set (the interface Gloo talks over), else the host name.
+static std::string host_address_() {
+  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifname && *ifname) {
+    ifaddrs* list = nullptr;
+    std::string found;
+    if (getifaddrs(&list) == 0) {
+      for (ifaddrs* a = list; a && found.empty(); a = a->ifa_next) {
+        if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || ifname != std::string(a->ifa_name))
+          continue;
+        char text[INET_ADDRSTRLEN] = {0};
+        const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+        if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text))) found = text;
+      }
+      freeifaddrs(list);
+    }
+    if (!found.empty()) return found;
+  }
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+// The connected TCP sockets of this process whose peer port is `port`.
+static std::set<int> sockets_to_port_(int port) {
+  std::set<int> out;
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return out;
+  while (const dirent* e = readdir(dir)) {
+    const int fd = std::atoi(e->d_name);
+    if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(dir)) continue;
+    int type = 0;
+    socklen_t len = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) continue;
+    sockaddr_storage peer{};
+    len = sizeof(peer);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;
+    const int p = peer.ss_family == AF_INET
+                      ? ntohs(reinterpret_cast<const sockaddr_in*>(&peer)->sin_port)
+                  : peer.ss_family == AF_INET6
+                      ? ntohs(reinterpret_cast<const sockaddr_in6*>(&peer)->sin6_port)
+                      : -1;
+    if (p == port) out.insert(fd);
+  }
+  closedir(dir);
+  return out;
+}
+
+// A bound on every send and receive on `fd`, and on unacknowledged data (TCP_USER_TIMEOUT).
+static void bound_socket_(int fd, std::chrono::milliseconds limit) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(limit.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((limit.count() % 1000) * 1000);
+  const unsigned int ms = static_cast<unsigned int>(limit.count());
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+}
+
+struct DistContext::Impl {
+  DistEnv env;
+  std::vector<std::string> hosts;  // hosts[r]: where rank r runs (filled once all have joined)
+  std::string backend;
+  torch::Device device{torch::kCPU};
+  std::chrono::milliseconds timeout{0};
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<GroupBase> group;
+  // The store client's socket(s). TCPStore's check(), set() and the end of a timed-out get()
+  // receive without a deadline, so a store across a dead link would block them forever (until
+  // TCP gives up, about 15 minutes): every operation is bounded at the socket instead.
+  std::set<int> store_sockets;
+  void bound_store_(std::chrono::milliseconds limit) {
+    for (int fd : store_sockets) bound_socket_(fd, limit);
+  }
+
+  bool has_(const std::string& key) { return store->check({key}); }
+
+  // Polls for key_(stage, r) of the given ranks until all exist or `limit` passes; returns
+  // the ranks still missing.
+  std::vector<int> wait_for_(const std::string& stage, const std::vector<int>& ranks,
+                             std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    std::vector<int> missing;
+    while (true) {
+      missing.clear();
+      for (int r : ranks) {
+        if (!has_(key_(stage, r))) missing.push_back(r);
+      }
+      if (missing.empty() || Clock::now() >= deadline) return missing;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::vector<int> wait_all_(const std::string& stage, std::chrono::milliseconds limit) {
+    std::vector<int> all(static_cast<size_t>(env.world_size));
+    for (int r = 0; r < env.world_size; ++r) all[static_cast<size_t>(r)] = r;
+    return wait_for_(stage, all, limit);
+  }
+
+  std::string get_(const std::string& key) {
+    const std::vector<uint8_t> v = store->get(key);
+    return std::string(v.begin(), v.end());
+  }
+};
+
+DistContext::DistContext(const DistEnv& env, const RunConfig& cfg, torch::Device device)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  d.env = env;
+  d.backend = resolved_dist_backend(cfg);
+  d.timeout = std::chrono::milliseconds(cfg.dist_timeout * 1000);
+  const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<uint16_t>(env.master_port);
+  so.isServer = env.rank == 0 && !env.agent_store;
+  so.numWorkers = static_cast<size_t>(env.world_size);
+  so.waitWorkers = false;  // joining is checked below, where the missing ranks can be named
+  so.timeout = d.timeout;
+  const std::set<int> before = sockets_to_port_(env.master_port);
+  try {
+    // Our keys (and the process group's) live under a prefix of their own: torchrun's store
+    // also holds the agent's keys and those of earlier attempts.
+    d.store = c10::make_intrusive<c10d::PrefixStore>(
+        "trainbench/attempt" + std::to_string(env.restart_count),
+        c10::make_intrusive<c10d::TCPStore>(env.master_addr, so));
+  } catch (const std::exception& e) {
+    const std::string m = message_of_(e);
+    if (so.isServer && m.find("in use") != std::string::npos) {
+      throw ConfigError("MASTER_PORT: " + std::to_string(env.master_port) +
+                        " is already in use on this machine (another run or service holds it); "
+                        "use a free port (torchrun --master_port, scripts/launch.sh --port)");
+    }
+    if (so.isServer) throw RunError("rank 0 could not open the store on " + where + ": " + m);
+    throw RunError("rank " + std::to_string(env.rank) + " could not reach the store at " + where +
+                   " within " + std::to_string(cfg.dist_timeout) +
+                   " s (--dist_timeout): " + (env.agent_store ? "torchrun's agent" : "rank 0") +
+                   " is not running there or not reachable");
+  }
+  for (int fd : sockets_to_port_(env.master_port)) {
+    if (!before.count(fd)) d.store_sockets.insert(fd);
+  }
+  d.bound_store_(d.timeout);
+  const std::string me = host_address_();
+  d.store->set(key_("host", env.rank), std::vector<uint8_t>(me.begin(), me.end()));
+  d.store->set(key_("join", env.rank), std::vector<uint8_t>{'1'});
+  const std::vector<int> missing = d.wait_all_("join", d.timeout);
+  if (!missing.empty()) {
+    throw RunError(ranks_text_(missing) + " of " + std::to_string(env.world_size) +
+                   " did not join within " + std::to_string(cfg.dist_timeout) +
+                   " s (--dist_timeout); start every rank with the same WORLD_SIZE, "
+                   "MASTER_ADDR and MASTER_PORT (" +
+                   where + ")");
+  }
+  for (int r = 0; r < env.world_size; ++r) d.hosts.push_back(d.get_(key_("host", r)));
+  // The process group keeps its own keys under a prefix, apart from ours.
+  auto group_store = c10::make_intrusive<c10d::PrefixStore>("group", d.store);
+  if (d.backend == "gloo") {
+#ifdef TB_WITH_GLOO
+    auto opts = c10d::ProcessGroupGloo::Options::create(d.timeout);
+    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+    const bool loopback = env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0;
+    if (ifname && *ifname) {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    } else if (loopback) {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    } else {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    }
+    d.group =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(group_store, env.rank, env.world_size, opts);
+#else
+    throw ConfigError("--dist_backend: 'gloo' is not in this build");
+#endif
+  } else {
+#ifdef TB_WITH_NCCL
+    // Without blocking wait, a dead peer leaves wait() returning and the host hanging on the
+    // next read of a result; with it, wait() blocks and throws after the timeout.
+    setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 0);
+    setenv("NCCL_BLOCKING_WAIT", "1", 0);
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = d.timeout;
+    d.group =
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(group_store, env.rank, env.world_size, opts);
+#else
+    throw ConfigError("--dist_backend: 'nccl' is not in this build; use --dist_backend gloo");
+#endif
+  }
+  d.device = device;
+}
+
+DistContext::~DistContext() = default;
+
+int DistContext::rank() const { return impl_->env.rank; }
+int DistContext::world_size() const { return impl_->env.world_size; }
+const std::string& DistContext::backend() const { return impl_->backend; }
+
+std::string DistContext::agree(const std::string& stage, const std::string& my_error) {
+  Impl& d = *impl_;
+  const std::string msg = my_error.empty() ? std::string("ok") : "error: " + my_error;
+  d.store->set(key_(stage, d.env.rank), std::vector<uint8_t>(msg.begin(), msg.end()));
+  const std::vector<int> missing = d.wait_all_(stage, d.timeout);
+  std::string first;
+  for (int r = 0; r < d.env.world_size && first.empty(); ++r) {
+    if (r == d.env.rank) continue;
+    if (std::find(missing.begin(), missing.end(), r) != missing.end()) {
+      first = "rank " + std::to_string(r) + ": no report within " +
+              std::to_string(d.timeout.count() / 1000) + " s (--dist_timeout)";
+      continue;
+    }
+    const std::string report = d.get_(key_(stage, r));
+    if (report != "ok") first = "rank " + std::to_string(r) + ": " + report.substr(7);
+  }
+  d.store->set(key_(stage + "-read", d.env.rank), std::vector<uint8_t>{'1'});
+  if (d.env.rank == 0) d.wait_all_(stage + "-read", d.timeout);
+  return first;
+}
+
+void DistContext::check_same_config(const nlohmann::json& config) {
+  Impl& d = *impl_;
+  // Flags a rank may set for itself: they change no number of the run.
+  static const std::set<std::string> per_rank = {"threads", "fault_nan_step", "fault_exit_step",
+                                                 "dist_timeout"};
+  nlohmann::json shared;
+  for (const auto& [k, v] : config.items()) {
+    if (!per_rank.count(k)) shared[k] = v;
+  }
+  if (d.env.rank == 0) {
+    const std::string text = shared.dump();
+    d.store->set("config", std::vector<uint8_t>(text.begin(), text.end()));
+    return;
+  }
+  // Rank 0 publishes its flags after its own checks (the run folder among them); a failure
+  // there shows as its setup report instead, and agree() then tells every rank.
+  // Rank 0 writes "config" before its setup report, so "config" is read again after the report
+  // is seen: between a first look that finds no config and a look that finds the report, rank
+  // 0 may have written both (a race that let differing flags through under load).
+  const auto deadline = Clock::now() + d.timeout;
+  while (!d.has_("config")) {
+    if (d.has_(key_("setup", 0)) && !d.has_("config")) return;
+    if (Clock::now() >= deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const nlohmann::json rank0 = nlohmann::json::parse(d.get_("config"));
+  std::string keys;
+  for (const auto& [k, v] : shared.items()) {
+    if (!rank0.contains(k) || rank0.at(k) != v) keys += (keys.empty() ? "--" : ", --") + k;
+  }
+  if (!keys.empty()) {
+    throw ConfigError("these flags differ from rank 0's: " + keys +
+                      "; every rank must run with the same flags");
+  }
+}
+
+void DistContext::broadcast_from_rank0(std::vector<torch::Tensor> tensors) {
+  if (tensors.empty()) return;
+  c10d::BroadcastOptions opts;
+  opts.rootRank = 0;
+  if (!impl_->group) throw CollectiveError("the process group is closed");
+  // One flat buffer, one collective (a c10d tensor list means one tensor per local device).
+  std::vector<torch::Tensor> flat_parts;
+  for (const auto& t : tensors) flat_parts.push_back(t.detach().reshape({-1}));
+  std::vector<torch::Tensor> flat{torch::cat(flat_parts)};
+  try {
+    impl_->group->broadcast(flat, opts)->wait();
+    torch::NoGradGuard no_grad;
+    int64_t offset = 0;
+    for (auto& t : tensors) {
+      t.detach().copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  } catch (const std::exception& e) {
+    throw CollectiveError("broadcast failed: " + message_of_(e));
+  }
+}
+
+std::function<void()> DistContext::allreduce_async(std::vector<torch::Tensor> tensors,
+                                                   ReduceOp op) {
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = op == ReduceOp::kSum   ? c10d::ReduceOp::SUM
+                  : op == ReduceOp::kMin ? c10d::ReduceOp::MIN
+                                         : c10d::ReduceOp::MAX;
+  if (!impl_->group) throw CollectiveError("the process group is closed");
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = impl_->group->allreduce(tensors, opts);
+  } catch (const std::exception& e) {
+    throw CollectiveError("all-reduce failed: " + message_of_(e));
+  }
+  return [work] {
+    try {
+      work->wait();
+    } catch (const std::exception& e) {
+      throw CollectiveError("all-reduce failed: " + message_of_(e));
+    }
+  };
+}
+
+void DistContext::allreduce(std::vector<torch::Tensor> tensors, ReduceOp op) {
+  // NCCL reduces device memory only: host tensors (evaluation sums, per-rank figures) make a
+  // round trip through the device.
+  if (impl_->backend == "nccl") {
+    std::vector<torch::Tensor> on_device;
+    for (const auto& t : tensors) on_device.push_back(t.to(impl_->device));
+    allreduce_async(on_device, op)();
+    for (size_t i = 0; i < tensors.size(); ++i) tensors[i].copy_(on_device[i]);
+    return;
+  }
+  allreduce_async(std::move(tensors), op)();
+}
+
+std::string DistContext::explain_failure(const std::string& what, bool collective) {
+  Impl& d = *impl_;
+  const auto grace = std::min<std::chrono::milliseconds>(d.timeout, std::chrono::seconds(5));
+  std::string out = what;
+  try {
+    d.bound_store_(grace);  // a store across a dead link answers nothing: give up soon
+    d.store->set(key_("failed", d.env.rank), std::vector<uint8_t>(what.begin(), what.end()));
+    if (!collective) {
+      d.store->set(key_("failed-read", d.env.rank), std::vector<uint8_t>{'1'});
+      d.group.reset();  // the others' pending collectives now fail at once
+      // The others learn of it when their next collective fails, which can take a step or an
+      // evaluation: rank 0 keeps the store up longer for them.
+      const auto patience =
+          std::min<std::chrono::milliseconds>(d.timeout, std::chrono::seconds(60));
+      if (d.env.rank == 0) d.wait_all_("failed-read", patience);
+      return out;
+    }
+    const std::vector<int> silent = d.wait_all_("failed", grace);
+    std::vector<int> reported;
+    for (int r = 0; r < d.env.world_size; ++r) {
+      if (r == d.env.rank) continue;
+      if (std::find(silent.begin(), silent.end(), r) != silent.end()) {
+        out += "; rank " + std::to_string(r) + " stopped responding (host " +
+               d.hosts[static_cast<size_t>(r)] + "; no report within " +
+               std::to_string(grace.count() / 1000) +
+               " s: it exited, crashed, hangs or its network is down)";
+      } else {
+        reported.push_back(r);
+        const std::string report = d.get_(key_("failed", r));
+        if (report != what) out += "; rank " + std::to_string(r) + " reported: " + report;
+      }
+    }
+    d.store->set(key_("failed-read", d.env.rank), std::vector<uint8_t>{'1'});
+    if (d.env.rank == 0) d.wait_for_("failed-read", reported, grace);
+  } catch (const std::exception&) {
+    if (d.env.rank != 0 && !d.env.agent_store) {
+      out += "; rank 0 (host of the store at " + d.env.master_addr + ":" +
+             std::to_string(d.env.master_port) +
+             ") is gone: it exited, crashed, hangs or its network is down";
+    }
+  }
+  return out;
+}
+
+}  // namespace trainbench

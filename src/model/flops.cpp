@@ -1,0 +1,112 @@
+// FLOP accounting and the peak used for MFU.
+#include "trainbench/model/flops.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+namespace trainbench {
+
+int64_t matmul_weight_count(const RunConfig& cfg) {
+  const int64_t d = cfg.d_model;
+  const int64_t per_block = 3 * d * d + d * d + 2 * d * cfg.ff_dim;
+  return cfg.num_layer * per_block + d * 256;
+}
+
+double flops_per_token(const RunConfig& cfg) {
+  return 6.0 * static_cast<double>(matmul_weight_count(cfg)) +
+         12.0 * static_cast<double>(cfg.num_layer * cfg.seq_len * cfg.d_model);
+}
+
+int64_t parameter_count(const RunConfig& cfg) {
+  const int64_t d = cfg.d_model, ff = cfg.ff_dim;
+  // qkv and out projections with biases, two LayerNorms, the feed-forward pair with biases
+  const int64_t per_block = 4 * d * d + 4 * d + 4 * d + 2 * d * ff + ff + d;
+  return 256 * d + cfg.seq_len * d + cfg.num_layer * per_block + 256 * d + 256;
+}
+
+MemoryEstimate estimate_memory(const RunConfig& cfg, int64_t params) {
+  const double S = static_cast<double>(cfg.seq_len), d = static_cast<double>(cfg.d_model);
+  const double ff = static_cast<double>(cfg.ff_dim), H = static_cast<double>(cfg.num_heads);
+  const double B = static_cast<double>(cfg.batch_size), L = static_cast<double>(cfg.num_layer);
+  const bool half = cfg.dtype != "float32";
+  MemoryEstimate m;
+  m.state_bytes = static_cast<double>(params) * (16.0 + (half ? 2.0 : 0.0));
+  const double per_sequence_layer = 10 * S * d + 3 * S * ff + (cfg.flash ? 2 : 3) * H * S * S;
+  m.activation_bytes = B * L * per_sequence_layer * (half ? 2.0 : 4.0);
+  m.total_bytes = 0.5e9 + m.state_bytes + m.activation_bytes + 3 * B * S * 256 * 4.0;
+  return m;
+}
+
+namespace {
+
+struct GpuPeak {
+  const char* name_part;                         // matched as a substring of the CUDA device name
+  double tf32_tflops, bf16_tflops, fp16_tflops;  // dense tensor-core peaks
+};
+
+// Vendor datasheet dense peaks (no sparsity). H200 SXM has the H100 SXM compute.
+const std::vector<GpuPeak>& gpu_table_() {
+  static const std::vector<GpuPeak> table = {
+      {"H200", 494.7, 989.4, 989.4},    {"H100 PCIe", 378.0, 756.0, 756.0},
+      {"H100", 494.7, 989.4, 989.4},    {"A100", 156.0, 312.0, 312.0},
+      {"RTX 4090", 82.6, 165.2, 165.2}, {"RTX A5000", 55.6, 111.1, 111.1},
+  };
+  return table;
+}
+
+}  // namespace
+
+double gpu_peak_flops(const std::string& device_name, const std::string& dtype) {
+  for (const GpuPeak& g : gpu_table_()) {
+    if (device_name.find(g.name_part) == std::string::npos) continue;
+    const double t = dtype == "bfloat16"  ? g.bf16_tflops
+                     : dtype == "float16" ? g.fp16_tflops
+                                          : g.tf32_tflops;
+    return t * 1e12;
+  }
+  return 0;
+}
+
+double gemm_probe_flops(const std::string& dtype, int64_t n, double min_seconds) {
+  torch::NoGradGuard no_grad;
+  const auto type = dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat;
+  // A private generator: the probe runs after the model is built and must not move the run's
+  // seeded random stream (dropout masks, sampler-independent draws).
+  at::Generator gen = at::detail::createCPUGenerator(0);
+  const torch::Tensor a = torch::randn({n, n}, gen).to(type),
+                      b = torch::randn({n, n}, gen).to(type);
+  torch::Tensor c = torch::matmul(a, b);  // warm-up: thread pools, packing buffers
+  // The best of five trials: a peak is what the machine can do, and a shared machine's
+  // background load only ever slows a trial down.
+  using clock = std::chrono::steady_clock;
+  double best = 0;
+  for (int trial = 0; trial < 5; ++trial) {
+    const auto t0 = clock::now();
+    int64_t reps = 0;
+    double elapsed = 0;
+    do {
+      c = torch::matmul(a, b);
+      ++reps;
+      elapsed = std::chrono::duration<double>(clock::now() - t0).count();
+    } while (elapsed < min_seconds / 5);
+    best =
+        std::max(best, 2.0 * static_cast<double>(n * n * n) * static_cast<double>(reps) / elapsed);
+  }
+  return best;
+}
+
+PeakFlops resolve_peak_flops(const RunConfig& cfg, const torch::Device& device,
+                             const std::string& device_name) {
+  if (cfg.peak_tflops > 0) return {cfg.peak_tflops * 1e12, "flag"};
+  if (device.is_cuda()) {
+    const double peak = gpu_peak_flops(device_name, cfg.dtype);
+    if (peak > 0) return {peak, "table:" + device_name};
+    return {0, "unknown"};
+  }
+  return {gemm_probe_flops(cfg.dtype), "gemm_probe"};
+}
+
+}  // namespace trainbench

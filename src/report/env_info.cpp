@@ -1,0 +1,191 @@
+// Environment facts recorded with every run, and the threading environment.
+#include "trainbench/report/env_info.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#ifdef TB_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+namespace trainbench {
+
+namespace {
+
+// The text after `key` in `text` up to the first character of `stops`, or "".
+std::string field_after_(const std::string& text, const std::string& key, const char* stops) {
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return "";
+  const size_t begin = at + key.size();
+  return text.substr(begin, text.find_first_of(stops, begin) - begin);
+}
+
+}  // namespace
+
+std::string blas_info() {
+  // LibTorch's build configuration, e.g. "... Math Kernel Library Version 2024.2-Product ...
+  // MKL-DNN v3.10.2 ... BLAS_INFO=mkl, ...": the wheel links MKL (float32 GEMMs) and oneDNN
+  // (bfloat16 matmuls) statically, so the build, not the machine, decides.
+  const std::string cfg = at::show_config();
+  std::string blas = field_after_(cfg, "BLAS_INFO=", ", \n");
+  if (blas.empty()) blas = "unknown";
+  const std::string mkl = field_after_(cfg, "Math Kernel Library Version ", " \n");
+  const std::string dnn = field_after_(cfg, "MKL-DNN ", " \n");
+  if (!mkl.empty()) blas += " " + mkl;
+  if (!dnn.empty()) blas += ", oneDNN " + dnn;
+  return blas;
+}
+
+const std::vector<std::string>& thread_env_vars() {
+  static const std::vector<std::string> vars = {
+      "OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_PROC_BIND",           "GOMP_SPINCOUNT",
+      "KMP_BLOCKTIME",   "MKL_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "XLA_FLAGS"};
+  return vars;
+}
+
+nlohmann::json thread_env() {
+  nlohmann::json j = nlohmann::json::object();
+  for (const std::string& var : thread_env_vars()) {
+    const char* value = std::getenv(var.c_str());
+    j[var] = value ? nlohmann::json(value) : nlohmann::json(nullptr);
+  }
+  return j;
+}
+
+std::string device_name(const torch::Device& device) {
+#ifdef TB_WITH_CUDA
+  if (device.is_cuda())
+    return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->name;
+#endif
+  (void)device;
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "cpu";
+}
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+double available_memory_bytes() {
+  double avail = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    if (line.rfind("MemAvailable:", 0) == 0) avail = std::stod(line.substr(13)) * 1024;  // kB
+  }
+  // cgroup v2: memory.max is "max" or a byte count; what is left is max - current.
+  std::ifstream max_file("/sys/fs/cgroup/memory.max"), cur_file("/sys/fs/cgroup/memory.current");
+  std::string max_text, cur_text;
+  if (max_file >> max_text && cur_file >> cur_text && max_text != "max") {
+    const double left = std::stod(max_text) - std::stod(cur_text);
+    if (left > 0 && (avail == 0 || left < avail)) avail = left;
+  }
+  return avail;
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string build_type() { return TB_BUILD_TYPE; }
+
+namespace {
+
+// The source tree's revision now (a configure-time value goes stale after new commits),
+// with "-dirty" for uncommitted changes; the configure-time value when git is unavailable.
+std::string git_revision_() {
+  const std::string cmd = std::string("git -C '") + TB_SOURCE_DIR +
+                          "' describe --always --dirty --abbrev=12 2>/dev/null";
+  std::string out;
+  if (FILE* pipe = popen(cmd.c_str(), "r")) {
+    char buf[128];
+    while (fgets(buf, sizeof(buf), pipe)) out += buf;
+    pclose(pipe);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out.empty() ? TB_GIT_REVISION : out;
+}
+
+}  // namespace
+
+nlohmann::json collect_env(const torch::Device& device, int num_threads) {
+  nlohmann::json j;
+  j["libtorch_version"] = TORCH_VERSION;
+  j["device"] = device.str();
+  j["device_name"] = device_name(device);
+  j["cuda_version"] = nullptr;
+  j["cudnn_version"] = nullptr;
+  j["compute_capability"] = nullptr;
+  j["tf32_matmul"] = nullptr;
+#ifdef TB_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto* prop = at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index());
+    j["compute_capability"] = std::to_string(prop->major) + "." + std::to_string(prop->minor);
+    j["cuda_version"] =
+        std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10);
+    j["tf32_matmul"] = at::globalContext().allowTF32CuBLAS();
+    j["tf32_cudnn"] = at::globalContext().allowTF32CuDNN();
+    if (at::globalContext().hasCuDNN()) {
+      // cuDNN 9 encodes major*10000 + minor*100 + patch, cuDNN 8 major*1000 + minor*100 + patch.
+      const long v = at::globalContext().versionCuDNN();
+      const long major = v >= 90000 ? v / 10000 : v / 1000;
+      const long minor = (v >= 90000 ? v % 10000 : v % 1000) / 100;
+      j["cudnn_version"] =
+          std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
+    }
+    int driver = 0;
+    if (cudaDriverGetVersion(&driver) == cudaSuccess) {
+      j["cuda_driver_version"] =
+          std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
+    }
+    j["gpu_memory_bytes"] = static_cast<int64_t>(prop->totalGlobalMem);
+    j["multiprocessors"] = prop->multiProcessorCount;
+  }
+#endif
+  j["num_threads"] = num_threads;
+  j["available_cores"] = available_cores();
+  j["blas"] = blas_info();
+  j["parallel_info"] = at::get_parallel_info();
+  j["thread_env"] = thread_env();
+#if defined(__clang__)
+  j["compiler"] = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  j["compiler"] = std::string("g++ ") + __VERSION__;
+#else
+  j["compiler"] = "unknown";
+#endif
+  j["build_type"] = build_type();
+  j["git_revision"] = git_revision_();
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  j["hostname"] = host;
+  j["started_at"] = utc_now_iso8601();
+  return j;
+}
+
+}  // namespace trainbench

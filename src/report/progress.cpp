@@ -1,0 +1,134 @@
+// Progress line and result table.
+#include "trainbench/report/progress.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+#include "trainbench/core/log.h"
+
+namespace trainbench {
+namespace {
+
+double now_s_() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string fmt_(double v, int precision) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(precision) << v;
+  return os.str();
+}
+
+std::string num_or_dash_(const nlohmann::json& v, int precision, double scale = 1.0) {
+  return v.is_number() ? fmt_(v.get<double>() * scale, precision) : "-";
+}
+
+}  // namespace
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<long long>(std::llround(seconds));
+  char buf[48];
+  if (s < 60) {
+    std::snprintf(buf, sizeof(buf), "%llds", s);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof(buf), "%lldm %02llds", s / 60, s % 60);
+  } else if (s < 86400) {
+    std::snprintf(buf, sizeof(buf), "%lldh %02lldm", s / 3600, s % 3600 / 60);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%lldd %02lldh", s / 86400, s % 86400 / 3600);
+  }
+  return buf;
+}
+
+Progress::Progress(int64_t total_steps, bool live)
+    : total_(total_steps), live_(live), tty_(live && isatty(STDERR_FILENO)) {}
+
+void Progress::clear_() {
+  if (drawn_) std::fprintf(stderr, "\r\033[K");
+  drawn_ = false;
+}
+
+void Progress::update(int64_t step, double loss, double tokens_per_s, double eta_s) {
+  if (!tty_) return;
+  const double now = now_s_();
+  if (step != total_ && now - last_draw_s_ < 0.2) return;
+  last_draw_s_ = now;
+  std::fprintf(stderr, "\r\033[Kstep %lld/%lld  loss %.4f  %.0f tok/s  ETA %s",
+               static_cast<long long>(step), static_cast<long long>(total_), loss, tokens_per_s,
+               format_duration(eta_s).c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void Progress::window(int64_t step, double loss, double sequences_per_s, double tokens_per_s) {
+  clear_();
+  log_info("step " + std::to_string(step) + "/" + std::to_string(total_) + "  loss " +
+           fmt_(loss, 4) + "  " + fmt_(sequences_per_s, 1) + " seq/s  " + fmt_(tokens_per_s, 0) +
+           " tok/s");
+}
+
+void Progress::early_step(int64_t step, double loss, double step_s, bool warmup) {
+  if (!live_) return;
+  clear_();
+  log_info("step " + std::to_string(step) + "/" + std::to_string(total_) +
+           (warmup ? " (warm-up)" : "") + "  loss " + fmt_(loss, 4) + "  " + fmt_(step_s, 3) +
+           " s/step");
+}
+
+void Progress::projection(int64_t steps_left, double step_s, bool cpu) {
+  if (!live_) return;
+  const double seconds = static_cast<double>(steps_left) * step_s;
+  std::string line = "projected: " + format_duration(seconds) + " for the " +
+                     std::to_string(steps_left) + " steps left at " + fmt_(step_s, 3) +
+                     " s/step (evaluations not included)";
+  if (cpu && seconds > kSlowRunSeconds) {
+    line +=
+        "; this workload is sized for a GPU: --preset quick trains a small model in seconds "
+        "here, or run it on a GPU (--device cuda)";
+  }
+  clear_();
+  if (cpu && seconds > kSlowRunSeconds) {
+    log_warn(line);
+  } else {
+    log_info(line);
+  }
+}
+
+void Progress::message(const std::string& line) {
+  clear_();
+  log_info(line);
+}
+
+void Progress::finish() { clear_(); }
+
+std::string summary_table(const nlohmann::json& config, const nlohmann::json& summary) {
+  std::ostringstream os;
+  const auto& st = summary["step_time_ms"];
+  // Several processes: speeds are global, so the device column says how many shared them.
+  const int64_t world = config.value("world_size", int64_t{1});
+  const std::string processes = world > 1 ? " x" + std::to_string(world) : "";
+  os << "| model | dtype | layers | flash | compile | device | seq/s | tokens/s | step ms (median, "
+        "min-max) "
+        "| MFU | peak MB | train loss | valid bpb | status |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+     << "| " << config["model"].get<std::string>() << " | " << config["dtype"].get<std::string>()
+     << " | " << config["num_layer"] << " | " << config["flash"] << " | " << config["compile"]
+     << " | " << config["device"].get<std::string>() << processes << " | "
+     << num_or_dash_(summary["sequences_per_s"], 1) << " | "
+     << num_or_dash_(summary["tokens_per_s"], 0) << " | " << num_or_dash_(st["median"], 1) << " ("
+     << num_or_dash_(st["min"], 1) << "-" << num_or_dash_(st["max"], 1) << ") | "
+     << num_or_dash_(summary["mfu"], 1, 100.0) << "% | "
+     << num_or_dash_(summary["peak_memory_bytes"], 0, 1.0 / (1 << 20)) << " | "
+     << num_or_dash_(summary["final_train_loss"], 4) << " | "
+     << num_or_dash_(summary["final_valid_bpb"], 4) << " | " << summary["status"].get<std::string>()
+     << " |\n";
+  return os.str();
+}
+
+}  // namespace trainbench

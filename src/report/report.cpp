@@ -1,0 +1,277 @@
+// Run folders → reference-style comparison tables.
+#include "trainbench/report/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include <cxxopts.hpp>
+
+#include "trainbench/core/errors.h"
+#include "trainbench/report/results.h"
+
+namespace trainbench {
+
+RunRecord read_run(const std::string& dir) {
+  const nlohmann::json config = read_json_file(dir + "/config.json");
+  const nlohmann::json summary = read_json_file(dir + "/summary.json");
+  for (const auto* j : {&config, &summary}) {
+    if (!j->is_object() || !j->contains("schema_version") ||
+        !(*j)["schema_version"].is_number_integer() || (*j)["schema_version"] != kSchemaVersion) {
+      throw RunError("'" + dir + "': schema_version is not " + std::to_string(kSchemaVersion));
+    }
+  }
+  RunRecord r;
+  r.dir = dir;
+  try {
+    const std::string framework = config.value("framework", std::string("libtorch"));
+    r.label = framework + " " + config.at("model").get<std::string>();
+    if (config.value("compile", 0) == 1) r.label += " compiled";
+    if (config.value("flash", 0) == 1) r.label += " flash";
+    if (config.value("fused_adam", 0) == 1) r.label += " fused_adam";
+    if (config.value("cuda_graph", 0) == 1) r.label += " cuda_graph";
+    // Data-parallel runs (speeds are global) get their own column; batch stays per rank.
+    const int64_t world = config.value("world_size", int64_t{1});
+    if (world > 1) r.label += " x" + std::to_string(world) + " processes";
+    r.dtype = config.at("dtype").get<std::string>();
+    r.num_layer = config.at("num_layer").get<int64_t>();
+    r.batch_size = config.at("batch_size").get<int64_t>();
+    r.shape = std::to_string(r.num_layer) + " layers, d_model " +
+              std::to_string(config.value("d_model", int64_t{0})) + ", seq_len " +
+              std::to_string(config.value("seq_len", int64_t{0})) + ", batch " +
+              std::to_string(r.batch_size);
+    r.status = summary.at("status").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    throw RunError("'" + dir + "': a contract field is missing or mistyped (" + e.what() + ")");
+  }
+  for (auto [field, key] : {std::pair{&r.sequences_per_s, "sequences_per_s"},
+                            {&r.tokens_per_s, "tokens_per_s"},
+                            {&r.mfu, "mfu"},
+                            {&r.peak_memory_bytes, "peak_memory_bytes"},
+                            {&r.final_valid_bpb, "final_valid_bpb"},
+                            {&r.warmup_seconds, "warmup_seconds"},
+                            {&r.compile_seconds, "compile_seconds"}}) {
+    *field = summary.contains(key) && summary[key].is_number() ? summary[key] : nullptr;
+  }
+  return r;
+}
+
+namespace {
+
+std::string num_(const nlohmann::json& v, int precision, double scale = 1.0) {
+  if (!v.is_number()) return "-";
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(precision) << v.get<double>() * scale;
+  return os.str();
+}
+
+bool completed_(const RunRecord& r) {
+  return r.status == "completed" && r.sequences_per_s.is_number();
+}
+
+// The speed table: dtype rows (in first-seen order) × label columns (first-seen order).
+struct SpeedTable {
+  std::vector<std::string> dtypes, labels;
+  std::map<std::pair<std::string, std::string>, const RunRecord*> cells;
+};
+
+SpeedTable speed_table_(const std::vector<RunRecord>& runs) {
+  SpeedTable t;
+  auto add_unique = [](std::vector<std::string>& v, const std::string& s) {
+    if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+  };
+  for (const RunRecord& r : runs) {
+    add_unique(t.dtypes, r.dtype);
+    add_unique(t.labels, r.label);
+    const auto key = std::make_pair(r.dtype, r.label);
+    // A completed run wins over an unfinished one; otherwise the first listed is kept.
+    auto it = t.cells.find(key);
+    if (it == t.cells.end() || (!completed_(*it->second) && completed_(r))) {
+      t.cells[key] = &r;
+    } else {
+      std::fprintf(stderr, "bench report: warning: '%s' repeats %s %s; '%s' is shown\n",
+                   r.dir.c_str(), r.label.c_str(), r.dtype.c_str(), it->second->dir.c_str());
+    }
+  }
+  return t;
+}
+
+std::string cell_(const SpeedTable& t, const std::string& dtype, const std::string& label) {
+  auto it = t.cells.find({dtype, label});
+  if (it == t.cells.end()) return "";
+  if (!completed_(*it->second)) return it->second->status;
+  // Three significant figures or whole numbers: 1093, 98.1, 3.53.
+  const double v = it->second->sequences_per_s.get<double>();
+  return num_(it->second->sequences_per_s, v >= 100 ? 0 : v >= 10 ? 1 : 2);
+}
+
+// label's speed over the baseline's, when both completed.
+std::optional<double> ratio_value_(const SpeedTable& t, const std::string& dtype,
+                                   const std::string& label, const std::string& baseline) {
+  auto a = t.cells.find({dtype, label}), b = t.cells.find({dtype, baseline});
+  if (a == t.cells.end() || b == t.cells.end() || !completed_(*a->second) ||
+      !completed_(*b->second)) {
+    return std::nullopt;
+  }
+  return a->second->sequences_per_s.get<double>() / b->second->sequences_per_s.get<double>();
+}
+
+std::string ratio_(const SpeedTable& t, const std::string& dtype, const std::string& label,
+                   const std::string& baseline) {
+  const auto r = ratio_value_(t, dtype, label, baseline);
+  return r ? num_(nlohmann::json(*r), 2) + "x" : "-";
+}
+
+std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
+                      const std::string& baseline) {
+  std::ostringstream os;
+  const bool mixed = std::any_of(runs.begin(), runs.end(),
+                                 [&](const RunRecord& r) { return r.shape != runs[0].shape; });
+  os << "Sequences per second ("
+     << (mixed ? std::string("shapes in the column labels") : runs[0].shape) << "; ratios against "
+     << baseline << ")\n\n| dtype |";
+  for (const auto& l : t.labels) os << " " << l << " |";
+  for (const auto& l : t.labels)
+    if (l != baseline) os << " " << l << " vs " << baseline << " |";
+  os << "\n|---|";
+  for (size_t i = 0; i < 2 * t.labels.size() - 1; ++i) os << "---|";
+  os << "\n";
+  for (const auto& d : t.dtypes) {
+    os << "| " << d << " |";
+    for (const auto& l : t.labels) os << " " << cell_(t, d, l) << " |";
+    for (const auto& l : t.labels)
+      if (l != baseline) os << " " << ratio_(t, d, l, baseline) << " |";
+    os << "\n";
+  }
+  os << "\n| configuration | dtype | layers | batch | seq/s | tokens/s | MFU % | peak MB | warm-up "
+        "s | compile s | valid bpb | status | folder |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const RunRecord& r : runs) {
+    os << "| " << r.label << " | " << r.dtype << " | " << r.num_layer << " | " << r.batch_size
+       << " | " << num_(r.sequences_per_s, 2) << " | " << num_(r.tokens_per_s, 0) << " | "
+       << num_(r.mfu, 1, 100) << " | " << num_(r.peak_memory_bytes, 0, 1.0 / (1 << 20)) << " | "
+       << num_(r.warmup_seconds, 1) << " | " << num_(r.compile_seconds, 1) << " | "
+       << num_(r.final_valid_bpb, 4) << " | " << r.status << " | " << r.dir << " |\n";
+  }
+  return os.str();
+}
+
+std::string csv_(const std::vector<RunRecord>& runs) {
+  std::ostringstream os;
+  os << "configuration,dtype,num_layer,batch_size,sequences_per_s,tokens_per_s,mfu,"
+        "peak_memory_bytes,final_valid_bpb,status,dir\n";
+  auto field = [](const nlohmann::json& v) { return v.is_number() ? v.dump() : std::string(); };
+  auto quoted = [](const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  for (const RunRecord& r : runs) {
+    os << quoted(r.label) << "," << r.dtype << "," << r.num_layer << "," << r.batch_size << ","
+       << field(r.sequences_per_s) << "," << field(r.tokens_per_s) << "," << field(r.mfu) << ","
+       << field(r.peak_memory_bytes) << "," << field(r.final_valid_bpb) << "," << r.status << ","
+       << quoted(r.dir) << "\n";
+  }
+  return os.str();
+}
+
+nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
+                     const std::string& baseline) {
+  nlohmann::json j;
+  j["schema_version"] = kSchemaVersion;
+  j["baseline"] = baseline;
+  j["runs"] = nlohmann::json::array();
+  for (const RunRecord& r : runs) {
+    j["runs"].push_back({{"configuration", r.label},
+                         {"dtype", r.dtype},
+                         {"num_layer", r.num_layer},
+                         {"batch_size", r.batch_size},
+                         {"sequences_per_s", r.sequences_per_s},
+                         {"tokens_per_s", r.tokens_per_s},
+                         {"mfu", r.mfu},
+                         {"peak_memory_bytes", r.peak_memory_bytes},
+                         {"final_valid_bpb", r.final_valid_bpb},
+                         {"status", r.status},
+                         {"dir", r.dir}});
+  }
+  j["speedup"] = nlohmann::json::object();
+  for (const auto& d : t.dtypes) {
+    for (const auto& l : t.labels) {
+      const auto r = ratio_value_(t, d, l, baseline);
+      if (l != baseline && r) j["speedup"][d][l] = std::round(*r * 100) / 100;  // as shown
+    }
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string render_report(const std::vector<RunRecord>& input, const ReportOptions& options) {
+  if (input.empty()) throw ConfigError("report: no readable run folder; give RUN_DIR...");
+  std::vector<RunRecord> runs = input;
+  const bool mixed = std::any_of(runs.begin(), runs.end(),
+                                 [&](const RunRecord& r) { return r.shape != runs[0].shape; });
+  if (mixed) {
+    for (RunRecord& r : runs) r.label += " [" + r.shape + "]";
+  }
+  const SpeedTable t = speed_table_(runs);
+  const std::string baseline = options.baseline.empty() ? t.labels.front() : options.baseline;
+  if (std::find(t.labels.begin(), t.labels.end(), baseline) == t.labels.end()) {
+    std::string allowed;
+    for (const auto& l : t.labels) allowed += (allowed.empty() ? "'" : ", '") + l + "'";
+    throw ConfigError("--baseline: '" + baseline + "' is not a configuration; use one of " +
+                      allowed);
+  }
+  if (options.format == "csv") return csv_(runs);
+  if (options.format == "json") return json_(runs, t, baseline).dump(2) + "\n";
+  return markdown_(runs, t, baseline);
+}
+
+int report_main(int argc, const char* const* argv) {
+  cxxopts::Options options("bench report", "comparison tables from run folders");
+  options.custom_help("[--csv|--json] [--baseline LABEL] RUN_DIR...");
+  options.add_options()("csv", "CSV detail rows instead of markdown")(
+      "json", "JSON (runs and speed-up ratios) instead of markdown")(
+      "baseline", "configuration column the ratios divide by (default: the first)",
+      cxxopts::value<std::string>()->default_value(""))("h,help", "print this help")(
+      "dirs", "run folders", cxxopts::value<std::vector<std::string>>());
+  options.parse_positional({"dirs"});
+  try {
+    const auto args = options.parse(argc, argv);
+    if (args.count("help")) {
+      std::cout << options.help();
+      return 0;
+    }
+    if (args.count("csv") && args.count("json")) {
+      throw ConfigError("report: --csv and --json exclude each other; choose one");
+    }
+    std::vector<RunRecord> runs;
+    if (args.count("dirs")) {
+      for (const auto& dir : args["dirs"].as<std::vector<std::string>>()) {
+        try {
+          runs.push_back(read_run(dir));
+        } catch (const RunError& e) {
+          std::fprintf(stderr, "bench report: warning: skipping %s\n", e.what());
+        }
+      }
+    }
+    ReportOptions ro;
+    ro.format = args.count("csv") ? "csv" : args.count("json") ? "json" : "markdown";
+    ro.baseline = args["baseline"].as<std::string>();
+    std::cout << render_report(runs, ro);
+    return 0;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "bench report: error: %s\n", e.what());
+    return 2;
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::fprintf(stderr, "bench report: error: %s; see bench report --help\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace trainbench

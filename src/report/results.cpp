@@ -1,0 +1,138 @@
+// Run-folder files. nlohmann::json already writes NaN/inf as null; callers set "status".
+#include "trainbench/report/results.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "trainbench/core/errors.h"
+
+namespace trainbench {
+
+namespace fs = std::filesystem;
+
+void check_run_dir(const std::string& dir, bool overwrite) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (!fs::exists(st)) return;
+  if (!fs::is_directory(st)) {
+    throw ConfigError("--save_dir: run folder '" + dir +
+                      "' exists and is not a folder; choose another --save_dir");
+  }
+  if (fs::is_empty(dir, ec)) return;
+  if (overwrite) {
+    // The previous run's files go, so none of them (an old summary, an old checkpoint that a
+    // later --resume would pick) can be mistaken for this run's.
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name == "config.json" || name == "env.json" || name == "summary.json" ||
+          name == "metrics.jsonl" || name.rfind("checkpoint-", 0) == 0) {
+        fs::remove(entry.path(), ec);
+      }
+    }
+    return;
+  }
+  throw ConfigError("--save_dir: run folder '" + dir +
+                    "' already holds results; choose another --save_dir or pass --overwrite 1");
+}
+
+void write_json_atomic(const std::string& path, const nlohmann::json& value) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << value.dump(2) << "\n";
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw RunError("cannot write '" + tmp + "': " + std::strerror(errno));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw RunError("cannot move '" + tmp + "' to '" + path + "': " + why);
+  }
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw RunError("cannot read '" + path + "'");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw RunError("'" + path + "' is not valid JSON: " + e.what());
+  }
+}
+
+ResultWriter::ResultWriter(std::string dir, int64_t resume_step) : dir_(std::move(dir)) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw RunError("cannot create run folder '" + dir_ + "': " + ec.message());
+  const std::string path = dir_ + "/metrics.jsonl";
+  if (resume_step >= 0) {
+    std::ifstream in(path);
+    std::string kept;
+    for (std::string line; std::getline(in, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.value("step", int64_t{0}) <= resume_step) {
+        kept += line + "\n";
+        if (j.contains("elapsed_s") && j["elapsed_s"].is_number()) {
+          elapsed_before_ = std::max(elapsed_before_, j["elapsed_s"].get<double>());
+        }
+      }
+    }
+    const std::string tmp = path + ".tmp";
+    std::ofstream out(tmp, std::ios::trunc);
+    out << kept;
+    out.flush();
+    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+      const std::string why = std::strerror(errno);
+      std::remove(tmp.c_str());
+      throw RunError("cannot rewrite '" + path + "': " + why);
+    }
+  }
+  const int trunc = resume_step >= 0 ? 0 : O_TRUNC;
+  metrics_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | trunc | O_APPEND | O_CLOEXEC, 0644);
+  if (metrics_fd_ < 0) {
+    throw RunError("cannot write '" + path + "': " + std::strerror(errno));
+  }
+}
+
+ResultWriter::~ResultWriter() {
+  if (metrics_fd_ >= 0) ::close(metrics_fd_);
+}
+
+void ResultWriter::write_config(nlohmann::json config) {
+  config["schema_version"] = kSchemaVersion;
+  write_json_atomic(dir_ + "/config.json", config);
+}
+
+void ResultWriter::write_env(nlohmann::json env) {
+  env["schema_version"] = kSchemaVersion;
+  write_json_atomic(dir_ + "/env.json", env);
+}
+
+void ResultWriter::append_metric(nlohmann::json line) {
+  line["schema_version"] = kSchemaVersion;
+  const std::string text = line.dump() + "\n";
+  ssize_t n;
+  do {
+    n = ::write(metrics_fd_, text.data(), text.size());
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(text.size())) {
+    throw RunError("cannot append to '" + dir_ +
+                   "/metrics.jsonl': " + (n < 0 ? std::strerror(errno) : "short write"));
+  }
+}
+
+void ResultWriter::write_summary(nlohmann::json summary) {
+  summary["schema_version"] = kSchemaVersion;
+  write_json_atomic(dir_ + "/summary.json", summary);
+}
+
+}  // namespace trainbench

@@ -1,0 +1,112 @@
+// Trainer: one training step and evaluation. The step is what the benchmark times.
+#include "trainbench/train/trainer.h"
+
+#include <cmath>
+#include <limits>
+
+#include "trainbench/data/batch_loader.h"
+#include "trainbench/dist/grad_sync.h"
+
+namespace trainbench {
+
+torch::Tensor byte_loss(const torch::Tensor& logits, const torch::Tensor& bytes) {
+  // [S*B, 256] float32 against [S*B]: mean nats per byte.
+  return torch::cross_entropy_loss(logits.reshape({-1, kVocabSize}).to(torch::kFloat),
+                                   bytes.reshape({-1}));
+}
+
+Trainer::Trainer(const RunConfig& cfg, torch::Device device)
+    : cfg_(cfg),
+      device_(device),
+      sdpa_guard_(cfg.flash == 1 ? cfg.sdpa_backend : "auto"),
+      scaler_(cfg.dtype == "float16", {}, device) {
+  model_ = make_model(cfg);
+  model_->to(device_);
+  if (cfg.fused_adam == 1) {
+    FusedAdamOptions o;
+    o.lr = cfg.lr;
+    fused_adam_ = std::make_unique<FusedAdam>(model_->parameters(), o);
+  } else {
+    optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
+                                                      torch::optim::AdamOptions(cfg.lr));
+  }
+  if (cfg.cuda_graph == 1) {
+    // Eager steps until the last warm-up step, which captures (and replays) the graph.
+    graph_ = std::make_unique<StepGraph>([this](const torch::Tensor& b) { return step_body_(b); },
+                                         device_, cfg.warmup_steps - 1);
+  }
+}
+
+torch::Tensor Trainer::step(const torch::Tensor& bytes_in) {
+  ++steps_done_;
+  if (graph_) return graph_->step(bytes_in);
+  const torch::Tensor loss = step_body_(bytes_in.to(device_, /*non_blocking=*/true));
+  if (sync_) return torch::scalar_tensor(sync_->mean_loss(), torch::kFloat64);
+  return loss;
+}
+
+torch::Tensor Trainer::step_body_(const torch::Tensor& bytes) {
+  model_->train();
+  // Gradients are dropped, not zeroed (PyTorch's set_to_none): backward then writes fresh
+  // gradient tensors instead of a memset plus an accumulate into every one.
+  for (auto& p : model_->parameters()) p.mutable_grad() = torch::Tensor();
+  torch::Tensor loss;
+  {
+    AutocastGuard autocast(device_.type(), autocast_dtype(cfg_.dtype));
+    loss = byte_loss(model_->forward(bytes), bytes);
+  }
+  if (cfg_.fault_nan_step > 0 && steps_done_ == cfg_.fault_nan_step) {
+    loss = loss + std::numeric_limits<float>::quiet_NaN();  // injected fault (tests)
+  }
+  if (sync_) sync_->start_step(loss);
+  scaler_.scale_loss(loss).backward();
+  if (sync_) sync_->finish_step();  // every rank now holds the same averaged gradients
+  apply_gradients_();
+  return loss.detach();
+}
+
+void Trainer::apply_gradients_() {
+  std::vector<torch::Tensor> grads;
+  if (scaler_.enabled()) {
+    for (const auto& p : model_->parameters()) grads.push_back(p.grad());
+  }
+  if (fused_adam_ && scaler_.on_device()) {
+    // Sync-free float16: the kernel unscales by the scale and skips on found_inf itself.
+    scaler_.check_(grads);
+    fused_adam_->step(scaler_.scale_tensor(), scaler_.found_inf());
+    scaler_.update_on_device();
+    return;
+  }
+  const bool found_inf = scaler_.unscale_(grads);  // a host sync when scaling
+  if (!found_inf && fused_adam_) fused_adam_->step();
+  if (!found_inf && optimizer_) optimizer_->step();
+  if (scaler_.on_device()) {
+    scaler_.update_on_device();
+  } else {
+    scaler_.update(found_inf);
+  }
+}
+
+void Trainer::restore(int64_t steps_done, double scale, int64_t growth_tracker, int64_t skipped) {
+  steps_done_ = steps_done;
+  scaler_.restore(scale, growth_tracker, skipped);
+}
+
+Trainer::EvalSums Trainer::evaluate_sums(const ByteCorpus& corpus,
+                                         const std::vector<std::vector<int64_t>>& batches) {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  double total = 0;
+  int64_t count = 0;
+  for (const auto& starts : batches) {
+    const torch::Tensor bytes = make_batch(corpus, starts, cfg_.seq_len, false).to(device_);
+    AutocastGuard autocast(device_.type(), autocast_dtype(cfg_.dtype));
+    const double loss = byte_loss(model_->forward(bytes), bytes).item<double>();
+    total += loss * static_cast<double>(bytes.numel());
+    count += bytes.numel();
+  }
+  model_->train();
+  return {total, count};
+}
+
+}  // namespace trainbench

@@ -1,0 +1,228 @@
+// The GPU fast-path flags on the CPU: --sdpa_backend, --fused_adam and --cuda_graph errors and
+// exit codes, the SDPA guard restoring LibTorch's global switches, the recorded backend, the
+// resume rules and the report's configuration labels.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "trainbench/app/cli.h"
+#include "trainbench/app/run.h"
+#include "trainbench/app/validate.h"
+#include "trainbench/core/log.h"
+#include "trainbench/model/sdpa_backend.h"
+#include "trainbench/report/report.h"
+#include "trainbench/report/results.h"
+#include "trainbench/train/checkpoint.h"
+#include "trainbench/train/trainer.h"
+
+namespace trainbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The ConfigError message for a command line, or "" when it parses and validates.
+std::string error_of(std::vector<std::string> args) {
+  args.insert(args.begin(), "bench");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    validate(parse_cli(static_cast<int>(argv.size()), argv.data()).config);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(GpuFlags, BadValuesAndCombinationsNameTheFlagValueAndAllowed) {
+  std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--sdpa_backend", "fast"},
+       "--sdpa_backend: 'fast' is not allowed; use one of auto|flash|efficient|cudnn|math"},
+      {{"--sdpa_backend", "math"},
+       "--sdpa_backend: 'math' needs --flash 1 (the naive attention path does not call "
+       "scaled-dot-product attention); use --flash 1 or --sdpa_backend auto"},
+      {{"--sdpa_backend", "efficient", "--flash", "1", "--device", "cpu"},
+       "--sdpa_backend: 'efficient' has no CPU kernel (the CPU has flash and math); use "
+       "--sdpa_backend auto|flash|math or --device cuda"},
+      {{"--sdpa_backend", "cudnn", "--flash", "1", "--device", "cpu"},
+       "--sdpa_backend: 'cudnn' has no CPU kernel"},
+      {{"--fused_adam", "2"}, "--fused_adam: 2 is not allowed; use 0|1"},
+      {{"--cuda_graph", "2"}, "--cuda_graph: 2 is not allowed; use 0|1"},
+      {{"--cuda_graph", "1"},
+       "--cuda_graph: 1 needs --fused_adam 1 (torch::optim::Adam keeps its step count on the "
+       "host, which a captured graph would freeze); use --fused_adam 1 or --cuda_graph 0"},
+      {{"--cuda_graph", "1", "--fused_adam", "1", "--compile", "1"},
+       "--cuda_graph: 1 is not allowed with --compile 1"},
+      {{"--cuda_graph", "1", "--fused_adam", "1", "--dropout_impl", "parallel"},
+       "--cuda_graph: 1 is not allowed with --dropout_impl parallel (a CPU-only kernel); use "
+       "--dropout_impl auto|native"},
+      {{"--cuda_graph", "1", "--fused_adam", "1", "--warmup_steps", "2"},
+       "--warmup_steps: 2 with --cuda_graph 1; allowed: >= 3 (eager steps on a side stream, "
+       "then the capture)"},
+      {{"--cuda_graph", "1", "--fused_adam", "1", "--fault_nan_step", "4"},
+       "--fault_nan_step: not supported with --cuda_graph 1"},
+      {{"--cuda_graph", "1", "--fused_adam", "1", "--device", "cpu"},
+       "--cuda_graph: 1 needs a CUDA device (this run is on cpu); use --cuda_graph 0"},
+  };
+  for (const auto& [args, expected] : cases) {
+    std::string line;
+    for (const auto& a : args) line += a + " ";
+    const std::string error = error_of(args);
+    EXPECT_EQ(error.substr(0, expected.size()), expected) << line;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << line;  // one line
+  }
+  // Allowed everywhere: math (and auto) with --flash 1, the flags off.
+  EXPECT_EQ(error_of({"--sdpa_backend", "math", "--flash", "1", "--device", "cpu"}), "");
+  EXPECT_EQ(error_of({"--fused_adam", "0", "--cuda_graph", "0", "--device", "cpu"}), "");
+}
+
+TEST(GpuFlags, BadFlagsExitTwoWithOneLineAndCreateNothing) {
+  testing::TempDir dir;
+  const std::string save = " --device cpu --save_dir " + (dir / "r");
+  for (const char* args : {"--sdpa_backend efficient --flash 1", "--sdpa_backend flash",
+                           "--cuda_graph 1", "--cuda_graph 1 --fused_adam 1", "--fused_adam 7"}) {
+    const auto r = testing::run_bench(args + save);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind("bench: error: --", 0), 0u) << r.output;
+    EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;  // exactly one line
+  }
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+TEST(GpuFlags, HelpListsTheNewFlags) {
+  const auto r = testing::run_bench("--help");
+  for (const char* flag : {"--sdpa_backend", "--fused_adam", "--cuda_graph"}) {
+    EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
+  }
+}
+
+bool operator==(const SdpaFlags& a, const SdpaFlags& b) {
+  return a.flash == b.flash && a.mem_efficient == b.mem_efficient && a.math == b.math &&
+         a.cudnn == b.cudnn;
+}
+
+TEST(SdpaBackendGuard, ForcesOneBackendAndRestoresTheGlobalSwitches) {
+  const SdpaFlags original = sdpa_flags();
+  SdpaFlags start = original;
+  start.flash = false;  // a non-default state, to see that it is what comes back
+  set_sdpa_flags(start);
+  const SdpaFlags before = sdpa_flags();
+  EXPECT_FALSE(before.flash);
+  {
+    SdpaBackendGuard guard("math");
+    const SdpaFlags f = sdpa_flags();
+    EXPECT_TRUE(f.math);
+    EXPECT_FALSE(f.flash);
+    EXPECT_FALSE(f.mem_efficient);
+    EXPECT_FALSE(f.cudnn);
+    {
+      SdpaBackendGuard inner("flash");
+      EXPECT_TRUE(sdpa_flags().flash);
+      EXPECT_FALSE(sdpa_flags().math);  // math off too: no silent fallback
+    }
+    EXPECT_TRUE(sdpa_flags() == f);  // the inner guard restored the outer one's state
+  }
+  EXPECT_TRUE(sdpa_flags() == before);
+  {
+    SdpaBackendGuard guard("auto");  // changes nothing
+    EXPECT_TRUE(sdpa_flags() == before);
+  }
+  EXPECT_TRUE(sdpa_flags() == before);
+  set_sdpa_flags(original);
+  EXPECT_TRUE(sdpa_flags() == original);
+}
+
+TEST(SdpaBackendGuard, ResolvedBackendIsMathOrFlashOnTheCpu) {
+  RunConfig c = testing::tiny_config();
+  EXPECT_EQ(resolve_sdpa_backend(c, torch::kCPU), "");  // --flash 0: no SDPA call
+  c.flash = 1;
+  c.sdpa_backend = "math";
+  EXPECT_EQ(resolve_sdpa_backend(c, torch::kCPU), "math");
+  c.sdpa_backend = "auto";
+  const std::string chosen = resolve_sdpa_backend(c, torch::kCPU);
+  EXPECT_TRUE(chosen == "math" || chosen == "flash") << chosen;
+}
+
+class GpuFlagsRun : public ::testing::Test {
+ protected:
+  void SetUp() override { log_set_quiet(true); }
+  void TearDown() override { log_set_quiet(false); }
+  testing::TempDir dir;
+};
+
+TEST_F(GpuFlagsRun, TheBackendThatRanIsRecordedInConfigAndSummary) {
+  RunConfig c = testing::tiny_config();
+  c.steps = 2;
+  c.save_dir = dir / "naive";
+  RunResult r = run_benchmark(c);
+  EXPECT_TRUE(r.summary["sdpa_backend_used"].is_null());
+  EXPECT_TRUE(read_json_file(r.run_dir + "/config.json")["sdpa_backend_used"].is_null());
+  EXPECT_EQ(read_json_file(r.run_dir + "/config.json")["fused_adam"], 0);
+  EXPECT_EQ(read_json_file(r.run_dir + "/config.json")["cuda_graph"], 0);
+
+  c.flash = 1;
+  c.sdpa_backend = "math";
+  c.save_dir = dir / "math";
+  const SdpaFlags before = sdpa_flags();
+  r = run_benchmark(c);
+  EXPECT_EQ(r.status, "completed");
+  EXPECT_EQ(r.summary["sdpa_backend_used"], "math");
+  const auto config = read_json_file(r.run_dir + "/config.json");
+  EXPECT_EQ(config["sdpa_backend"], "math");
+  EXPECT_EQ(config["sdpa_backend_used"], "math");
+  EXPECT_TRUE(sdpa_flags() == before);  // the run's guard restored the switches
+
+  c.sdpa_backend = "auto";
+  c.save_dir = dir / "auto";
+  r = run_benchmark(c);
+  EXPECT_TRUE(r.summary["sdpa_backend_used"].is_string());
+}
+
+TEST(GpuFlagsResume, BackendAndGraphMayChangeButTheOptimizerMayNot) {
+  const nlohmann::json saved = {{"lr", 1e-3},
+                                {"sdpa_backend", "auto"},
+                                {"cuda_graph", 0},
+                                {"fused_adam", 0},
+                                {"sdpa_backend_used", "math"}};
+  const nlohmann::json now = {{"lr", 1e-3},
+                              {"sdpa_backend", "math"},
+                              {"cuda_graph", 1},
+                              {"fused_adam", 1},
+                              {"sdpa_backend_used", "flash"}};
+  EXPECT_EQ(resume_config_differences(saved, now), std::vector<std::string>{"fused_adam"});
+}
+
+TEST(GpuFlagsReport, FusedAdamAndCudaGraphRunsGetTheirOwnColumns) {
+  testing::TempDir root;
+  std::vector<RunRecord> runs;
+  const std::vector<std::pair<int, int>> variants = {{0, 0}, {1, 0}, {1, 1}};
+  for (const auto& [fused, graph] : variants) {
+    const std::string d = root / ("r" + std::to_string(fused) + std::to_string(graph));
+    fs::create_directories(d);
+    testing::write_file(d + "/config.json", nlohmann::json({{"schema_version", 1},
+                                                            {"model", "handcraft"},
+                                                            {"dtype", "bfloat16"},
+                                                            {"num_layer", 8},
+                                                            {"batch_size", 100},
+                                                            {"flash", 1},
+                                                            {"fused_adam", fused},
+                                                            {"cuda_graph", graph}})
+                                                .dump());
+    testing::write_file(d + "/summary.json",
+                        nlohmann::json({{"schema_version", 1},
+                                        {"status", "completed"},
+                                        {"sequences_per_s", 1000.0 * (1 + fused + graph)}})
+                            .dump());
+    runs.push_back(read_run(d));
+  }
+  EXPECT_EQ(runs[0].label, "libtorch handcraft flash");
+  EXPECT_EQ(runs[1].label, "libtorch handcraft flash fused_adam");
+  EXPECT_EQ(runs[2].label, "libtorch handcraft flash fused_adam cuda_graph");
+  const std::string md = render_report(runs, {});
+  EXPECT_NE(md.find("| bfloat16 | 1000 | 2000 | 3000 | 2.00x | 3.00x |"), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace trainbench

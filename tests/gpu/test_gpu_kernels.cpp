@@ -1,0 +1,150 @@
+// The fast paths where their kernels can run: fused Adam against torch::optim::Adam, the
+// sync-free float16 loss scaler, and a CUDA-graph run against the eager one. Each case skips,
+// saying why, where the kernel is missing (a CPU-only LibTorch < 2.4, no GPU); the fused Adam
+// state's checkpoint round trip runs everywhere.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <sstream>
+
+#include <torch/cuda.h>
+
+#include "test_util.h"
+#include "trainbench/data/batch_loader.h"
+#include "trainbench/model/precision.h"
+#include "trainbench/train/fused_adam.h"
+#include "trainbench/train/trainer.h"
+
+namespace trainbench {
+namespace {
+
+torch::Device kernel_device() {
+  return torch::cuda::is_available() ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
+}
+
+// Two parameters on `device`, the same values for every call with the same seed.
+std::vector<torch::Tensor> make_params(const torch::Device& device) {
+  torch::manual_seed(7);
+  return {torch::randn({5, 3}).to(device).requires_grad_(),
+          torch::randn({7}).to(device).requires_grad_()};
+}
+
+TEST(FusedAdam, MatchesTorchAdamOverAFewSteps) {
+  const torch::Device device = kernel_device();
+  auto a = make_params(device), b = make_params(device);
+  torch::optim::Adam reference(a, torch::optim::AdamOptions(1e-2));
+  FusedAdamOptions o;
+  o.lr = 1e-2;
+  FusedAdam fused(b, o);
+  torch::manual_seed(11);
+  for (int step = 0; step < 5; ++step) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      const torch::Tensor g = torch::randn(a[i].sizes()).to(device);
+      a[i].mutable_grad() = g.clone();
+      b[i].mutable_grad() = g.clone();
+    }
+    reference.step();
+    fused.step();
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(a[i], b[i], /*rtol=*/1e-5, /*atol=*/1e-6)) << "parameter " << i;
+    EXPECT_FLOAT_EQ(fused.steps()[i].item<float>(), 5.0f);
+  }
+}
+
+TEST(FusedAdam, UnscalesByGradScaleAndSkipsOnFoundInf) {
+  const torch::Device device = kernel_device();
+  auto a = make_params(device), b = make_params(device);
+  FusedAdam plain(a), scaled(b);
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  const torch::Tensor scale = torch::full(at::IntArrayRef{}, 8.0, f32),
+                      no_inf = torch::zeros(at::IntArrayRef{}, f32),
+                      inf = torch::ones(at::IntArrayRef{}, f32);
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i].mutable_grad() = torch::ones_like(a[i]);
+    b[i].mutable_grad() = torch::full_like(b[i], 8.0);  // the same gradient, scaled by 8
+  }
+  plain.step();
+  scaled.step(scale, no_inf);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i]));
+  const torch::Tensor kept = b[0].detach().clone();
+  scaled.step(scale, inf);  // an inf/nan step: nothing changes, the count is put back
+  EXPECT_TRUE(torch::equal(b[0].detach(), kept));
+  EXPECT_FLOAT_EQ(scaled.steps()[0].item<float>(), 1.0f);
+}
+
+TEST(FusedAdam, StateRoundTripsThroughACheckpointArchive) {
+  auto params = make_params(torch::kCPU);
+  FusedAdam saved(params);
+  for (size_t i = 0; i < params.size(); ++i) {
+    saved.exp_avgs()[i].fill_(0.5 + static_cast<double>(i));
+    saved.exp_avg_sqs()[i].fill_(2.0);
+    saved.steps()[i].fill_(17.0);
+  }
+  torch::serialize::OutputArchive out;
+  saved.save(out);
+  std::ostringstream bytes;
+  out.save_to(bytes);
+  FusedAdam loaded(make_params(torch::kCPU));
+  const void* address = loaded.exp_avgs()[0].data_ptr();
+  torch::serialize::InputArchive in;
+  std::istringstream stream(bytes.str());
+  in.load_from(stream);
+  loaded.load(in);
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(torch::equal(loaded.exp_avgs()[i], saved.exp_avgs()[i]));
+    EXPECT_TRUE(torch::equal(loaded.exp_avg_sqs()[i], saved.exp_avg_sqs()[i]));
+    EXPECT_EQ(loaded.steps()[i].item<float>(), 17.0f);
+  }
+  EXPECT_EQ(loaded.exp_avgs()[0].data_ptr(), address);  // copied in place: a graph keeps it
+  torch::serialize::InputArchive empty;
+  EXPECT_THROW(loaded.load(empty), RunError);
+}
+
+TEST(LossScalerOnDevice, ChecksBacksOffAndGrowsWithoutHostReads) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  LossScaler s(true, {/*init_scale=*/8.0, /*growth=*/2.0, /*backoff=*/0.5, /*interval=*/2},
+               torch::kCUDA);
+  ASSERT_TRUE(s.on_device());
+  torch::Tensor g = torch::full({4}, 16.0f, torch::kCUDA);
+  s.check_({g});
+  EXPECT_EQ(s.found_inf().item<float>(), 0.0f);
+  EXPECT_TRUE(torch::equal(g, torch::full({4}, 16.0f, torch::kCUDA)));  // checked, not unscaled
+  s.update_on_device();
+  s.check_({g});
+  s.update_on_device();
+  EXPECT_DOUBLE_EQ(s.scale(), 16.0);  // grown after 2 good steps
+  g[1] = std::numeric_limits<float>::infinity();
+  s.check_({g});
+  EXPECT_EQ(s.found_inf().item<float>(), 1.0f);
+  s.update_on_device();
+  EXPECT_DOUBLE_EQ(s.scale(), 8.0);
+  EXPECT_EQ(s.skipped_steps(), 1);
+  EXPECT_EQ(s.growth_tracker(), 0);
+  torch::Tensor h = torch::full({2}, 16.0f, torch::kCUDA);
+  EXPECT_FALSE(s.unscale_({h}));  // the host-decision path: unscaled by 8
+  EXPECT_TRUE(torch::allclose(h, torch::full({2}, 2.0f, torch::kCUDA)));
+}
+
+TEST(CudaGraph, CapturedRunMatchesTheEagerRunWithin1e3Over50Steps) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  for (const char* dtype : {"float32", "float16", "bfloat16"}) {
+    RunConfig c = testing::tiny_config();
+    c.device = "cuda";
+    c.dtype = dtype;
+    c.dropout = 0;
+    c.fused_adam = 1;
+    c.warmup_steps = 3;
+    const auto eager = testing::train_losses(c, 50, torch::kCUDA);
+    c.cuda_graph = 1;
+    const auto graphed = testing::train_losses(c, 50, torch::kCUDA);
+    ASSERT_EQ(graphed.size(), eager.size());
+    for (size_t i = 0; i < eager.size(); ++i) {
+      EXPECT_NEAR(graphed[i], eager[i], 1e-3) << dtype << " step " << i + 1;
+    }
+    EXPECT_LT(graphed.back(), graphed.front()) << dtype;  // it trained
+  }
+}
+
+}  // namespace
+}  // namespace trainbench

@@ -1,0 +1,71 @@
+// Autocast guard state handling and the dynamic loss-scaling rules (GradScaler's).
+#include <gtest/gtest.h>
+
+#include <ATen/autocast_mode.h>
+
+#include <limits>
+
+#include "trainbench/model/precision.h"
+
+namespace trainbench {
+namespace {
+
+TEST(Precision, AutocastGuardEnablesBfloat16AndRestoresOnExit) {
+  ASSERT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
+  const torch::Tensor a = torch::randn({8, 8}), b = torch::randn({8, 8});
+  {
+    AutocastGuard guard(torch::kCPU, autocast_dtype("bfloat16"));
+    EXPECT_TRUE(at::autocast::is_autocast_enabled(at::kCPU));
+    EXPECT_EQ(torch::matmul(a, b).scalar_type(), torch::kBFloat16);
+  }
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
+  EXPECT_EQ(torch::matmul(a, b).scalar_type(), torch::kFloat);
+  {
+    AutocastGuard guard(torch::kCPU, autocast_dtype("float32"));  // a no-op
+    EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
+  }
+}
+
+TEST(Precision, DisabledScalerIsAPassThrough) {
+  LossScaler s(false);
+  const torch::Tensor loss = torch::tensor(2.0f);
+  EXPECT_TRUE(torch::equal(s.scale_loss(loss), loss));
+  torch::Tensor g = torch::full({3}, std::numeric_limits<float>::infinity());
+  EXPECT_FALSE(s.unscale_({g}));
+  EXPECT_DOUBLE_EQ(s.scale(), 1.0);
+}
+
+TEST(Precision, ScalerUnscalesAndFlagsNonFiniteGradients) {
+  LossScaler s(true, {/*init_scale=*/8.0, 2.0, 0.5, 3});
+  EXPECT_FLOAT_EQ(s.scale_loss(torch::tensor(1.5f)).item<float>(), 12.0f);
+  torch::Tensor g1 = torch::full({4}, 16.0f), g2 = torch::full({2}, 8.0f);
+  EXPECT_FALSE(s.unscale_({g1, g2, torch::Tensor()}));  // undefined grads are ignored
+  EXPECT_TRUE(torch::allclose(g1, torch::full({4}, 2.0f)));
+  EXPECT_TRUE(torch::allclose(g2, torch::full({2}, 1.0f)));
+  torch::Tensor bad = torch::ones({3});
+  bad[1] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(s.unscale_({torch::ones({2}), bad}));
+  bad[1] = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(s.unscale_({bad}));
+}
+
+TEST(Precision, ScalerBacksOffOnInfAndGrowsAfterAnIntervalOfGoodSteps) {
+  LossScaler s(true, {/*init_scale=*/1024.0, /*growth=*/2.0, /*backoff=*/0.5, /*interval=*/3});
+  s.update(true);  // inf: skip, halve, reset the run of good steps
+  EXPECT_DOUBLE_EQ(s.scale(), 512.0);
+  EXPECT_EQ(s.skipped_steps(), 1);
+  s.update(false);
+  s.update(false);
+  EXPECT_DOUBLE_EQ(s.scale(), 512.0);
+  EXPECT_EQ(s.growth_tracker(), 2);
+  s.update(true);  // an inf in the middle of a run restarts the count
+  EXPECT_DOUBLE_EQ(s.scale(), 256.0);
+  EXPECT_EQ(s.growth_tracker(), 0);
+  for (int i = 0; i < 3; ++i) s.update(false);
+  EXPECT_DOUBLE_EQ(s.scale(), 512.0);  // grown after 3 good steps in a row
+  EXPECT_EQ(s.growth_tracker(), 0);
+  EXPECT_EQ(s.skipped_steps(), 2);
+}
+
+}  // namespace
+}  // namespace trainbench

@@ -1,0 +1,186 @@
+// bench report on hand-made run folders: tables, ratios, unfinished and malformed runs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "test_util.h"
+#include "trainbench/core/config.h"
+#include "trainbench/report/progress.h"
+#include "trainbench/report/report.h"
+
+namespace trainbench {
+namespace {
+
+// Writes a run folder with the contract files and returns its path.
+std::string make_run(const testing::TempDir& root, const std::string& name,
+                     const std::string& framework, const std::string& model,
+                     const std::string& dtype, int compile, const std::string& status, double seq_s,
+                     int schema = 1) {
+  const std::string dir = root / name;
+  std::filesystem::create_directories(dir);
+  nlohmann::json config = {{"schema_version", schema}, {"model", model},    {"dtype", dtype},
+                           {"num_layer", 8},           {"batch_size", 100}, {"flash", 0},
+                           {"compile", compile}};
+  if (!framework.empty()) config["framework"] = framework;
+  nlohmann::json summary = {
+      {"schema_version", schema},    {"status", status}, {"sequences_per_s", seq_s},
+      {"tokens_per_s", seq_s * 256}, {"mfu", 0.25},      {"peak_memory_bytes", 3 << 20},
+      {"final_valid_bpb", 1.5}};
+  if (status != "completed") summary["final_valid_bpb"] = nullptr;
+  testing::write_file(dir + "/config.json", config.dump());
+  testing::write_file(dir + "/summary.json", summary.dump());
+  testing::write_file(dir + "/metrics.jsonl",
+                      "{\"step\": 20, \"loss\": 3.5, \"elapsed_s\": 2.0}\n"
+                      "{\"step\": 40, \"loss\": 2.5, \"elapsed_s\": 4.0}\n"
+                      "{\"step\": 40, \"valid_loss\": 2.6, \"valid_bpb\": 3.75}\n");
+  return dir;
+}
+
+class ReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dirs = {make_run(root, "a", "", "torch", "bfloat16", 0, "completed", 1093),
+            make_run(root, "b", "", "handcraft", "bfloat16", 0, "completed", 1273),
+            make_run(root, "c", "", "handcraft", "float32", 0, "completed", 672),
+            make_run(root, "d", "", "torch", "float32", 0, "interrupted", 100),
+            make_run(root, "e", "pytorch", "handcraft", "float32", 1, "completed", 736)};
+    for (const auto& d : dirs) runs.push_back(read_run(d));
+  }
+  testing::TempDir root;
+  std::vector<std::string> dirs;
+  std::vector<RunRecord> runs;
+};
+
+TEST(Progress, DurationsReadAsDaysHoursMinutesSeconds) {
+  EXPECT_EQ(format_duration(0), "0s");
+  EXPECT_EQ(format_duration(42.4), "42s");
+  EXPECT_EQ(format_duration(59.6), "1m 00s");
+  EXPECT_EQ(format_duration(190), "3m 10s");
+  EXPECT_EQ(format_duration(3600), "1h 00m");
+  EXPECT_EQ(format_duration(2 * 3600 + 5 * 60 + 59), "2h 05m");
+  EXPECT_EQ(format_duration(167195), "1d 22h");
+  EXPECT_EQ(format_duration(-1), "?");
+  EXPECT_EQ(format_duration(NAN), "?");
+}
+
+TEST_F(ReportTest, SpeedTableHasDtypeRowsConfigurationColumnsAndRatios) {
+  const std::string md = render_report(runs, {});
+  EXPECT_NE(md.find("| dtype | libtorch torch | libtorch handcraft | pytorch handcraft compiled | "
+                    "libtorch handcraft vs libtorch torch | pytorch handcraft compiled vs "
+                    "libtorch torch |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| bfloat16 | 1093 | 1273 |  | 1.16x | - |"), std::string::npos) << md;
+  // The interrupted torch float32 run is shown as such and never enters a ratio.
+  EXPECT_NE(md.find("| float32 | interrupted | 672 | 736 | - | - |"), std::string::npos) << md;
+  EXPECT_NE(
+      md.find("| libtorch torch | float32 | 8 | 100 | 100.00 | 25600 | 25.0 | 3 | - | - | - | "
+              "interrupted |"),
+      std::string::npos)
+      << md;
+}
+
+TEST_F(ReportTest, BaselineColumnIsSelectable) {
+  ReportOptions o;
+  o.baseline = "libtorch handcraft";
+  const std::string md = render_report(runs, o);
+  EXPECT_NE(md.find("| float32 | interrupted | 672 | 736 | - | 1.10x |"), std::string::npos) << md;
+  o.baseline = "nope";
+  try {
+    render_report(runs, o);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--baseline: 'nope' is not a configuration; use one of "
+                                         "'libtorch torch', 'libtorch handcraft'"),
+              std::string::npos);
+  }
+}
+
+TEST_F(ReportTest, RunsOfDifferentShapesAreNeverDividedIntoEachOther) {
+  runs[0].shape = "24 layers, d_model 512, seq_len 256, batch 100";
+  const std::string md = render_report(runs, {});
+  EXPECT_NE(md.find("shapes in the column labels"), std::string::npos) << md;
+  EXPECT_NE(md.find("| libtorch torch [24 layers, d_model 512, seq_len 256, batch 100] |"),
+            std::string::npos)
+      << md;
+  // The 24-layer torch run and the 8-layer torch run are different columns now.
+  EXPECT_NE(md.find("libtorch torch [8 layers, d_model 0, seq_len 0, batch 100]"),
+            std::string::npos)
+      << md;
+}
+
+TEST_F(ReportTest, CsvAndJsonCarryTheSameRuns) {
+  ReportOptions o;
+  o.format = "csv";
+  const std::string csv = render_report(runs, o);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);  // header + 5 runs
+  EXPECT_NE(csv.find("\"libtorch handcraft\",bfloat16,8,100,1273.0,325888.0,0.25,3145728,1.5,"
+                     "completed,"),
+            std::string::npos)
+      << csv;
+  o.format = "json";
+  const auto j = nlohmann::json::parse(render_report(runs, o));
+  EXPECT_EQ(j["runs"].size(), 5u);
+  EXPECT_NEAR(j["speedup"]["bfloat16"]["libtorch handcraft"].get<double>(), 1.16, 1e-9);
+  EXPECT_TRUE(j["runs"][3]["final_valid_bpb"].is_null());
+}
+
+TEST_F(ReportTest, MalformedAndMismatchedFoldersAreWarnedAboutAndSkipped) {
+  const std::string bad = root / "bad";
+  std::filesystem::create_directories(bad);
+  testing::write_file(bad + "/config.json", "{not json");
+  testing::write_file(bad + "/summary.json", "{}");
+  const std::string v2 = make_run(root, "v2", "", "torch", "float32", 0, "completed", 1, 2);
+  EXPECT_THROW(read_run(bad), RunError);
+  EXPECT_THROW(read_run(v2), RunError);
+  const auto r =
+      testing::run_bench("report " + dirs[1] + " " + bad + " " + v2 + " " + (root / "missing"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: skipping '" + bad + "/config.json' is not valid JSON"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("warning: skipping '" + v2 + "': schema_version is not 1"),
+            std::string::npos);
+  EXPECT_NE(r.output.find("warning: skipping cannot read '" + root / "missing" + "/config.json'"),
+            std::string::npos);
+  EXPECT_NE(r.output.find("| bfloat16 | 1273 |"), std::string::npos) << r.output;
+  const auto none = testing::run_bench("report " + bad);
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("bench report: error: report: no readable run folder"),
+            std::string::npos);
+}
+
+TEST_F(ReportTest, PlotScriptWritesThreePngsAndSkipsUnreadableFolders) {
+  const std::string out = root / "plots";
+  const auto r = testing::run_command(TB_PYTHON " " + std::string(TB_SOURCE_DIR) +
+                                      "/scripts/plot_runs.py --out " + out + " " + dirs[0] + " " +
+                                      dirs[3] + " " + (root / "missing"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: skipping " + root / "missing"), std::string::npos) << r.output;
+  for (const char* png : {"loss_by_step.png", "loss_by_time.png", "throughput.png"}) {
+    const std::string bytes = testing::read_file(out + "/" + png);
+    ASSERT_GT(bytes.size(), 1000u) << png;
+    EXPECT_EQ(bytes.substr(0, 8), "\x89PNG\r\n\x1a\n") << png;
+  }
+  const auto none =
+      testing::run_command(TB_PYTHON " " + std::string(TB_SOURCE_DIR) +
+                           "/scripts/plot_runs.py --out " + out + " " + (root / "missing"));
+  EXPECT_EQ(none.exit_code, 2);
+}
+
+TEST(ReportDist, ProcessCountsGetTheirOwnColumnsAndRatios) {
+  testing::TempDir root;
+  const std::string one = make_run(root, "one", "", "handcraft", "float32", 0, "completed", 2.0);
+  const std::string two = make_run(root, "two", "", "handcraft", "float32", 0, "completed", 3.9);
+  nlohmann::json config = nlohmann::json::parse(testing::read_file(two + "/config.json"));
+  config["world_size"] = 2;
+  testing::write_file(two + "/config.json", config.dump());
+  const std::string md = render_report({read_run(one), read_run(two)}, {});
+  EXPECT_NE(md.find("| dtype | libtorch handcraft | libtorch handcraft x2 processes | "),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("1.95x"), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace trainbench

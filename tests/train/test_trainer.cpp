@@ -1,0 +1,239 @@
+// Training: learning, determinism, bf16 vs float32, and the result files of a run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "test_util.h"
+#include "trainbench/app/run.h"
+#include "trainbench/core/log.h"
+#include "trainbench/data/batch_loader.h"
+#include "trainbench/report/env_info.h"
+#include "trainbench/report/results.h"
+#include "trainbench/train/checkpoint.h"
+#include "trainbench/train/trainer.h"
+
+namespace trainbench {
+namespace {
+
+double mean(const std::vector<double>& v, size_t begin, size_t end) {
+  double s = 0;
+  for (size_t i = begin; i < end; ++i) s += v[i];
+  return s / static_cast<double>(end - begin);
+}
+
+TEST(Trainer, AHandfulOfStepsLowersTheLoss) {
+  RunConfig c = testing::tiny_config();
+  c.lr = 3e-3;
+  const auto losses = testing::train_losses(c, 30);
+  EXPECT_NEAR(losses[0], std::log(256.0), 1.5);  // starts near uniform over bytes
+  EXPECT_LT(mean(losses, 25, 30), mean(losses, 0, 5) - 1.0);
+}
+
+TEST(Trainer, SameSeedGivesIdenticalLosses) {
+  RunConfig c = testing::tiny_config();
+  const auto a = testing::train_losses(c, 8), b = testing::train_losses(c, 8);
+  EXPECT_EQ(a, b);
+  c.seed = 99;
+  EXPECT_NE(testing::train_losses(c, 8), a);
+}
+
+TEST(Trainer, Bfloat16TracksFloat32Within0p1NatsOver50Steps) {
+  RunConfig c = testing::tiny_config();
+  c.dropout = 0;
+  c.lr = 3e-3;
+  const auto f32 = testing::train_losses(c, 50);
+  c.dtype = "bfloat16";
+  const auto bf16 = testing::train_losses(c, 50);
+  for (size_t i = 0; i < f32.size(); ++i) {
+    EXPECT_NEAR(bf16[i], f32[i], 0.1) << "step " << i + 1;
+  }
+  EXPECT_NE(bf16, f32);  // it really ran in lower precision
+}
+
+// CPU float16 (autocast with dynamic loss scaling, LibTorch 2.x) follows float32 like bfloat16.
+TEST(Trainer, Float16OnTheCpuTracksFloat32Within0p1NatsOver20Steps) {
+  RunConfig c = testing::tiny_config();
+  c.dropout = 0;
+  c.lr = 3e-3;
+  const auto f32 = testing::train_losses(c, 20);
+  c.dtype = "float16";
+  const auto f16 = testing::train_losses(c, 20);
+  for (size_t i = 0; i < f32.size(); ++i) {
+    EXPECT_NEAR(f16[i], f32[i], 0.1) << "step " << i + 1;
+  }
+  EXPECT_NE(f16, f32);
+}
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override { log_set_quiet(true); }
+  void TearDown() override { log_set_quiet(false); }
+  RunConfig config() {
+    RunConfig c = testing::tiny_config();
+    c.save_dir = dir / "run";
+    return c;
+  }
+  testing::TempDir dir;
+};
+
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
+  RunConfig c = config();
+  c.eval_every = 4;
+  const RunResult r = run_benchmark(c);
+  EXPECT_EQ(r.status, "completed");
+  EXPECT_EQ(r.run_dir, dir / "run_handcraft_layer1_float32");
+  const auto cfg = read_json_file(r.run_dir + "/config.json");
+  for (const char* k :
+       {"model",     "dtype",   "num_layer", "flash",      "compile",    "seq_len",     "d_model",
+        "num_heads", "ff_dim",  "dropout",   "batch_size", "lr",         "steps",       "data",
+        "device",    "threads", "seed",      "log_every",  "eval_every", "warmup_steps"}) {
+    EXPECT_TRUE(cfg.contains(k)) << k;
+  }
+  EXPECT_EQ(cfg["schema_version"], 1);
+  EXPECT_EQ(cfg["device"], "cpu");
+  const auto env = read_json_file(r.run_dir + "/env.json");
+  for (const char* k : {"libtorch_version", "device_name", "cuda_version", "num_threads", "blas",
+                        "compiler", "git_revision", "hostname", "started_at"}) {
+    EXPECT_TRUE(env.contains(k)) << k;
+  }
+  EXPECT_TRUE(env["cuda_version"].is_null());
+  // LibTorch 2.11 or later (the supported range), as "MAJOR.MINOR.PATCH".
+  int major = 0, minor = 0;
+  ASSERT_EQ(
+      std::sscanf(env["libtorch_version"].get<std::string>().c_str(), "%d.%d", &major, &minor), 2)
+      << env["libtorch_version"];
+  EXPECT_GE(major * 100 + minor, 211) << env["libtorch_version"];
+  const auto lines = read_jsonl(r.run_dir + "/metrics.jsonl");
+  std::vector<int64_t> train_steps, eval_steps;
+  for (const auto& l : lines) {
+    if (l.contains("loss")) {
+      train_steps.push_back(l["step"]);
+      for (const char* k : {"sequences_per_s", "tokens_per_s", "elapsed_s"})
+        EXPECT_TRUE(l[k].is_number()) << k;
+      EXPECT_DOUBLE_EQ(l["tokens_per_s"].get<double>(), l["sequences_per_s"].get<double>() * 32);
+    } else {
+      eval_steps.push_back(l["step"]);
+      EXPECT_NEAR(l["valid_bpb"].get<double>(), l["valid_loss"].get<double>() / std::log(2.0),
+                  1e-9);
+    }
+  }
+  EXPECT_EQ(train_steps, (std::vector<int64_t>{2, 4, 6}));
+  EXPECT_EQ(eval_steps, (std::vector<int64_t>{4, 6}));
+  const auto s = read_json_file(r.run_dir + "/summary.json");
+  EXPECT_EQ(s["status"], "completed");
+  EXPECT_EQ(s["steps_done"], 6);
+  EXPECT_EQ(s["steps_timed"], 5);  // 6 steps minus 1 warm-up
+  EXPECT_LE(s["step_time_ms"]["min"].get<double>(), s["step_time_ms"]["median"].get<double>());
+  EXPECT_LE(s["step_time_ms"]["median"].get<double>(), s["step_time_ms"]["max"].get<double>());
+  EXPECT_NEAR(s["sequences_per_s"].get<double>(),
+              4 * 1e3 / s["step_time_ms"]["median"].get<double>(), 1e-6);
+  EXPECT_EQ(s["peak_flops_source"], "flag");
+  EXPECT_NEAR(s["mfu"].get<double>(),
+              s["tokens_per_s"].get<double>() * s["flops_per_token"].get<double>() / 1e12, 1e-9);
+  for (const char* k : {"params", "warmup_seconds", "peak_memory_bytes", "final_train_loss",
+                        "final_valid_loss", "final_valid_bpb", "peak_flops"}) {
+    EXPECT_TRUE(s[k].is_number()) << k;
+  }
+  EXPECT_EQ(s["step_time_ms_samples"].size(), 5u);
+  EXPECT_TRUE(s["compile_seconds"].is_null());  // an eager run compiled nothing
+  EXPECT_NE(env["blas"].get<std::string>().find("mkl"), std::string::npos) << env["blas"];
+  for (const std::string& var : thread_env_vars()) {
+    EXPECT_TRUE(env["thread_env"].contains(var)) << var;
+  }
+}
+
+TEST_F(RunTest, InjectedNanStopsTheRunAsDiverged) {
+  RunConfig c = config();
+  c.fault_nan_step = 3;
+  const RunResult r = run_benchmark(c);
+  EXPECT_EQ(r.status, "diverged");
+  const auto s = read_json_file(r.run_dir + "/summary.json");
+  EXPECT_EQ(s["status"], "diverged");
+  EXPECT_EQ(s["steps_done"], 3);
+  EXPECT_TRUE(s["final_valid_loss"].is_null());  // not evaluated; non-finite is null
+}
+
+std::vector<std::pair<int64_t, double>> train_lines(const std::string& run_dir) {
+  std::vector<std::pair<int64_t, double>> out;
+  for (const auto& l : read_jsonl(run_dir + "/metrics.jsonl")) {
+    if (l.contains("loss")) out.emplace_back(l["step"], l["loss"]);
+  }
+  return out;
+}
+
+TEST_F(RunTest, TwentyStepsPlusResumePlusTwentyEqualFortyStraight) {
+  RunConfig c = config();
+  c.log_every = 1;
+  c.steps = 40;
+  c.save_dir = dir / "straight";
+  const RunResult straight = run_benchmark(c);
+  c.save_dir = dir / "split";
+  c.steps = 20;
+  c.checkpoint_every = 10;
+  const RunResult first = run_benchmark(c);
+  EXPECT_EQ(latest_checkpoint(first.run_dir), first.run_dir + "/checkpoint-20.pt");
+  c.resume = first.run_dir;
+  c.steps = 40;
+  const RunResult resumed = run_benchmark(c);
+  EXPECT_EQ(resumed.run_dir, first.run_dir);
+  EXPECT_EQ(resumed.summary["resumed_from_step"], 20);
+  const auto a = train_lines(straight.run_dir), b = train_lines(resumed.run_dir);
+  ASSERT_EQ(a.size(), 40u);
+  ASSERT_EQ(b.size(), 40u);  // no step missing or repeated
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(b[i].first, static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(a[i].second, b[i].second) << "step " << i + 1;
+  }
+  // Only the newest keep_checkpoints (2) remain.
+  EXPECT_TRUE(std::filesystem::exists(first.run_dir + "/checkpoint-30.pt"));
+  EXPECT_TRUE(std::filesystem::exists(first.run_dir + "/checkpoint-40.pt"));
+  EXPECT_FALSE(std::filesystem::exists(first.run_dir + "/checkpoint-20.pt"));
+}
+
+TEST_F(RunTest, ResumeRefusesChangedFlagsAndFoldersWithoutCheckpoints) {
+  RunConfig c = config();
+  c.checkpoint_every = 3;
+  const RunResult first = run_benchmark(c);
+  c.resume = first.run_dir;
+  c.steps = 12;
+  c.lr = 5e-3;
+  c.batch_size = 8;
+  try {
+    run_benchmark(c);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("these flags differ from the run in '" + first.run_dir +
+                                         "': --batch_size, --lr"),
+              std::string::npos)
+        << e.what();
+  }
+  RunConfig plain = config();
+  plain.save_dir = dir / "plain";
+  const RunResult no_ckpt = run_benchmark(plain);
+  plain.resume = no_ckpt.run_dir;
+  plain.steps = 12;
+  EXPECT_THROW(run_benchmark(plain), ConfigError);
+}
+
+TEST_F(RunTest, AnOccupiedRunFolderIsNeverOverwritten) {
+  RunConfig c = config();
+  const RunResult first = run_benchmark(c);
+  const std::string before = testing::read_file(first.run_dir + "/summary.json");
+  EXPECT_THROW(run_benchmark(c), ConfigError);
+  EXPECT_EQ(testing::read_file(first.run_dir + "/summary.json"), before);
+  c.overwrite = true;
+  EXPECT_EQ(run_benchmark(c).status, "completed");
+}
+
+}  // namespace
+}  // namespace trainbench
