@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Loss curves and throughput of run folders as PNG files (Debian's python3-matplotlib).
-Usage: plot_runs.py --out DIR RUN_DIR...
+"""Loss curves and throughput of run folders as PNG files (matplotlib).
+Usage: plot_runs.py [--bench BENCH] --out DIR RUN_DIR...
 Writes DIR/loss_by_step.png, DIR/loss_by_time.png (train loss per window and validation loss,
-nats per byte) and DIR/throughput.png (sequences/s of completed runs). Folders that cannot be
-read are named in a warning and left out."""
+nats per byte) and DIR/throughput.png (sequences/s of completed runs). Each run is labelled as
+`bench report` labels it (configuration, dtype, and the shape where the runs differ in it), so
+the plots and the tables name runs alike. Folders that cannot be read are named in a warning
+and left out."""
 import argparse
 import json
 import os
+import subprocess
 import sys
 
 import matplotlib
@@ -14,16 +17,19 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-def label_of(config):
-    label = f"{config.get('framework', 'libtorch')} {config['model']} {config['dtype']}"
-    label += " compiled" if config.get("compile") else ""
-    return label + (" flash" if config.get("flash") else "")
+
+def report_labels(bench, dirs):
+    """{run folder: label} from `bench report --json` (its warnings pass through)."""
+    r = subprocess.run([bench, "report", "--json", *dirs], stdout=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        return {}
+    return {run["dir"]: f"{run['configuration']} {run['dtype']}"
+            for run in json.loads(r.stdout)["runs"]}
 
 
 def read_run(run_dir):
-    with open(os.path.join(run_dir, "config.json")) as f:
-        config = json.load(f)
     with open(os.path.join(run_dir, "summary.json")) as f:
         summary = json.load(f)
     train, valid = [], []
@@ -34,18 +40,29 @@ def read_run(run_dir):
                 train.append((m["step"], m.get("elapsed_s"), m["loss"]))
             elif m.get("valid_loss") is not None:
                 valid.append((m["step"], m["valid_loss"]))
-    return label_of(config), summary, train, valid
+    return summary, train, valid
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bench", default=os.environ.get("BENCH", os.path.join(ROOT, "build/bench")),
+                   help="the bench binary whose report names the runs (default: build/bench)")
     p.add_argument("--out", required=True, help="folder for the PNG files")
     p.add_argument("runs", nargs="+", help="run folders")
     a = p.parse_args()
+    if not os.access(a.bench, os.X_OK):
+        print(f"plot_runs: error: --bench: '{a.bench}' is not an executable; build first "
+              "(scripts/build.sh) or give --bench", file=sys.stderr)
+        return 2
+    labels_by_dir = report_labels(a.bench, a.runs)
     runs = []
     for d in a.runs:
+        if d not in labels_by_dir:
+            print(f"plot_runs: warning: skipping {d} (bench report could not read it)",
+                  file=sys.stderr)
+            continue
         try:
-            runs.append(read_run(d) + (d,))
+            runs.append((labels_by_dir[d],) + read_run(d) + (d,))
         except (OSError, ValueError, KeyError) as e:
             print(f"plot_runs: warning: skipping {d}: {e}", file=sys.stderr)
     if not runs:

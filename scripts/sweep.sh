@@ -50,4 +50,4 @@ done
 "$BENCH" report "${dirs[@]}" | tee "$out/report.md"
 "$BENCH" report --csv "${dirs[@]}" > "$out/report.csv"
 "$BENCH" report --json "${dirs[@]}" > "$out/report.json"
-"${PYTHON:-.venv/bin/python}" scripts/plot_runs.py --out "$out" "${dirs[@]}"
+"${PYTHON:-.venv/bin/python}" scripts/plot_runs.py --bench "$BENCH" --out "$out" "${dirs[@]}"

@@ -11,6 +11,8 @@
 #include <torch/version.h>
 #include <nlohmann/json.hpp>
 
+#include "trainbench/core/flags.h"
+
 namespace trainbench {
 
 void apply_preset(RunConfig& cfg, const std::string& name) {
@@ -59,31 +61,19 @@ int64_t resolved_valid_bytes(const RunConfig& cfg, int64_t corpus_bytes) {
   return std::min<int64_t>(5'000'000, corpus_bytes / 20);
 }
 
-// One key per flag, named as the flag without dashes.
-// clang-format off
-#define TB_CONFIG_FIELDS(X)                                                           \
-  X(preset) X(model) X(dtype) X(num_layer) X(flash) X(compile) X(save_dir) X(overwrite) \
-  X(seq_len) X(d_model) X(num_heads) X(ff_dim) X(dropout) X(dropout_impl) X(batch_size)   \
-  X(lr) X(steps)                                                                          \
-  X(data) X(valid_bytes) X(device) X(threads) X(seed) X(log_every) X(eval_every)        \
-  X(eval_batches) X(warmup_steps) X(peak_tflops) X(save_model) X(checkpoint_every)      \
-  X(keep_checkpoints) X(resume) X(fault_nan_step) X(dist_backend) X(dist_timeout) X(bucket_mb) \
-  X(dist_overlap) X(fault_exit_step) \
-  X(sdpa_backend) X(fused_adam) X(cuda_graph)
-// clang-format on
-
+// One key per flag, named as the flag without dashes, in the flag table's order.
 void to_json(nlohmann::json& j, const RunConfig& cfg) {
   j = nlohmann::json::object();
-#define TB_TO_JSON(name) j[#name] = cfg.name;
-  TB_CONFIG_FIELDS(TB_TO_JSON)
-#undef TB_TO_JSON
+  for (const FlagSpec& f : flag_table()) {
+    std::visit([&](auto member) { j[f.name] = cfg.*member; }, f.field);
+  }
 }
 
 void from_json(const nlohmann::json& j, RunConfig& cfg) {
-#define TB_FROM_JSON(name) \
-  if (j.contains(#name)) j.at(#name).get_to(cfg.name);
-  TB_CONFIG_FIELDS(TB_FROM_JSON)
-#undef TB_FROM_JSON
+  for (const FlagSpec& f : flag_table()) {
+    if (j.contains(f.name))
+      std::visit([&](auto member) { j.at(f.name).get_to(cfg.*member); }, f.field);
+  }
 }
 
 }  // namespace trainbench

@@ -27,6 +27,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "trainbench/core/flags.h"
+
 namespace trainbench {
 namespace {
 
@@ -272,12 +274,11 @@ std::string DistContext::agree(const std::string& stage, const std::string& my_e
 
 void DistContext::check_same_config(const nlohmann::json& config) {
   Impl& d = *impl_;
-  // Flags a rank may set for itself: they change no number of the run.
-  static const std::set<std::string> per_rank = {"threads", "fault_nan_step", "fault_exit_step",
-                                                 "dist_timeout"};
+  // Flags a rank may set for itself (the flag table's rank rule): they change no number of the
+  // run.
   nlohmann::json shared;
   for (const auto& [k, v] : config.items()) {
-    if (!per_rank.count(k)) shared[k] = v;
+    if (!ranks_may_differ(k)) shared[k] = v;
   }
   if (d.env.rank == 0) {
     const std::string text = shared.dump();

@@ -13,7 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
-#include <set>
+
+#include "trainbench/core/flags.h"
 
 namespace trainbench {
 
@@ -142,18 +143,9 @@ int64_t load_checkpoint(const std::string& path, Trainer& trainer) {
 
 std::vector<std::string> resume_config_differences(const nlohmann::json& saved,
                                                    const nlohmann::json& now) {
-  static const std::set<std::string> free = {
-      "preset",         "steps",          "log_every",         "eval_every",       "eval_batches",
-      "warmup_steps",   "threads",        "save_dir",          "save_model",       "overwrite",
-      "resume",         "run_dir",        "checkpoint_every",  "keep_checkpoints", "peak_tflops",
-      "fault_nan_step", "schema_version", "resumed_from_step", "dist_backend",     "dist_timeout",
-      "bucket_mb",      "dist_overlap",   "fault_exit_step",   "global_batch_size"};
-  // Execution choices that leave the trained state and its checkpoint format alone.
-  static const std::set<std::string> free_execution = {"sdpa_backend", "sdpa_backend_used",
-                                                       "cuda_graph"};
   std::vector<std::string> differ;
   for (const auto& [key, value] : now.items()) {
-    if (free.count(key) || free_execution.count(key)) continue;
+    if (resume_may_change(key)) continue;  // the flag table's resume rule
     if (!saved.contains(key) || saved.at(key) != value) differ.push_back(key);
   }
   return differ;

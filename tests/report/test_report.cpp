@@ -152,9 +152,10 @@ TEST_F(ReportTest, MalformedAndMismatchedFoldersAreWarnedAboutAndSkipped) {
 
 TEST_F(ReportTest, PlotScriptWritesThreePngsAndSkipsUnreadableFolders) {
   const std::string out = root / "plots";
-  const auto r = testing::run_command(TB_PYTHON " " + std::string(TB_SOURCE_DIR) +
-                                      "/scripts/plot_runs.py --out " + out + " " + dirs[0] + " " +
-                                      dirs[3] + " " + (root / "missing"));
+  const auto r =
+      testing::run_command(TB_PYTHON " " + std::string(TB_SOURCE_DIR) +
+                           "/scripts/plot_runs.py --bench " TB_BENCH_EXE " --out " + out + " " +
+                           dirs[0] + " " + dirs[3] + " " + (root / "missing"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("warning: skipping " + root / "missing"), std::string::npos) << r.output;
   for (const char* png : {"loss_by_step.png", "loss_by_time.png", "throughput.png"}) {
@@ -162,9 +163,9 @@ TEST_F(ReportTest, PlotScriptWritesThreePngsAndSkipsUnreadableFolders) {
     ASSERT_GT(bytes.size(), 1000u) << png;
     EXPECT_EQ(bytes.substr(0, 8), "\x89PNG\r\n\x1a\n") << png;
   }
-  const auto none =
-      testing::run_command(TB_PYTHON " " + std::string(TB_SOURCE_DIR) +
-                           "/scripts/plot_runs.py --out " + out + " " + (root / "missing"));
+  const auto none = testing::run_command(TB_PYTHON " " + std::string(TB_SOURCE_DIR) +
+                                         "/scripts/plot_runs.py --bench " TB_BENCH_EXE " --out " +
+                                         out + " " + (root / "missing"));
   EXPECT_EQ(none.exit_code, 2);
 }
 

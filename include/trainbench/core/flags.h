@@ -1,0 +1,62 @@
+// Every flag of bench, written once. One row per flag gives its name, kind, field of RunConfig,
+// help, what it allows, whether `--resume` may change it and whether the ranks of a
+// multi-process run may differ in it; from the table come the command line (app/cli.cpp), the
+// per-flag checks (app/validate.cpp, which adds the cross-flag rules), config.json
+// (core/config.cpp), the resume rule (train/checkpoint.cpp) and the rank rule (dist/dist.cpp).
+// Adding a flag: a RunConfig field, one row in core/flags.cpp, and its use.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "trainbench/core/config.h"
+
+namespace trainbench {
+
+enum class FlagKind {
+  kInt,     // an integer, at least `min`
+  kNumber,  // a finite number in [lo, hi] (either end open when flagged so)
+  kText,    // any text, or one of `choices`
+  kSwitch,  // 0 | 1 (int64 fields, written as numbers in config.json)
+  kBool,    // 0 | 1 | true | false (a bool field)
+};
+
+struct FlagSpec {
+  using Field = std::variant<int64_t RunConfig::*, double RunConfig::*, std::string RunConfig::*,
+                             bool RunConfig::*>;
+  const char* name = "";
+  FlagKind kind = FlagKind::kText;
+  Field field;
+  const char* help = "";
+  int64_t min = std::numeric_limits<int64_t>::min();  // kInt
+  double lo = -std::numeric_limits<double>::infinity(),
+         hi = std::numeric_limits<double>::infinity();
+  bool lo_open = false, hi_open = false;  // kNumber
+  const char* allowed = "";               // kNumber: the range in words for messages
+  std::vector<std::string> choices;       // kText: empty = any text
+  bool resume_may_change = false;         // a continued run may set it anew
+  bool ranks_may_differ = false;          // no number of the run depends on it
+};
+
+// The table, in --help order.
+const std::vector<FlagSpec>& flag_table();
+// The row of `name`, or nullptr.
+const FlagSpec* find_flag(const std::string& name);
+
+// The value of the flag in `cfg`, as --help shows a default.
+std::string flag_text(const FlagSpec& f, const RunConfig& cfg);
+// Sets the flag from its command-line text; throws ConfigError when the text is not of the
+// flag's kind ("--num_layer: 'abc' is not an integer; allowed: an integer").
+void set_flag(const FlagSpec& f, RunConfig& cfg, const std::string& text);
+// Checks the flag's own range or choices; throws ConfigError naming flag, value and allowed.
+void check_flag(const FlagSpec& f, const RunConfig& cfg);
+
+// config.json keys that are not flags but may differ on a resume (written by the run itself).
+bool resume_may_change(const std::string& key);
+// config.json keys that may differ between the ranks of one run.
+bool ranks_may_differ(const std::string& key);
+
+}  // namespace trainbench

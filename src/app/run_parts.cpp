@@ -1,0 +1,88 @@
+// Pieces of a run that need no run state (see run_parts.h).
+#include "trainbench/app/run_parts.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+
+#include "trainbench/core/log.h"
+#include "trainbench/report/env_info.h"
+
+#ifdef TB_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+namespace trainbench {
+
+int64_t peak_memory_bytes(const torch::Device& device) {
+#ifdef TB_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto stats =
+        c10::cuda::CUDACachingAllocator::getDeviceStats(device.has_index() ? device.index() : 0);
+    return stats.allocated_bytes[0].peak;  // aggregate pool
+  }
+#endif
+  (void)device;
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // peak RSS of the process
+}
+
+void warn_about_setup(int threads, int local_world) {
+  if (build_type() != "Release") {
+    log_warn("***WARNING*** bench was built as " + build_type() +
+             "; timings are not representative (configure with -DCMAKE_BUILD_TYPE=Release)");
+  }
+  if (threads * local_world < available_cores()) {
+    log_warn("using " + std::to_string(threads * local_world) + " of " +
+             std::to_string(available_cores()) + " available cores (--threads" +
+             (local_world > 1 ? " per process" : "") + ")");
+  }
+}
+
+uint64_t rank_step_seed(int64_t seed, int rank, int64_t step) {
+  uint64_t z = static_cast<uint64_t>(seed) * 0x9e3779b97f4a7c15ULL ^
+               static_cast<uint64_t>(rank) << 40 ^ static_cast<uint64_t>(step);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;  // splitmix64 finalizer
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+nlohmann::json dist_summary(DistContext& dist, const GradSync& sync, LanguageModel& model,
+                            const StepStats& stats, const std::vector<double>& comm_ms) {
+  const int world = dist.world_size();
+  const StepStats comm = step_stats(comm_ms);
+  double comm_total_s = 0;
+  for (double ms : comm_ms) comm_total_s += ms / 1e3;
+  torch::Tensor per_rank = torch::zeros({world, 3}, torch::kFloat64);
+  per_rank[dist.rank()][0] = stats.median_ms;
+  per_rank[dist.rank()][1] = comm.median_ms;
+  per_rank[dist.rank()][2] = comm_total_s;
+  dist.allreduce({per_rank});
+  const auto fp = static_cast<int64_t>(parameter_fingerprint(model.parameters()));
+  torch::Tensor lo = torch::full({1}, fp, torch::kInt64), hi = lo.clone();
+  dist.allreduce({lo}, ReduceOp::kMin);
+  dist.allreduce({hi}, ReduceOp::kMax);
+  nlohmann::json j;
+  std::vector<double> step_ms, wait_ms, wait_s;
+  for (int r = 0; r < world; ++r) {
+    step_ms.push_back(per_rank[r][0].item<double>());
+    wait_ms.push_back(per_rank[r][1].item<double>());
+    wait_s.push_back(per_rank[r][2].item<double>());
+  }
+  j["per_rank_step_time_ms"] = step_ms;
+  j["per_rank_communication_ms"] = wait_ms;
+  j["per_rank_communication_seconds"] = wait_s;
+  // Exposed communication: the wait for the all-reduces after backward (overlapped transfer
+  // time is hidden in the backward pass and not counted).
+  j["communication_ms"] = comm.median_ms;
+  j["communication_share"] = stats.median_ms > 0 ? comm.median_ms / stats.median_ms : 0.0;
+  j["grad_buckets"] = sync.num_buckets();
+  j["replicas_identical"] = lo.item<int64_t>() == hi.item<int64_t>();
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fp));
+  j["param_fingerprint"] = hex;
+  return j;
+}
+
+}  // namespace trainbench

@@ -1,0 +1,286 @@
+// The flag table (see flags.h) and what is derived from it for one flag at a time.
+#include "trainbench/core/flags.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <type_traits>
+
+namespace trainbench {
+namespace {
+
+using C = RunConfig;
+using K = FlagKind;
+
+FlagSpec row(const char* name, K kind, FlagSpec::Field field, const char* help) {
+  FlagSpec f;
+  f.name = name;
+  f.kind = kind;
+  f.field = field;
+  f.help = help;
+  return f;
+}
+FlagSpec int_flag(const char* name, int64_t C::*field, int64_t min, const char* help) {
+  FlagSpec f = row(name, K::kInt, field, help);
+  f.min = min;
+  return f;
+}
+FlagSpec number_flag(const char* name, double C::*field, double lo, bool lo_open, double hi,
+                     bool hi_open, const char* allowed, const char* help) {
+  FlagSpec f = row(name, K::kNumber, field, help);
+  f.lo = lo;
+  f.lo_open = lo_open;
+  f.hi = hi;
+  f.hi_open = hi_open;
+  f.allowed = allowed;
+  return f;
+}
+FlagSpec text_flag(const char* name, std::string C::*field, std::vector<std::string> choices,
+                   const char* help) {
+  FlagSpec f = row(name, K::kText, field, help);
+  f.choices = std::move(choices);
+  return f;
+}
+FlagSpec switch_flag(const char* name, int64_t C::*field, const char* help) {
+  return row(name, K::kSwitch, field, help);
+}
+// Marks a row: --resume may change it / the ranks may differ in it.
+FlagSpec resumable(FlagSpec f) {
+  f.resume_may_change = true;
+  return f;
+}
+FlagSpec per_rank(FlagSpec f) {
+  f.ranks_may_differ = true;
+  return f;
+}
+
+const double kInf = std::numeric_limits<double>::infinity();
+
+std::vector<FlagSpec> make_table_() {
+  return {
+      resumable(text_flag(
+          "preset", &C::preset, {"reference", "quick"},
+          "reference (the defaults shown) | quick (CPU-sized: 2 layers, d 128, seq 128, batch 16, "
+          "400 steps); explicit flags override it")),
+      text_flag("model", &C::model, {"torch", "handcraft"},
+                "torch (nn::TransformerEncoder, post-LayerNorm) | handcraft (pre-LN blocks from "
+                "Linear/LayerNorm/matmul)"),
+      text_flag("dtype", &C::dtype, {"float32", "float16", "bfloat16"},
+                "float32 | float16 (CUDA, loss-scaled) | bfloat16 (autocast)"),
+      int_flag("num_layer", &C::num_layer, 1, "transformer blocks (>= 1)"),
+      switch_flag("flash", &C::flash, "1: fused scaled-dot-product attention (handcraft only)"),
+      switch_flag("compile", &C::compile,
+                  "1: TorchScript graph of the handcraft model, run by the graph executor with "
+                  "the tensor-expression fuser where it can fuse"),
+      resumable(text_flag("save_dir", &C::save_dir, {},
+                          "run folder prefix; the folder is "
+                          "{save_dir}_{model}_layer{N}_{dtype}[_compiled][_flash]")),
+      resumable(row("overwrite", K::kBool, &C::overwrite,
+                    "reuse a non-empty run folder (its files are replaced)")),
+      int_flag("seq_len", &C::seq_len, 2, "bytes per sequence (>= 2)"),
+      int_flag("d_model", &C::d_model, 1, "model width (a multiple of num_heads)"),
+      int_flag("num_heads", &C::num_heads, 1, "attention heads"),
+      int_flag("ff_dim", &C::ff_dim, 1, "feed-forward hidden width"),
+      number_flag("dropout", &C::dropout, 0, false, 1, true, "[0, 1)",
+                  "dropout probability, [0, 1); off during evaluation"),
+      text_flag("dropout_impl", &C::dropout_impl, {"auto", "native", "parallel"},
+                "auto | native (torch::dropout) | parallel (multi-threaded mask; CPU, eager "
+                "handcraft); auto: parallel where it applies"),
+      int_flag("batch_size", &C::batch_size, 1, "sequences per step"),
+      number_flag("lr", &C::lr, 0, true, kInf, true, "a finite number > 0",
+                  "Adam learning rate (> 0, constant)"),
+      resumable(int_flag("steps", &C::steps, 1, "optimizer steps, warm-up included")),
+      text_flag("data", &C::data, {},
+                "corpus: a raw file (e.g. enwik9) or a .zip with one member; empty: the embedded "
+                "generated corpus"),
+      int_flag("valid_bytes", &C::valid_bytes, -1,
+               "held-out tail for evaluation; -1: min(5,000,000, 5% of corpus)"),
+      text_flag("device", &C::device, {"auto", "cpu", "cuda"}, "auto | cpu | cuda"),
+      per_rank(resumable(
+          int_flag("threads", &C::threads, 0, "intra-op CPU threads; 0: all available cores"))),
+      int_flag("seed", &C::seed, 0, "seed for init, dropout and the sampler (>= 0)"),
+      resumable(int_flag("log_every", &C::log_every, 1, "steps per timing/log window")),
+      resumable(int_flag("eval_every", &C::eval_every, 0,
+                         "steps between evaluations; 0: only at the end")),
+      resumable(int_flag("eval_batches", &C::eval_batches, 0,
+                         "validation batches per evaluation; 0: the whole held-out range")),
+      resumable(int_flag("warmup_steps", &C::warmup_steps, 0,
+                         "first steps excluded from timing (< steps)")),
+      resumable(number_flag("peak_tflops", &C::peak_tflops, 0, false, kInf, true, ">= 0 (0: auto)",
+                            "peak TFLOP/s for MFU; 0: GPU table or CPU GEMM probe")),
+      resumable(text_flag(
+          "save_model", &C::save_model, {},
+          "write the trained network as a TorchScript file (handcraft; torch.jit.load opens it)")),
+      resumable(int_flag("checkpoint_every", &C::checkpoint_every, 0,
+                         "steps between checkpoints in the run folder; 0: none")),
+      resumable(
+          int_flag("keep_checkpoints", &C::keep_checkpoints, 1, "newest checkpoints kept (>= 1)")),
+      resumable(text_flag("resume", &C::resume, {},
+                          "continue the run in this folder from its newest checkpoint with its "
+                          "recorded flags (alone is enough; --steps may grow, logging, "
+                          "evaluation, checkpointing and threads may change)")),
+      per_rank(resumable(int_flag("fault_nan_step", &C::fault_nan_step, 0,
+                                  "testing aid: make the loss of this step NaN; 0: off"))),
+      resumable(text_flag("dist_backend", &C::dist_backend, {"auto", "gloo", "nccl"},
+                          "multi-process runs (torchrun or scripts/launch.sh): auto | gloo | "
+                          "nccl; auto: nccl on CUDA, gloo on CPU")),
+      per_rank(resumable(int_flag("dist_timeout", &C::dist_timeout, 1,
+                                  "seconds a rank waits for the others (joining, each "
+                                  "collective) before failing with the missing rank's number"))),
+      resumable(number_flag("bucket_mb", &C::bucket_mb, 0, true, kInf, true, "a number > 0",
+                            "gradient all-reduce bucket size in MiB (multi-process)")),
+      resumable(switch_flag("dist_overlap", &C::dist_overlap,
+                            "1: all-reduce gradient buckets while backward runs; 0: after it "
+                            "(multi-process)")),
+      per_rank(resumable(int_flag("fault_exit_step", &C::fault_exit_step, 0,
+                                  "testing aid: the process dies just before this step; 0: off"))),
+      resumable(text_flag("sdpa_backend", &C::sdpa_backend,
+                          {"auto", "flash", "efficient", "cudnn", "math"},
+                          "auto | flash | efficient | cudnn | math: the only kernel fused "
+                          "attention may use (--flash 1); a forced one that cannot run is an "
+                          "error")),
+      switch_flag("fused_adam", &C::fused_adam,
+                  "1: Adam as one fused multi-tensor kernel, no host sync (CUDA; CPU from "
+                  "LibTorch 2.4)"),
+      resumable(switch_flag("cuda_graph", &C::cuda_graph,
+                            "1: capture the whole step as one CUDA graph after warm-up and replay "
+                            "it (CUDA; needs --fused_adam 1, --compile 0, --warmup_steps >= 3)")),
+  };
+}
+
+std::string join_(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? "|" : "") + items[i];
+  return out;
+}
+
+std::string number_text_(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+const std::vector<FlagSpec>& flag_table() {
+  static const std::vector<FlagSpec> table = make_table_();
+  return table;
+}
+
+const FlagSpec* find_flag(const std::string& name) {
+  for (const FlagSpec& f : flag_table()) {
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
+
+std::string flag_text(const FlagSpec& f, const RunConfig& cfg) {
+  return std::visit(
+      [&](auto member) -> std::string {
+        const auto& v = cfg.*member;
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return v;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return v ? "1" : "0";
+        } else if constexpr (std::is_same_v<T, double>) {
+          return number_text_(v);
+        } else {
+          return std::to_string(v);
+        }
+      },
+      f.field);
+}
+
+void set_flag(const FlagSpec& f, RunConfig& cfg, const std::string& text) {
+  const std::string flag = std::string("--") + f.name;
+  std::visit(
+      [&](auto member) {
+        auto& v = cfg.*member;
+        using T = std::decay_t<decltype(v)>;
+        errno = 0;
+        char* end = nullptr;
+        if constexpr (std::is_same_v<T, std::string>) {
+          v = text;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (text != "0" && text != "1" && text != "true" && text != "false") {
+            throw ConfigError(flag + ": '" + text + "' is not allowed; use 0|1");
+          }
+          v = text == "1" || text == "true";
+        } else if constexpr (std::is_same_v<T, double>) {
+          const double d = std::strtod(text.c_str(), &end);
+          if (text.empty() || *end != '\0' || errno == ERANGE) {
+            throw ConfigError(flag + ": '" + text + "' is not a number; allowed: a number");
+          }
+          v = d;
+        } else {
+          const long long i = std::strtoll(text.c_str(), &end, 10);
+          if (text.empty() || *end != '\0' || errno == ERANGE) {
+            throw ConfigError(flag + ": '" + text + "' is not an integer; allowed: an integer");
+          }
+          v = i;
+        }
+      },
+      f.field);
+}
+
+void check_flag(const FlagSpec& f, const RunConfig& cfg) {
+  const std::string flag = std::string("--") + f.name;
+  switch (f.kind) {
+    case K::kInt: {
+      const int64_t v = cfg.*std::get<int64_t C::*>(f.field);
+      if (v < f.min) {
+        throw ConfigError(flag + ": " + std::to_string(v) +
+                          " is out of range; allowed: >= " + std::to_string(f.min));
+      }
+      break;
+    }
+    case K::kSwitch: {
+      const int64_t v = cfg.*std::get<int64_t C::*>(f.field);
+      if (v != 0 && v != 1) {
+        throw ConfigError(flag + ": " + std::to_string(v) + " is not allowed; use 0|1");
+      }
+      break;
+    }
+    case K::kNumber: {
+      const double v = cfg.*std::get<double C::*>(f.field);
+      const bool ok = std::isfinite(v) && (f.lo_open ? v > f.lo : v >= f.lo) &&
+                      (f.hi_open ? v < f.hi : v <= f.hi);
+      if (!ok) {
+        throw ConfigError(flag + ": " + number_text_(v) +
+                          " is out of range; allowed: " + f.allowed);
+      }
+      break;
+    }
+    case K::kText: {
+      const std::string& v = cfg.*std::get<std::string C::*>(f.field);
+      if (!f.choices.empty() &&
+          std::find(f.choices.begin(), f.choices.end(), v) == f.choices.end()) {
+        throw ConfigError(flag + ": '" + v + "' is not allowed; use one of " + join_(f.choices));
+      }
+      break;
+    }
+    case K::kBool:
+      break;
+  }
+}
+
+bool resume_may_change(const std::string& key) {
+  if (const FlagSpec* f = find_flag(key)) return f->resume_may_change;
+  // Keys the run writes beside its flags: its folder, the file format, the resume itself, the
+  // global batch (checked apart, as WORLD_SIZE) and the attention kernel that ran.
+  for (const char* k : {"run_dir", "schema_version", "resumed_from_step", "global_batch_size",
+                        "sdpa_backend_used"}) {
+    if (key == k) return true;
+  }
+  return false;
+}
+
+bool ranks_may_differ(const std::string& key) {
+  const FlagSpec* f = find_flag(key);
+  return f && f->ranks_may_differ;
+}
+
+}  // namespace trainbench
