@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "trainbench/core/config.h"
 #include "trainbench/data/batch_loader.h"
 #include "trainbench/train/trainer.h"
@@ -122,6 +124,18 @@ inline std::string merge_flags(const std::string& base, const std::string& extra
   }
   std::string out;
   for (const auto& f : merged) out += " " + f.second;
+  return out;
+}
+
+// One figure of every training window in a run folder's metrics.jsonl (the lines with a
+// "loss"), in order: the losses by default, or e.g. "elapsed_s".
+inline std::vector<double> window_values(const std::string& run, const std::string& key = "loss") {
+  std::vector<double> out;
+  std::istringstream in(read_file(run + "/metrics.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.contains("loss")) out.push_back(j[key].get<double>());
+  }
   return out;
 }
 

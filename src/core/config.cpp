@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include <torch/cuda.h>
@@ -71,8 +72,19 @@ void to_json(nlohmann::json& j, const RunConfig& cfg) {
 
 void from_json(const nlohmann::json& j, RunConfig& cfg) {
   for (const FlagSpec& f : flag_table()) {
-    if (j.contains(f.name))
-      std::visit([&](auto member) { j.at(f.name).get_to(cfg.*member); }, f.field);
+    if (!j.contains(f.name)) continue;
+    const nlohmann::json& v = j.at(f.name);
+    std::visit(
+        [&](auto member) {
+          using T = std::decay_t<decltype(cfg.*member)>;
+          // Switches were written as 0/1 before they were bools (older run folders, the peers).
+          if constexpr (std::is_same_v<T, bool>) {
+            cfg.*member = v.is_number() ? v.get<double>() != 0 : v.get<bool>();
+          } else {
+            v.get_to(cfg.*member);
+          }
+        },
+        f.field);
   }
 }
 

@@ -43,8 +43,8 @@ FlagSpec text_flag(const char* name, std::string C::*field, std::vector<std::str
   f.choices = std::move(choices);
   return f;
 }
-FlagSpec switch_flag(const char* name, int64_t C::*field, const char* help) {
-  return row(name, K::kSwitch, field, help);
+FlagSpec switch_flag(const char* name, bool C::*field, const char* help) {
+  return row(name, K::kBool, field, help);
 }
 // Marks a row: --resume may change it / the ranks may differ in it.
 FlagSpec resumable(FlagSpec f) {
@@ -77,8 +77,8 @@ std::vector<FlagSpec> make_table_() {
       resumable(text_flag("save_dir", &C::save_dir, {},
                           "run folder prefix; the folder is "
                           "{save_dir}_{model}_layer{N}_{dtype}[_compiled][_flash]")),
-      resumable(row("overwrite", K::kBool, &C::overwrite,
-                    "reuse a non-empty run folder (its files are replaced)")),
+      resumable(switch_flag("overwrite", &C::overwrite,
+                            "1: reuse a non-empty run folder (its files are replaced)")),
       int_flag("seq_len", &C::seq_len, 2, "bytes per sequence (>= 2)"),
       int_flag("d_model", &C::d_model, 1, "model width (a multiple of num_heads)"),
       int_flag("num_heads", &C::num_heads, 1, "attention heads"),
@@ -206,7 +206,11 @@ void set_flag(const FlagSpec& f, RunConfig& cfg, const std::string& text) {
           v = text;
         } else if constexpr (std::is_same_v<T, bool>) {
           if (text != "0" && text != "1" && text != "true" && text != "false") {
-            throw ConfigError(flag + ": '" + text + "' is not allowed; use 0|1");
+            // A number is shown as it is, other text quoted: "2 is not allowed", "'maybe' ...".
+            const bool number =
+                !text.empty() && text.find_first_not_of("-0123456789") == std::string::npos;
+            throw ConfigError(flag + ": " + (number ? text : "'" + text + "'") +
+                              " is not allowed; use 0|1");
           }
           v = text == "1" || text == "true";
         } else if constexpr (std::is_same_v<T, double>) {
@@ -234,13 +238,6 @@ void check_flag(const FlagSpec& f, const RunConfig& cfg) {
       if (v < f.min) {
         throw ConfigError(flag + ": " + std::to_string(v) +
                           " is out of range; allowed: >= " + std::to_string(f.min));
-      }
-      break;
-    }
-    case K::kSwitch: {
-      const int64_t v = cfg.*std::get<int64_t C::*>(f.field);
-      if (v != 0 && v != 1) {
-        throw ConfigError(flag + ": " + std::to_string(v) + " is not allowed; use 0|1");
       }
       break;
     }

@@ -28,6 +28,11 @@ std::string num_or_dash_(const nlohmann::json& v, int precision, double scale = 
   return v.is_number() ? fmt_(v.get<double>() * scale, precision) : "-";
 }
 
+// A switch as the command line writes it: 0 or 1 (config.json holds true/false).
+std::string switch_(const nlohmann::json& v) {
+  return (v.is_boolean() ? v.get<bool>() : v.is_number() && v.get<double>() != 0) ? "1" : "0";
+}
+
 }  // namespace
 
 std::string format_duration(double seconds) {
@@ -118,9 +123,9 @@ std::string summary_table(const nlohmann::json& config, const nlohmann::json& su
         "| MFU | peak MB | train loss | valid bpb | status |\n"
      << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
      << "| " << config["model"].get<std::string>() << " | " << config["dtype"].get<std::string>()
-     << " | " << config["num_layer"] << " | " << config["flash"] << " | " << config["compile"]
-     << " | " << config["device"].get<std::string>() << processes << " | "
-     << num_or_dash_(summary["sequences_per_s"], 1) << " | "
+     << " | " << config["num_layer"] << " | " << switch_(config["flash"]) << " | "
+     << switch_(config["compile"]) << " | " << config["device"].get<std::string>() << processes
+     << " | " << num_or_dash_(summary["sequences_per_s"], 1) << " | "
      << num_or_dash_(summary["tokens_per_s"], 0) << " | " << num_or_dash_(st["median"], 1) << " ("
      << num_or_dash_(st["min"], 1) << "-" << num_or_dash_(st["max"], 1) << ") | "
      << num_or_dash_(summary["mfu"], 1, 100.0) << "% | "

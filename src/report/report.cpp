@@ -31,10 +31,16 @@ RunRecord read_run(const std::string& dir) {
   try {
     const std::string framework = config.value("framework", std::string("libtorch"));
     r.label = framework + " " + config.at("model").get<std::string>();
-    if (config.value("compile", 0) == 1) r.label += " compiled";
-    if (config.value("flash", 0) == 1) r.label += " flash";
-    if (config.value("fused_adam", 0) == 1) r.label += " fused_adam";
-    if (config.value("cuda_graph", 0) == 1) r.label += " cuda_graph";
+    // Switches are true/false in bench's config.json, 0/1 in the peers' and older ones.
+    auto on = [&](const char* key) {
+      if (!config.contains(key)) return false;
+      const auto& v = config.at(key);
+      return v.is_boolean() ? v.get<bool>() : v.is_number() && v.get<double>() != 0;
+    };
+    if (on("compile")) r.label += " compiled";
+    if (on("flash")) r.label += " flash";
+    if (on("fused_adam")) r.label += " fused_adam";
+    if (on("cuda_graph")) r.label += " cuda_graph";
     // Data-parallel runs (speeds are global) get their own column; batch stays per rank.
     const int64_t world = config.value("world_size", int64_t{1});
     if (world > 1) r.label += " x" + std::to_string(world) + " processes";

@@ -84,21 +84,12 @@ TEST(Cli, ResumeAloneContinuesTheRunWithItsRecordedFlags) {
   const std::string split = dir / "split_handcraft_layer1_float32";
   const auto resumed = run_bench("--resume " + split);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  auto read = [](const std::string& run, const std::string& key) {
-    std::vector<double> out;
-    std::istringstream in(testing::read_file(run + "/metrics.jsonl"));
-    for (std::string line; std::getline(in, line);) {
-      const auto j = nlohmann::json::parse(line);
-      if (j.contains("loss")) out.push_back(j[key]);
-    }
-    return out;
-  };
-  const auto a = read(dir / "straight_handcraft_layer1_float32", "loss");
-  const auto b = read(split, "loss");
+  const auto a = testing::window_values(dir / "straight_handcraft_layer1_float32");
+  const auto b = testing::window_values(split);
   ASSERT_EQ(a.size(), 16u);
   ASSERT_EQ(b.size(), 16u);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i + 1;
-  const auto elapsed = read(split, "elapsed_s");
+  const auto elapsed = testing::window_values(split, "elapsed_s");
   for (size_t i = 1; i < elapsed.size(); ++i) EXPECT_GE(elapsed[i], elapsed[i - 1]) << i;
   const auto s = nlohmann::json::parse(testing::read_file(split + "/summary.json"));
   EXPECT_EQ(s["resumed_from_step"], 8);

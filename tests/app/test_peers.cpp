@@ -21,17 +21,6 @@ namespace fs = std::filesystem;
 const std::string kPeers = std::string(TB_SOURCE_DIR) + "/scripts/peers";
 const std::string kPython = std::string(TB_PYTHON) + " ";
 
-// The training losses of metrics.jsonl, one per window, in order.
-std::vector<double> train_losses(const std::string& run) {
-  std::vector<double> out;
-  std::istringstream in(testing::read_file(run + "/metrics.jsonl"));
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    if (j.contains("loss")) out.push_back(j["loss"]);
-  }
-  return out;
-}
-
 // Flags of a tiny CPU run that bench and the peers share, reading bench's embedded corpus
 // exported into `dir`.
 std::string tiny_flags(const testing::TempDir& dir, int steps, int log_every) {
@@ -109,8 +98,8 @@ TEST(Peers, PytorchPeerTrainsTheSameLossesAsBench) {
                                  (dir / "py"))
                 .exit_code,
             0);
-  const auto cpp = train_losses(dir / "cpp_handcraft_layer2_float32");
-  const auto py = train_losses(dir / "py_handcraft_layer2_float32");
+  const auto cpp = testing::window_values(dir / "cpp_handcraft_layer2_float32");
+  const auto py = testing::window_values(dir / "py_handcraft_layer2_float32");
   ASSERT_EQ(cpp.size(), 6u);
   ASSERT_EQ(py.size(), 6u);
   for (size_t i = 0; i < cpp.size(); ++i) EXPECT_NEAR(cpp[i], py[i], 1e-4) << "step " << i + 1;
@@ -127,8 +116,8 @@ TEST(Peers, TorchCompileTrainsEagersLosses) {
                                         " --compile " + compile + " --save_dir " + (dir / "py"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  const auto eager = train_losses(dir / "py_handcraft_layer2_float32");
-  const auto compiled = train_losses(dir / "py_handcraft_layer2_float32_compiled");
+  const auto eager = testing::window_values(dir / "py_handcraft_layer2_float32");
+  const auto compiled = testing::window_values(dir / "py_handcraft_layer2_float32_compiled");
   ASSERT_EQ(eager.size(), 20u);
   ASSERT_EQ(compiled.size(), 20u);
   for (size_t i = 0; i < eager.size(); ++i) {
@@ -148,8 +137,8 @@ TEST(Peers, PytorchFlashTrainsTheNaiveLosses) {
                                         flash + " --save_dir " + (dir / "py"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  const auto naive = train_losses(dir / "py_handcraft_layer2_float32");
-  const auto flash = train_losses(dir / "py_handcraft_layer2_float32_flash");
+  const auto naive = testing::window_values(dir / "py_handcraft_layer2_float32");
+  const auto flash = testing::window_values(dir / "py_handcraft_layer2_float32_flash");
   ASSERT_EQ(naive.size(), 5u);
   ASSERT_EQ(flash.size(), 5u);
   for (size_t i = 0; i < naive.size(); ++i) EXPECT_NEAR(flash[i], naive[i], 1e-4) << i + 1;
@@ -168,14 +157,14 @@ TEST(Peers, JaxPeerStartsWhereBenchStartsAndLearns) {
                                (dir / "corpus.bin") + " --save_dir " + (dir / "cpp"))
                 .exit_code,
             0);
-  const double bench_first = train_losses(dir / "cpp_handcraft_layer2_float32").front();
+  const double bench_first = testing::window_values(dir / "cpp_handcraft_layer2_float32").front();
   const auto r = testing::run_command(
       kPython + kPeers + "/jax_run.py --preset quick --steps 200 --log_every 1 --eval_every 0 " +
       "--eval_batches 2 --threads 2 --device cpu --data " + (dir / "corpus.bin") + " --save_dir " +
       (dir / "jax"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string run = dir / "jax_handcraft_layer2_float32";
-  const auto losses = train_losses(run);
+  const auto losses = testing::window_values(run);
   ASSERT_EQ(losses.size(), 200u);
   EXPECT_GT(losses.front(), std::log(256.0));
   EXPECT_NEAR(losses.front(), bench_first, 0.3);

@@ -8,6 +8,7 @@
 
 #include "test_util.h"
 #include "trainbench/core/flags.h"
+#include "trainbench/train/checkpoint.h"
 
 namespace trainbench {
 namespace {
@@ -40,6 +41,26 @@ TEST(Flags, TextToConfigToJsonAndBackKeepsEveryValue) {
   for (const FlagSpec& f : flag_table()) {
     EXPECT_EQ(flag_text(f, back), flag_text(f, c)) << f.name;
   }
+}
+
+// Switches are bools, true/false in config.json; the 0/1 of older run folders and of the peers
+// still read, and a resume does not mistake 1 for a change from true.
+TEST(Flags, SwitchesAreBoolsAndOldZeroOneFoldersStillRead) {
+  RunConfig c;
+  c.flash = true;
+  const nlohmann::json j = c;
+  EXPECT_EQ(j["flash"], true);
+  EXPECT_EQ(j["compile"], false);
+  RunConfig old;
+  from_json({{"flash", 1}, {"compile", 0}, {"dist_overlap", 0}}, old);
+  EXPECT_TRUE(old.flash);
+  EXPECT_FALSE(old.compile);
+  EXPECT_FALSE(old.dist_overlap);
+  EXPECT_TRUE(
+      resume_config_differences({{"flash", 1}, {"lr", 0.001}}, {{"flash", true}, {"lr", 0.001}})
+          .empty());
+  EXPECT_EQ(resume_config_differences({{"flash", 0}}, {{"flash", true}}),
+            std::vector<std::string>{"flash"});
 }
 
 TEST(Flags, ChecksComeFromTheRowKind) {

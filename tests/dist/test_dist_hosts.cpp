@@ -30,16 +30,6 @@ const std::string kArgs =
     " --log_every 1 --eval_every 10 --eval_batches 2 --threads 1 --device cpu --peak_tflops 1"
     " --dropout 0";
 
-std::vector<double> losses_of(const std::string& run) {
-  std::vector<double> out;
-  std::istringstream in(testing::read_file(run + "/metrics.jsonl"));
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    if (j.contains("loss")) out.push_back(j["loss"]);
-  }
-  return out;
-}
-
 class DistHosts : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -83,8 +73,8 @@ TEST_F(DistHosts, TwoHostsMatchOneProcessWithTwiceTheBatch) {
   const auto one =
       run_command(TB_BENCH_EXE + kArgs + " --steps 20 --batch_size 8 --save_dir " + (dir_ / "one"));
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  const auto l2 = losses_of(dir_ / "two_handcraft_layer1_float32");
-  const auto l1 = losses_of(dir_ / "one_handcraft_layer1_float32");
+  const auto l2 = testing::window_values(dir_ / "two_handcraft_layer1_float32");
+  const auto l1 = testing::window_values(dir_ / "one_handcraft_layer1_float32");
   ASSERT_EQ(l2.size(), 20u);
   ASSERT_EQ(l1.size(), 20u);
   for (size_t i = 0; i < l1.size(); ++i) EXPECT_NEAR(l2[i], l1[i], 1e-4) << "step " << i + 1;

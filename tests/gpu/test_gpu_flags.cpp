@@ -159,8 +159,8 @@ TEST_F(GpuFlagsRun, TheBackendThatRanIsRecordedInConfigAndSummary) {
   RunResult r = run_benchmark(c);
   EXPECT_TRUE(r.summary["sdpa_backend_used"].is_null());
   EXPECT_TRUE(read_json_file(r.run_dir + "/config.json")["sdpa_backend_used"].is_null());
-  EXPECT_EQ(read_json_file(r.run_dir + "/config.json")["fused_adam"], 0);
-  EXPECT_EQ(read_json_file(r.run_dir + "/config.json")["cuda_graph"], 0);
+  EXPECT_EQ(read_json_file(r.run_dir + "/config.json")["fused_adam"], false);
+  EXPECT_EQ(read_json_file(r.run_dir + "/config.json")["cuda_graph"], false);
 
   c.flash = 1;
   c.sdpa_backend = "math";

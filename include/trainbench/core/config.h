@@ -17,8 +17,8 @@ struct RunConfig {
   std::string model = "handcraft";    // torch | handcraft
   std::string dtype = "float32";      // float32 | float16 | bfloat16
   int64_t num_layer = 24;             // transformer blocks (the reference code's default)
-  int64_t flash = 0;                  // 1: fused scaled-dot-product attention (handcraft only)
-  int64_t compile = 0;                // 1: compiled/fused path
+  bool flash = false;                 // fused scaled-dot-product attention (handcraft only)
+  bool compile = false;               // compiled path (TorchScript graph executor)
   std::string save_dir = "runs/run";  // run folder prefix; the config suffix is appended
   bool overwrite = false;             // allow reusing a non-empty run folder
 
@@ -52,13 +52,13 @@ struct RunConfig {
   std::string dist_backend = "auto";  // auto | gloo | nccl (auto: nccl on CUDA, gloo on CPU)
   int64_t dist_timeout = 300;         // seconds to wait for a rank (joining or a collective)
   double bucket_mb = 25;              // gradient all-reduce bucket size in MiB
-  int64_t dist_overlap = 1;           // 1: all-reduce buckets during backward; 0: after it
+  bool dist_overlap = true;           // all-reduce buckets during backward (else after it)
   int64_t fault_exit_step = 0;        // testing aid: the process dies before this step (0: off)
 
   // GPU fast paths (rules in sdpa_backend.h, fused_adam.h, cuda_graph.h).
   std::string sdpa_backend = "auto";  // auto | flash | efficient | cudnn | math (--flash 1)
-  int64_t fused_adam = 0;             // 1: Adam as one fused multi-tensor kernel
-  int64_t cuda_graph = 0;             // 1: the whole step captured once, then replayed
+  bool fused_adam = false;            // Adam as one fused multi-tensor kernel
+  bool cuda_graph = false;            // the whole step captured once, then replayed
 };
 
 // Steps the TorchScript graph executor spends profiling and optimizing (--compile 1); they

@@ -20,8 +20,7 @@ enum class FlagKind {
   kInt,     // an integer, at least `min`
   kNumber,  // a finite number in [lo, hi] (either end open when flagged so)
   kText,    // any text, or one of `choices`
-  kSwitch,  // 0 | 1 (int64 fields, written as numbers in config.json)
-  kBool,    // 0 | 1 | true | false (a bool field)
+  kBool,    // a switch: 0 | 1 (or false | true); a bool field, true/false in config.json
 };
 
 struct FlagSpec {
