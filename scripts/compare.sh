@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The original benchmark's comparison, on one machine in one run: for each dtype of DTYPES
-# (default: float32 bfloat16) seven columns, one run after another on the same bytes:
+# (default: float32 bfloat16) seven columns, one run after another on the same bytes (bench's
+# through scripts/sweep.sh):
 #   bench eager | bench --compile 1 (TorchScript) | bench --flash 1 |
 #   PyTorch eager | PyTorch torch.compile (inductor) | PyTorch --flash 1 | JAX (jax.jit)
 # then `bench report` with ratios against the PyTorch eager column, each run's warm-up and
@@ -34,11 +35,18 @@ run() {  # run NAME COMMAND...: one run, its folder collected
     echo "   ($name failed; left out of the table)" >&2
   fi
 }
+# bench's three columns per dtype through the matrix runner (one run after another).
+matrix=""
+for dtype in ${DTYPES:-float32 bfloat16}; do
+  matrix+="handcraft:$dtype:0:0 handcraft:$dtype:1:0 handcraft:$dtype:0:1 "
+done
+echo "== bench: $matrix" >&2
+env "${thread_env[@]}" MATRIX="$matrix" BENCH="$BENCH" PYTHON="$PYTHON" \
+  bash scripts/sweep.sh "$out/bench" "${args[@]}" >/dev/null ||
+  echo "   (no bench run finished; see $out/bench/*.log)" >&2
+for d in "$out"/bench/*_*/; do [ -d "$d" ] && dirs+=("${d%/}"); done
 py=("$PYTHON" scripts/peers/pytorch_run.py)
 for dtype in ${DTYPES:-float32 bfloat16}; do
-  run "cpp_$dtype" "$BENCH" --dtype "$dtype"
-  run "cppc_$dtype" "$BENCH" --dtype "$dtype" --compile 1
-  run "cppf_$dtype" "$BENCH" --dtype "$dtype" --flash 1
   run "py_$dtype" "${py[@]}" --dtype "$dtype"
   run "pyc_$dtype" "${py[@]}" --dtype "$dtype" --compile 1
   run "pyf_$dtype" "${py[@]}" --dtype "$dtype" --flash 1

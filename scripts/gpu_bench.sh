@@ -4,11 +4,12 @@
 # against the Python install's LibTorch with Ninja, builds, runs the tests (CUDA cases
 # included), trains the reference shape (8 layers, d_model 512, batch 100, seq 256) for a few
 # hundred steps in each configuration below, one after another, and prints the reference-style
-# table with `bench report` (seq/s, speed-up ratios, tokens/s, MFU, peak memory). Run folders,
-# logs and report.md/.json stay in OUT_DIR. Sized to finish in about 8 minutes on one H200.
+# table with `bench report` through scripts/sweep.sh (seq/s, speed-up ratios, tokens/s, MFU,
+# peak memory). Build logs stay in OUT_DIR/logs, run folders, their logs and report.md/.json in
+# OUT_DIR/runs. Sized to finish in about 8 minutes on one H200.
 # Usage: scripts/gpu_bench.sh OUT_DIR
 # Environment: STEPS (150), WARMUP (20), PYTHON (python3), BUILD_DIR (build-gpu), JOBS (nproc),
-#   SKIP_TESTS=1 (reruns), MATRIX (space-separated names from the list in matrix_flags below).
+#   SKIP_TESTS=1 (reruns), MATRIX (space-separated names from the list in matrix_entry below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 die() { echo "gpu_bench.sh: $*" >&2; exit 1; }
@@ -23,21 +24,22 @@ JOBS=${JOBS:-$(nproc)}
   die "STEPS ($STEPS) and WARMUP ($WARMUP) must be integers with STEPS > WARMUP >= 3"
 
 # --- the training matrix (checked before anything is built) --------------------------------------
-# name → flags; each runs for float32, float16 and bfloat16 (its folder: OUT_DIR/NAME-DTYPE_*).
-matrix_flags() {
+# name → model:compile:flash:fused_adam:cuda_graph; each runs for float32, float16 and bfloat16
+# through scripts/sweep.sh (one run after another; report and plots in OUT_DIR/runs/).
+matrix_entry() {
   case $1 in
-    torch) echo "--model torch" ;;
-    naive) echo "--model handcraft" ;;
-    flash) echo "--model handcraft --flash 1" ;;
-    compiled) echo "--model handcraft --compile 1" ;;
-    compiled_flash) echo "--model handcraft --compile 1 --flash 1" ;;
-    fused) echo "--model handcraft --flash 1 --fused_adam 1" ;;
-    graph) echo "--model handcraft --flash 1 --fused_adam 1 --cuda_graph 1" ;;
+    torch) echo "torch:0:0:0:0" ;;
+    naive) echo "handcraft:0:0:0:0" ;;
+    flash) echo "handcraft:0:1:0:0" ;;
+    compiled) echo "handcraft:1:0:0:0" ;;
+    compiled_flash) echo "handcraft:1:1:0:0" ;;
+    fused) echo "handcraft:0:1:1:0" ;;
+    graph) echo "handcraft:0:1:1:1" ;;
     *) die "MATRIX: unknown name '$1'; use torch naive flash compiled compiled_flash fused graph" ;;
   esac
 }
 matrix=${MATRIX:-"naive flash compiled compiled_flash torch fused graph"}
-for name in $matrix; do matrix_flags "$name" >/dev/null; done
+for name in $matrix; do matrix_entry "$name" >/dev/null; done
 
 # --- preconditions, each a one-line reason ---------------------------------------------------
 if ! { nvidia-smi -L >/dev/null 2>&1 &&
@@ -93,29 +95,18 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   grep -E "Skipped|SKIPPED" "$out/logs/tests.log" | head -n 5 >&2 || true
 fi
 
-# --- the runs, one after another ---------------------------------------------------------------
+# --- the runs, one after another, through the matrix runner -----------------------------------
 common=(--num_layer 8 --d_model 512 --num_heads 8 --ff_dim 2048 --seq_len 256 --batch_size 100
         --steps "$STEPS" --warmup_steps "$WARMUP" --log_every 10 --eval_every 0 --eval_batches 2
         --device cuda --overwrite 1)
-dirs=()
+sweep_matrix=""
 for name in $matrix; do
-  flags=$(matrix_flags "$name")
+  IFS=: read -r model compile flash fused graph <<<"$(matrix_entry "$name")"
   for dtype in float32 float16 bfloat16; do
-    log="$out/logs/$name-$dtype.log"
-    # shellcheck disable=SC2086
-    if "$BUILD_DIR/bench" $flags --dtype "$dtype" --save_dir "$out/$name-$dtype" "${common[@]}" \
-        >"$log" 2>&1; then
-      for d in "$out/$name-$dtype"_*; do [ -d "$d" ] && dirs+=("$d"); done
-      echo "== $name $dtype: $(grep -o '"sequences_per_s": [0-9.]*' "$out/$name-$dtype"_*/summary.json | head -n 1)" >&2
-    else
-      echo "== $name $dtype: failed: $(grep -m 1 -E 'bench: (error|failed)' "$log" || tail -n 1 "$log")" >&2
-    fi
+    sweep_matrix+="$model:$dtype:$compile:$flash:$fused:$graph "
   done
 done
-[ ${#dirs[@]} -gt 0 ] || die "no run completed (logs: $out/logs/)"
-
-# --- the report -------------------------------------------------------------------------------
-"$BUILD_DIR/bench" report --json "${dirs[@]}" >"$out/report.json"
-"$BUILD_DIR/bench" report "${dirs[@]}" | tee "$out/report.md"
-echo "results: $out (build warnings: $warnings, tests: $([ $tests_ok = 1 ] && echo ok || echo FAILED))" >&2
+MATRIX="$sweep_matrix" BENCH="$BUILD_DIR/bench" PYTHON="$PYTHON" bash scripts/sweep.sh "$out/runs" \
+  "${common[@]}" || die "no run completed (logs: $out/runs/*.log)"
+echo "results: $out/runs (report.md, report.json; build warnings: $warnings, tests: $([ $tests_ok = 1 ] && echo ok || echo FAILED))" >&2
 [ $tests_ok = 1 ]

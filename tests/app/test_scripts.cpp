@@ -39,7 +39,8 @@ TEST(Sweep, ABadMatrixEntryIsOneLineAndRunsNothing) {
   const auto r = testing::run_command("MATRIX='handcraft:float32:0' " + kSweep + (dir / "s"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.output,
-            "sweep.sh: MATRIX entry 'handcraft:float32:0': use model:dtype:compile:flash\n");
+            "sweep.sh: MATRIX entry 'handcraft:float32:0': use "
+            "model:dtype:compile:flash[:fused_adam:cuda_graph]\n");
   EXPECT_FALSE(fs::exists(dir / "s"));
 }
 

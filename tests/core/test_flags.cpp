@@ -107,5 +107,19 @@ TEST(Flags, ResumeAndRankRulesAreTableColumns) {
   EXPECT_FALSE(ranks_may_differ("lr"));
 }
 
+TEST(Flags, AResumeMayChangeTheAttentionBackendAndTheGraphButNotTheOptimizer) {
+  const nlohmann::json saved = {{"lr", 1e-3},
+                                {"sdpa_backend", "auto"},
+                                {"cuda_graph", 0},
+                                {"fused_adam", 0},
+                                {"sdpa_backend_used", "math"}};
+  const nlohmann::json now = {{"lr", 1e-3},
+                              {"sdpa_backend", "math"},
+                              {"cuda_graph", 1},
+                              {"fused_adam", 1},
+                              {"sdpa_backend_used", "flash"}};
+  EXPECT_EQ(resume_config_differences(saved, now), std::vector<std::string>{"fused_adam"});
+}
+
 }  // namespace
 }  // namespace trainbench

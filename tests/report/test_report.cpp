@@ -183,5 +183,35 @@ TEST(ReportDist, ProcessCountsGetTheirOwnColumnsAndRatios) {
   EXPECT_NE(md.find("1.95x"), std::string::npos) << md;
 }
 
+TEST(Report, FusedAdamAndCudaGraphRunsGetTheirOwnColumns) {
+  testing::TempDir root;
+  std::vector<RunRecord> runs;
+  const std::vector<std::pair<int, int>> variants = {{0, 0}, {1, 0}, {1, 1}};
+  for (const auto& [fused, graph] : variants) {
+    const std::string d = root / ("r" + std::to_string(fused) + std::to_string(graph));
+    std::filesystem::create_directories(d);
+    testing::write_file(d + "/config.json", nlohmann::json({{"schema_version", 1},
+                                                            {"model", "handcraft"},
+                                                            {"dtype", "bfloat16"},
+                                                            {"num_layer", 8},
+                                                            {"batch_size", 100},
+                                                            {"flash", 1},
+                                                            {"fused_adam", fused},
+                                                            {"cuda_graph", graph}})
+                                                .dump());
+    testing::write_file(d + "/summary.json",
+                        nlohmann::json({{"schema_version", 1},
+                                        {"status", "completed"},
+                                        {"sequences_per_s", 1000.0 * (1 + fused + graph)}})
+                            .dump());
+    runs.push_back(read_run(d));
+  }
+  EXPECT_EQ(runs[0].label, "libtorch handcraft flash");
+  EXPECT_EQ(runs[1].label, "libtorch handcraft flash fused_adam");
+  EXPECT_EQ(runs[2].label, "libtorch handcraft flash fused_adam cuda_graph");
+  const std::string md = render_report(runs, {});
+  EXPECT_NE(md.find("| bfloat16 | 1000 | 2000 | 3000 | 2.00x | 3.00x |"), std::string::npos) << md;
+}
+
 }  // namespace
 }  // namespace trainbench

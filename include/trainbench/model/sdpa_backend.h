@@ -17,6 +17,7 @@ struct SdpaFlags {
   bool mem_efficient = false;
   bool math = true;
   bool cudnn = false;
+  bool operator==(const SdpaFlags&) const = default;
 };
 
 SdpaFlags sdpa_flags();

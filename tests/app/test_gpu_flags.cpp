@@ -1,6 +1,5 @@
 // The GPU fast-path flags on the CPU: --sdpa_backend, --fused_adam and --cuda_graph errors and
-// exit codes, the SDPA guard restoring LibTorch's global switches, the recorded backend, the
-// resume rules and the report's configuration labels.
+// exit codes, and the attention backend a run records.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -13,9 +12,7 @@
 #include "trainbench/app/validate.h"
 #include "trainbench/core/log.h"
 #include "trainbench/model/sdpa_backend.h"
-#include "trainbench/report/report.h"
 #include "trainbench/report/results.h"
-#include "trainbench/train/checkpoint.h"
 #include "trainbench/train/trainer.h"
 
 namespace trainbench {
@@ -78,7 +75,7 @@ TEST(GpuFlags, BadValuesAndCombinationsNameTheFlagValueAndAllowed) {
   EXPECT_EQ(error_of({"--fused_adam", "0", "--cuda_graph", "0", "--device", "cpu"}), "");
 }
 
-TEST(GpuFlags, BadFlagsExitTwoWithOneLineAndCreateNothing) {
+TEST(GpuFlags, BadGpuFlagsExitTwoWithOneLineAndCreateNothing) {
   testing::TempDir dir;
   const std::string save = " --device cpu --save_dir " + (dir / "r");
   for (const char* args : {"--sdpa_backend efficient --flash 1", "--sdpa_backend flash",
@@ -96,53 +93,6 @@ TEST(GpuFlags, HelpListsTheNewFlags) {
   for (const char* flag : {"--sdpa_backend", "--fused_adam", "--cuda_graph"}) {
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
   }
-}
-
-bool operator==(const SdpaFlags& a, const SdpaFlags& b) {
-  return a.flash == b.flash && a.mem_efficient == b.mem_efficient && a.math == b.math &&
-         a.cudnn == b.cudnn;
-}
-
-TEST(SdpaBackendGuard, ForcesOneBackendAndRestoresTheGlobalSwitches) {
-  const SdpaFlags original = sdpa_flags();
-  SdpaFlags start = original;
-  start.flash = false;  // a non-default state, to see that it is what comes back
-  set_sdpa_flags(start);
-  const SdpaFlags before = sdpa_flags();
-  EXPECT_FALSE(before.flash);
-  {
-    SdpaBackendGuard guard("math");
-    const SdpaFlags f = sdpa_flags();
-    EXPECT_TRUE(f.math);
-    EXPECT_FALSE(f.flash);
-    EXPECT_FALSE(f.mem_efficient);
-    EXPECT_FALSE(f.cudnn);
-    {
-      SdpaBackendGuard inner("flash");
-      EXPECT_TRUE(sdpa_flags().flash);
-      EXPECT_FALSE(sdpa_flags().math);  // math off too: no silent fallback
-    }
-    EXPECT_TRUE(sdpa_flags() == f);  // the inner guard restored the outer one's state
-  }
-  EXPECT_TRUE(sdpa_flags() == before);
-  {
-    SdpaBackendGuard guard("auto");  // changes nothing
-    EXPECT_TRUE(sdpa_flags() == before);
-  }
-  EXPECT_TRUE(sdpa_flags() == before);
-  set_sdpa_flags(original);
-  EXPECT_TRUE(sdpa_flags() == original);
-}
-
-TEST(SdpaBackendGuard, ResolvedBackendIsMathOrFlashOnTheCpu) {
-  RunConfig c = testing::tiny_config();
-  EXPECT_EQ(resolve_sdpa_backend(c, torch::kCPU), "");  // --flash 0: no SDPA call
-  c.flash = 1;
-  c.sdpa_backend = "math";
-  EXPECT_EQ(resolve_sdpa_backend(c, torch::kCPU), "math");
-  c.sdpa_backend = "auto";
-  const std::string chosen = resolve_sdpa_backend(c, torch::kCPU);
-  EXPECT_TRUE(chosen == "math" || chosen == "flash") << chosen;
 }
 
 class GpuFlagsRun : public ::testing::Test {
@@ -178,50 +128,6 @@ TEST_F(GpuFlagsRun, TheBackendThatRanIsRecordedInConfigAndSummary) {
   c.save_dir = dir / "auto";
   r = run_benchmark(c);
   EXPECT_TRUE(r.summary["sdpa_backend_used"].is_string());
-}
-
-TEST(GpuFlagsResume, BackendAndGraphMayChangeButTheOptimizerMayNot) {
-  const nlohmann::json saved = {{"lr", 1e-3},
-                                {"sdpa_backend", "auto"},
-                                {"cuda_graph", 0},
-                                {"fused_adam", 0},
-                                {"sdpa_backend_used", "math"}};
-  const nlohmann::json now = {{"lr", 1e-3},
-                              {"sdpa_backend", "math"},
-                              {"cuda_graph", 1},
-                              {"fused_adam", 1},
-                              {"sdpa_backend_used", "flash"}};
-  EXPECT_EQ(resume_config_differences(saved, now), std::vector<std::string>{"fused_adam"});
-}
-
-TEST(GpuFlagsReport, FusedAdamAndCudaGraphRunsGetTheirOwnColumns) {
-  testing::TempDir root;
-  std::vector<RunRecord> runs;
-  const std::vector<std::pair<int, int>> variants = {{0, 0}, {1, 0}, {1, 1}};
-  for (const auto& [fused, graph] : variants) {
-    const std::string d = root / ("r" + std::to_string(fused) + std::to_string(graph));
-    fs::create_directories(d);
-    testing::write_file(d + "/config.json", nlohmann::json({{"schema_version", 1},
-                                                            {"model", "handcraft"},
-                                                            {"dtype", "bfloat16"},
-                                                            {"num_layer", 8},
-                                                            {"batch_size", 100},
-                                                            {"flash", 1},
-                                                            {"fused_adam", fused},
-                                                            {"cuda_graph", graph}})
-                                                .dump());
-    testing::write_file(d + "/summary.json",
-                        nlohmann::json({{"schema_version", 1},
-                                        {"status", "completed"},
-                                        {"sequences_per_s", 1000.0 * (1 + fused + graph)}})
-                            .dump());
-    runs.push_back(read_run(d));
-  }
-  EXPECT_EQ(runs[0].label, "libtorch handcraft flash");
-  EXPECT_EQ(runs[1].label, "libtorch handcraft flash fused_adam");
-  EXPECT_EQ(runs[2].label, "libtorch handcraft flash fused_adam cuda_graph");
-  const std::string md = render_report(runs, {});
-  EXPECT_NE(md.find("| bfloat16 | 1000 | 2000 | 3000 | 2.00x | 3.00x |"), std::string::npos) << md;
 }
 
 }  // namespace
