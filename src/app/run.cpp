@@ -341,8 +341,14 @@ class Run {
       }
     }
     if (rank0_() && !cfg_.save_model.empty() && status_ == "completed") {
-      save_torchscript(setup_.trainer->model(), cfg_.save_model);
-      log_info("saved the trained network as TorchScript: " + cfg_.save_model);
+      try {
+        save_torchscript(setup_.trainer->model(), cfg_.save_model);
+        log_info("saved the trained network as TorchScript: " + cfg_.save_model);
+      } catch (const std::exception& e) {  // recorded like any failure after training started
+        status_ = "failed";
+        summary["status"] = status_;
+        error_ = error_text(e);
+      }
     }
     if (!error_.empty()) summary["error_message"] = error_;
     if (writer_) writer_->write_summary(summary);

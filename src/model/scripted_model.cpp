@@ -1,7 +1,10 @@
 // TorchScript twin of the handcraft model: generated source + shared parameters.
 #include "trainbench/model/scripted_model.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <sstream>
 
 #include <torch/csrc/jit/ir/ir.h>
@@ -168,11 +171,25 @@ int64_t last_graph_fused_groups() {
 }
 
 void save_torchscript(LanguageModel& model, const std::string& path) {
-  const std::string tmp = path + ".tmp";
+  // Serialized in memory first and written here: LibTorch's own file writer throws a second
+  // time from its destructor when a write fails (a full disk), which aborts the process.
+  std::ostringstream bytes;
   if (torch::jit::Module* m = script_module_of(model)) {
-    m->save(tmp);
+    m->save(bytes);
   } else {
-    script_handcraft(model).save(tmp);
+    script_handcraft(model).save(bytes);
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    const std::string data = bytes.str();
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    out.flush();
+    if (!out) {
+      const std::string why = std::strerror(errno);
+      std::remove(tmp.c_str());
+      throw RunError("cannot write '" + path + "': " + why);
+    }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

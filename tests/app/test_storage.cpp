@@ -77,6 +77,22 @@ TEST(Storage, ASummaryThatCannotBeWrittenLeavesThePreviousOneWhole) {
   EXPECT_FALSE(leftovers_in(run));
 }
 
+// The trained network (--save_model) larger than the limit: the error names the file, the run
+// is recorded as failed, and no temporary file is left.
+TEST(Storage, ASaveModelThatCannotBeWrittenIsNamedAndRecorded) {
+  testing::TempDir dir;
+  const std::string run = dir / "r_handcraft_layer1_float32";
+  const auto r = run_command(limited(
+      40, kTinyRun + " --steps 3 --save_model " + (dir / "net.pt") + " --save_dir " + (dir / "r")));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("bench: failed: cannot write '" + (dir / "net.pt") + "': File too large"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(summary_of(run)["status"], "failed");
+  EXPECT_FALSE(fs::exists(dir / "net.pt"));
+  EXPECT_FALSE(fs::exists(dir / "net.pt.tmp"));
+}
+
 // A disk that fills up: the second checkpoint does not fit beside the first, which stays whole
 // and resumable; the error says the device is full.
 TEST(Storage, AFullDiskDuringACheckpointKeepsThePreviousOne) {
