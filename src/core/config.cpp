@@ -62,6 +62,18 @@ int64_t resolved_valid_bytes(const RunConfig& cfg, int64_t corpus_bytes) {
   return std::min<int64_t>(5'000'000, corpus_bytes / 20);
 }
 
+bool switch_on(const nlohmann::json& value) {
+  if (value.is_boolean()) return value.get<bool>();
+  return value.is_number() && value.get<double>() != 0;
+}
+
+bool same_setting(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.is_boolean() != b.is_boolean() && (a.is_number() || b.is_number())) {
+    return switch_on(a) == switch_on(b);
+  }
+  return a == b;
+}
+
 // One key per flag, named as the flag without dashes, in the flag table's order.
 void to_json(nlohmann::json& j, const RunConfig& cfg) {
   j = nlohmann::json::object();
@@ -79,7 +91,7 @@ void from_json(const nlohmann::json& j, RunConfig& cfg) {
           using T = std::decay_t<decltype(cfg.*member)>;
           // Switches were written as 0/1 before they were bools (older run folders, the peers).
           if constexpr (std::is_same_v<T, bool>) {
-            cfg.*member = v.is_number() ? v.get<double>() != 0 : v.get<bool>();
+            cfg.*member = v.is_number() ? switch_on(v) : v.get<bool>();
           } else {
             v.get_to(cfg.*member);
           }

@@ -15,7 +15,6 @@
 #include <set>
 #include <thread>
 
-#include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef TB_WITH_GLOO
@@ -37,12 +36,10 @@ using GroupBase = c10d::Backend;
 
 using Clock = std::chrono::steady_clock;
 
-// c10::Error's what() carries a C++ backtrace; keep the first line of the message itself.
+// The first line of an error's message, without LibTorch's C++ stack (error_text).
 std::string message_of_(const std::exception& e) {
-  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
-  std::string m = c10 ? c10->what_without_backtrace() : e.what();
-  const size_t nl = m.find('\n');
-  return nl == std::string::npos ? m : m.substr(0, nl);
+  const std::string m = error_text(e);
+  return m.substr(0, m.find('\n'));
 }
 
 std::string key_(const std::string& stage, int rank) { return stage + "/" + std::to_string(rank); }
@@ -53,11 +50,9 @@ std::string ranks_text_(const std::vector<int>& ranks) {
   return s;
 }
 
-}  // namespace
-
 // Where this rank runs, as the others should name it: the IPv4 address of GLOO_SOCKET_IFNAME
 // when set (the interface Gloo talks over), else the host name.
-static std::string host_address_() {
+std::string host_address_() {
   const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
   if (ifname && *ifname) {
     ifaddrs* list = nullptr;
@@ -80,7 +75,7 @@ static std::string host_address_() {
 }
 
 // The connected TCP sockets of this process whose peer port is `port`.
-static std::set<int> sockets_to_port_(int port) {
+std::set<int> sockets_to_port_(int port) {
   std::set<int> out;
   DIR* dir = opendir("/proc/self/fd");
   if (!dir) return out;
@@ -105,7 +100,7 @@ static std::set<int> sockets_to_port_(int port) {
 }
 
 // A bound on every send and receive on `fd`, and on unacknowledged data (TCP_USER_TIMEOUT).
-static void bound_socket_(int fd, std::chrono::milliseconds limit) {
+void bound_socket_(int fd, std::chrono::milliseconds limit) {
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(limit.count() / 1000);
   tv.tv_usec = static_cast<suseconds_t>((limit.count() % 1000) * 1000);
@@ -114,6 +109,8 @@ static void bound_socket_(int fd, std::chrono::milliseconds limit) {
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
 }
+
+}  // namespace
 
 struct DistContext::Impl {
   DistEnv env;

@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "trainbench/core/config.h"
 #include "trainbench/core/log.h"
 
 namespace trainbench {
@@ -29,9 +30,7 @@ std::string num_or_dash_(const nlohmann::json& v, int precision, double scale = 
 }
 
 // A switch as the command line writes it: 0 or 1 (config.json holds true/false).
-std::string switch_(const nlohmann::json& v) {
-  return (v.is_boolean() ? v.get<bool>() : v.is_number() && v.get<double>() != 0) ? "1" : "0";
-}
+std::string switch_(const nlohmann::json& v) { return switch_on(v) ? "1" : "0"; }
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 
 #include <cxxopts.hpp>
 
+#include "trainbench/core/config.h"
 #include "trainbench/core/errors.h"
 #include "trainbench/report/results.h"
 
@@ -32,11 +33,7 @@ RunRecord read_run(const std::string& dir) {
     const std::string framework = config.value("framework", std::string("libtorch"));
     r.label = framework + " " + config.at("model").get<std::string>();
     // Switches are true/false in bench's config.json, 0/1 in the peers' and older ones.
-    auto on = [&](const char* key) {
-      if (!config.contains(key)) return false;
-      const auto& v = config.at(key);
-      return v.is_boolean() ? v.get<bool>() : v.is_number() && v.get<double>() != 0;
-    };
+    auto on = [&](const char* key) { return config.contains(key) && switch_on(config.at(key)); };
     if (on("compile")) r.label += " compiled";
     if (on("flash")) r.label += " flash";
     if (on("fused_adam")) r.label += " fused_adam";

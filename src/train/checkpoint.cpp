@@ -143,16 +143,11 @@ int64_t load_checkpoint(const std::string& path, Trainer& trainer) {
 
 std::vector<std::string> resume_config_differences(const nlohmann::json& saved,
                                                    const nlohmann::json& now) {
-  // A switch saved as 0/1 (before switches were bools) equals false/true.
-  auto same = [](const nlohmann::json& a, const nlohmann::json& b) {
-    if (a.is_boolean() && b.is_number()) return a.get<bool>() == (b.get<double>() != 0);
-    if (b.is_boolean() && a.is_number()) return b.get<bool>() == (a.get<double>() != 0);
-    return a == b;
-  };
   std::vector<std::string> differ;
   for (const auto& [key, value] : now.items()) {
     if (resume_may_change(key)) continue;  // the flag table's resume rule
-    if (!saved.contains(key) || !same(saved.at(key), value)) differ.push_back(key);
+    // same_setting: a switch saved as 0/1 (before switches were bools) equals false/true.
+    if (!saved.contains(key) || !same_setting(saved.at(key), value)) differ.push_back(key);
   }
   return differ;
 }

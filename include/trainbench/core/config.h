@@ -82,6 +82,12 @@ std::string run_dir_name(const RunConfig& cfg);
 // Bytes held out for validation from a corpus of corpus_bytes.
 int64_t resolved_valid_bytes(const RunConfig& cfg, int64_t corpus_bytes);
 
+// A switch as config.json holds it: true/false, or 0/1 as the peers and older run folders
+// write it (absent or null: off). Used wherever a config.json is read back.
+bool switch_on(const nlohmann::json& value);
+// Two config.json values are the same setting: equal, or a switch written both ways.
+bool same_setting(const nlohmann::json& a, const nlohmann::json& b);
+
 void to_json(nlohmann::json& j, const RunConfig& cfg);
 void from_json(const nlohmann::json& j, RunConfig& cfg);
 
