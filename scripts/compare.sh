@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The original benchmark's comparison, on one machine in one run: for each dtype of DTYPES
-# (default: float32 bfloat16) seven columns, one run after another on the same bytes (bench's
+# (default: float32 bfloat16) nine columns, one run after another on the same bytes (bench's
 # through scripts/sweep.sh):
-#   bench eager | bench --compile 1 (TorchScript) | bench --flash 1 |
+#   bench eager | bench --compile torchscript | bench --flash 1 |
+#   bench --compile fused --fused_adam 1 (naive attention, then --flash 1) |
 #   PyTorch eager | PyTorch torch.compile (inductor) | PyTorch --flash 1 | JAX (jax.jit)
 # then `bench report` with ratios against the PyTorch eager column, each run's warm-up and
 # compile seconds, and a check that every column ran under the same thread environment.
@@ -35,10 +36,11 @@ run() {  # run NAME COMMAND...: one run, its folder collected
     echo "   ($name failed; left out of the table)" >&2
   fi
 }
-# bench's three columns per dtype through the matrix runner (one run after another).
+# bench's five columns per dtype through the matrix runner (one run after another).
 matrix=""
 for dtype in ${DTYPES:-float32 bfloat16}; do
   matrix+="handcraft:$dtype:0:0 handcraft:$dtype:1:0 handcraft:$dtype:0:1 "
+  matrix+="handcraft:$dtype:fused:0:1:0 handcraft:$dtype:fused:1:1:0 "
 done
 echo "== bench: $matrix" >&2
 env "${thread_env[@]}" MATRIX="$matrix" BENCH="$BENCH" PYTHON="$PYTHON" \

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 packages=(
   g++ cmake ninja-build pkg-config
   libcxxopts-dev libspdlog-dev nlohmann-json3-dev
-  libgtest-dev
+  libgtest-dev libbenchmark-dev  # GoogleTest; Google Benchmark for benchmarks/kernel_bench.cpp
   libgloo-dev             # Gloo declarations for c10d's ProcessGroupGloo.hpp (see cmake/torch.cmake)
   zlib1g-dev              # inflate for reading enwik9.zip directly
   zip                     # tests build zip archives with it

@@ -4,17 +4,29 @@
 # report.json, through `bench report`) and the plots. Combinations this machine or build cannot
 # run are skipped with bench's own one-line reason (its validation, exit 2).
 # Usage: scripts/sweep.sh OUT_DIR [bench flags common to every run...]
-# MATRIX: "model:dtype:compile:flash[:fused_adam:cuda_graph] ..." (default: the reference
+# MATRIX: "model:dtype:compile:flash[:fused_adam:cuda_graph] ..." (compile: 0|1|none|torchscript|
+# fused, as bench's --compile; default: the reference
 # matrix, torch|handcraft x float32|float16|bfloat16 x compile 0|1 x flash 0|1). Each run's
 # stderr goes to OUT_DIR/N.log.
+# PROCS=N (default 1) runs every entry as N data-parallel processes on this machine through
+# scripts/launch.sh (speeds are then global; `bench report` labels them "xN processes"); run i
+# rendezvouses on port MASTER_PORT + i - 1 (MASTER_PORT default: random in [29600, 29900)).
 # Examples: scripts/sweep.sh runs/sweep --preset quick --device cpu --steps 100
 #   MATRIX="handcraft:float32:0:0 handcraft:float32:0:1 handcraft:bfloat16:0:0 torch:float32:0:0" \
 #     scripts/sweep.sh runs/cpu8 --num_layer 8 --batch_size 8 --steps 12 --warmup_steps 2
+#   PROCS=2 MATRIX="handcraft:float32:0:0" scripts/sweep.sh runs/dp2 --num_layer 8 --threads 1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 OUT_DIR [bench flags...]" >&2; exit 2; }
 out=$1; shift
 BENCH=${BENCH:-./build/bench}
+procs=${PROCS:-1}
+[[ "$procs" =~ ^[1-9][0-9]{0,3}$ ]] ||
+  { echo "sweep.sh: PROCS: '$procs' is not allowed; use an integer in [1, 9999]" >&2; exit 2; }
+port=${MASTER_PORT:-$((29600 + RANDOM % 300))}
+if [ "$procs" -gt 1 ] && ! { [[ "$port" =~ ^[1-9][0-9]{0,4}$ ]] && [ "$port" -le 65535 ]; }; then
+  echo "sweep.sh: MASTER_PORT: '$port' is not allowed; use a TCP port in [1, 65535]" >&2; exit 2
+fi
 if [ -z "${MATRIX:-}" ]; then
   MATRIX=""
   for model in handcraft torch; do
@@ -26,7 +38,7 @@ if [ -z "${MATRIX:-}" ]; then
   done
 fi
 for entry in $MATRIX; do
-  [[ "$entry" =~ ^[a-z]+:[a-z0-9]+:[01]:[01](:[01]:[01])?$ ]] ||
+  [[ "$entry" =~ ^[a-z]+:[a-z0-9]+:(0|1|none|torchscript|fused):[01](:[01]:[01])?$ ]] ||
     { echo "sweep.sh: MATRIX entry '$entry': use model:dtype:compile:flash[:fused_adam:cuda_graph]" >&2; exit 2; }
 done
 mkdir -p "$out"
@@ -38,11 +50,22 @@ for entry in $MATRIX; do
   i=$((i + 1))
   name="$model $dtype compile=$compile flash=$flash"
   [ "$fused$graph" = 00 ] || name+=" fused_adam=$fused cuda_graph=$graph"
+  run=("$BENCH")
+  if [ "$procs" -gt 1 ]; then
+    name+=" x$procs processes"
+    run=(bash scripts/launch.sh --port $((port + i - 1)) "$procs" "$BENCH")
+  fi
   code=0
-  "$BENCH" --model "$model" --dtype "$dtype" --compile "$compile" --flash "$flash" \
+  "${run[@]}" --model "$model" --dtype "$dtype" --compile "$compile" --flash "$flash" \
     --fused_adam "$fused" --cuda_graph "$graph" --save_dir "$out/$i" "$@" \
     2>"$out/$i.log" >/dev/null || code=$?
   reason=$(grep -E '^bench: (error|failed):' "$out/$i.log" | tail -n 1 || true)
+  # Several processes: every rank writes "bench: rank R: ..."; rank 0's speak for the run.
+  if [ -z "$reason" ] && [ "$procs" -gt 1 ]; then
+    reason=$({ grep -E '^bench: rank 0: (error|failed):' "$out/$i.log" ||
+               grep -E '^bench: rank [0-9]+: (error|failed):' "$out/$i.log"; } |
+             tail -n 1 | sed 's/^bench: rank 0: /bench: /' || true)
+  fi
   case $code in
     0) echo "done: $name" >&2
        for d in "$out/${i}"_*; do [ -d "$d" ] && dirs+=("$d"); done ;;

@@ -1,13 +1,20 @@
 // Helpers shared by the tests: temporary folders, tiny configs, running the bench binary.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -137,6 +144,26 @@ inline std::vector<double> window_values(const std::string& run, const std::stri
     if (j.contains("loss")) out.push_back(j[key].get<double>());
   }
   return out;
+}
+
+// A TCP port that was free a moment ago. It is drawn below the kernel's ephemeral range
+// (32768+), so that the outgoing connections of tests running alongside cannot take it before
+// the rank that should listen on it does.
+inline int free_port() {
+  static std::mt19937 rng(std::random_device{}());
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = 20000 + static_cast<int>(rng() % 12000);
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(fd);
+    if (ok) return port;
+  }
+  ADD_FAILURE() << "no free TCP port in [20000, 32000)";
+  return 0;
 }
 
 // Runs a shell command line, capturing its output and exit status.

@@ -4,6 +4,7 @@
 #include "trainbench/app/run.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <cmath>
@@ -21,6 +22,7 @@
 #include "trainbench/model/scripted_model.h"
 #include "trainbench/model/sdpa_backend.h"
 #include "trainbench/report/env_info.h"
+#include "trainbench/report/profile.h"
 #include "trainbench/report/progress.h"
 #include "trainbench/report/results.h"
 #include "trainbench/train/checkpoint.h"
@@ -185,17 +187,35 @@ class Run {
     // Dropout differs per rank. Rank 0 keeps the single-process stream (checkpointed); the
     // others reseed from (seed, rank, step) each step, so a resume continues them exactly.
     if (dist_ && !rank0_()) torch::manual_seed(rank_step_seed(cfg_.seed, env_.rank, step_));
+    const int64_t done_before = step_ - setup_.start_step;
+    if (cfg_.profile_steps > 0 && done_before == cfg_.warmup_steps && rank0_()) {
+      profiler_ = std::make_unique<StepProfiler>();
+      profiler_->start();
+    }
     const double t0 = synchronized_now_s(device_);
-    const torch::Tensor loss = setup_.trainer->step(loader_->next());
+    torch::Tensor batch;
+    {
+      RECORD_FUNCTION("trainbench::data", std::vector<c10::IValue>());
+      batch = loader_->next();
+    }
+    const torch::Tensor loss = setup_.trainer->step(batch);
     const double loss_value = loss.item<double>();  // synchronizes on CUDA
     const double t1 = synchronized_now_s(device_);
     ++step_;
     const int64_t done = step_ - setup_.start_step;
     const bool warm = done <= cfg_.warmup_steps;
-    if (cfg_.compile && done <= kProfilingSteps) compile_s_ += t1 - t0;
-    if (cfg_.compile && done == cfg_.warmup_steps) fused_groups_ = last_graph_fused_groups();
+    const bool script = cfg_.compile == "torchscript";
+    if (script && done <= kProfilingSteps) compile_s_ += t1 - t0;
+    if (script && done == cfg_.warmup_steps) fused_groups_ = last_graph_fused_groups();
+    const bool profiled = !warm && done <= cfg_.warmup_steps + cfg_.profile_steps;
     if (warm) {
       warmup_s_ += t1 - t0;
+    } else if (profiled) {  // the profiler's overhead stays out of the timing
+      profile_s_ += t1 - t0;
+      if (done == cfg_.warmup_steps + cfg_.profile_steps && profiler_) {
+        profile_ = profiler_->stop(cfg_.profile_steps, profile_s_, setup_.run_dir + "/trace.json");
+        profiler_.reset();
+      }
     } else {
       timed_ms_.push_back((t1 - t0) * 1e3);
       if (sync_) comm_ms_.push_back(sync_->last_wait_s() * 1e3);
@@ -313,10 +333,10 @@ class Run {
         {"warmup_seconds", warmup_s_},
         // null for eager runs: nothing was compiled (0.0 would read as a compiler that took
         // no time)
-        {"compile_seconds", or_null(cfg_.compile != 0, compile_s_)},
+        {"compile_seconds", or_null(cfg_.compile == "torchscript", compile_s_)},
         {"compile_backend", setup_.backend},
         {"sdpa_backend_used", setup_.config_json.at("sdpa_backend_used")},
-        {"fused_groups", or_null(cfg_.compile != 0, fused_groups_)},
+        {"fused_groups", or_null(cfg_.compile == "torchscript", fused_groups_)},
         {"session", {{"first_step", start + 1}, {"last_step", step_}, {"seconds", session_s}}},
         {"total_seconds", elapsed_before_ + session_s},
         {"final_train_loss", final_train_loss_},
@@ -325,6 +345,7 @@ class Run {
         {"loss_scale", or_null(scaler.enabled(), scaler.enabled() ? scaler.scale() : 0.0)},
         {"skipped_steps", scaler.skipped_steps()},
         {"stop_signal", or_null(run_signal_ != 0, run_signal_)},
+        {"profile", profile_},  // --profile_steps: time by op category, or null
     };
   }
 
@@ -380,6 +401,9 @@ class Run {
   Window win_;
   double run_start_ = 0, elapsed_before_ = 0, warmup_s_ = 0, compile_s_ = 0;
   double final_train_loss_ = NAN, valid_loss_ = NAN;
+  std::unique_ptr<StepProfiler> profiler_;  // --profile_steps, while it records
+  double profile_s_ = 0;
+  nlohmann::json profile_;                    // its breakdown (null without --profile_steps)
   std::string status_ = "completed", error_;  // error_: a failure after training started
   int run_signal_ = 0;  // the signal that stopped the run (the highest any rank received)
 };

@@ -73,12 +73,15 @@ RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, Di
                       "' holds no checkpoint; it must come from a run with --checkpoint_every");
   }
 
-  s.backend = cfg.compile ? configure_script_executor(device) : "eager";
+  const bool script = cfg.compile == "torchscript";
+  s.backend = script                   ? configure_script_executor(device)
+              : cfg.compile == "fused" ? "fused"
+                                       : "eager";
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   const double build_start = synchronized_now_s(device);
   s.trainer = std::make_unique<Trainer>(cfg, device);
   // Compiling = defining the script (here) + the executor's profiling steps (in the loop).
-  s.compile_s = cfg.compile ? synchronized_now_s(device) - build_start : 0.0;
+  s.compile_s = script ? synchronized_now_s(device) - build_start : 0.0;
   s.params = count_parameters(s.trainer->model());
   s.device_name = device_name(device);
   s.peak = resolve_peak_flops(cfg, device, s.device_name);

@@ -8,6 +8,7 @@
 
 #include "trainbench/core/flags.h"
 #include "trainbench/gpu/cuda_graph.h"
+#include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/model/sdpa_backend.h"
 #include "trainbench/train/fused_adam.h"
 
@@ -31,19 +32,30 @@ void validate(const RunConfig& cfg) {
                       " leaves no timed step; allowed: < --steps (" + std::to_string(cfg.steps) +
                       ")");
   }
+  if (cfg.profile_steps > 0 && cfg.warmup_steps + cfg.profile_steps >= cfg.steps) {
+    throw ConfigError("--profile_steps: " + std::to_string(cfg.profile_steps) +
+                      " leaves no timed step; allowed: < --steps - --warmup_steps (" +
+                      std::to_string(cfg.steps - cfg.warmup_steps) + ")");
+  }
   if (cfg.save_dir.empty()) throw ConfigError("--save_dir: empty; allowed: a folder path prefix");
   if (cfg.model == "torch" && cfg.flash == 1) {
     throw ConfigError(
         "--flash: 1 is not allowed with --model torch (nn::TransformerEncoder's C++ attention is "
         "a fixed composite with no fused kernel); use --model handcraft or --flash 0");
   }
-  if (cfg.dropout_impl == "parallel" && (cfg.model == "torch" || cfg.compile == 1)) {
+  if (cfg.dropout_impl == "parallel" && (cfg.model == "torch" || cfg.compile == "torchscript")) {
     throw ConfigError("--dropout_impl: 'parallel' is not allowed with " +
                       std::string(cfg.model == "torch" ? "--model torch (its nn layers apply "
                                                          "their own dropout)"
-                                                       : "--compile 1 (the script uses "
-                                                         "torch.dropout)") +
+                                                       : "--compile torchscript (the script "
+                                                         "uses torch.dropout)") +
                       "; use --dropout_impl auto|native");
+  }
+  if ((cfg.compile == "fused") != (cfg.dropout_impl == "fused") && cfg.dropout_impl != "auto") {
+    throw ConfigError("--dropout_impl: '" + cfg.dropout_impl + "' is not allowed with --compile " +
+                      cfg.compile +
+                      " (the fused kernels apply dropout with their own counter-based masks, "
+                      "and only they); use --dropout_impl auto");
   }
   const bool have_cuda = torch::cuda::is_available();
   if (cfg.device == "cuda" && !have_cuda) {
@@ -52,15 +64,21 @@ void validate(const RunConfig& cfg) {
         "CUDA); use --device cpu");
   }
   const std::string device = resolved_device(cfg);
-  if (cfg.compile == 1 && cfg.model == "torch") {
-    throw ConfigError(
-        "--compile: 1 is not allowed with --model torch (LibTorch's C++ nn::TransformerEncoder "
-        "has no TorchScript form); use --model handcraft or --compile 0");
+  if (cfg.compile != "none" && cfg.model == "torch") {
+    throw ConfigError("--compile: '" + cfg.compile +
+                      "' is not allowed with --model torch (LibTorch's C++ "
+                      "nn::TransformerEncoder has no TorchScript form and no fused twin); use "
+                      "--model handcraft or --compile none");
   }
-  if (cfg.compile == 1 && cfg.warmup_steps < kProfilingSteps) {
-    throw ConfigError("--warmup_steps: " + std::to_string(cfg.warmup_steps) +
-                      " with --compile 1; allowed: >= " + std::to_string(kProfilingSteps) +
-                      " (the graph executor profiles and optimizes during the first steps)");
+  if (cfg.compile == "fused" && device == "cpu") {
+    const std::string why = kernels::cpu_kernels_unavailable();
+    if (!why.empty()) throw ConfigError(why);
+  }
+  if (cfg.compile == "torchscript" && cfg.warmup_steps < kProfilingSteps) {
+    throw ConfigError(
+        "--warmup_steps: " + std::to_string(cfg.warmup_steps) +
+        " with --compile torchscript; allowed: >= " + std::to_string(kProfilingSteps) +
+        " (the graph executor profiles and optimizes during the first steps)");
   }
   if (!cfg.save_model.empty()) {
     if (cfg.model == "torch") {

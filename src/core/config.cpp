@@ -45,14 +45,16 @@ std::string resolved_device(const RunConfig& cfg) {
 
 std::string resolved_dropout_impl(const RunConfig& cfg) {
   if (cfg.dropout_impl != "auto") return cfg.dropout_impl;
-  const bool eager_handcraft = cfg.model == "handcraft" && cfg.compile == 0;
+  if (cfg.compile == "fused") return "fused";  // the fused kernels draw their own masks
+  const bool eager_handcraft = cfg.model == "handcraft" && cfg.compile == "none";
   return eager_handcraft && resolved_device(cfg) == "cpu" ? "parallel" : "native";
 }
 
 std::string run_dir_name(const RunConfig& cfg) {
   std::string name =
       cfg.save_dir + "_" + cfg.model + "_layer" + std::to_string(cfg.num_layer) + "_" + cfg.dtype;
-  if (cfg.compile) name += "_compiled";
+  if (cfg.compile == "torchscript") name += "_compiled";
+  if (cfg.compile == "fused") name += "_fused";
   if (cfg.flash) name += "_flash";
   return name;
 }
@@ -67,7 +69,17 @@ bool switch_on(const nlohmann::json& value) {
   return value.is_number() && value.get<double>() != 0;
 }
 
+std::string compile_path(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  return switch_on(value) ? "torchscript" : "none";
+}
+
 bool same_setting(const nlohmann::json& a, const nlohmann::json& b) {
+  // --compile was a switch before it named its path: false/0 is "none", true/1 "torchscript".
+  if (a.is_string() != b.is_string() &&
+      (a.is_boolean() || a.is_number() || b.is_boolean() || b.is_number())) {
+    return compile_path(a) == compile_path(b);
+  }
   if (a.is_boolean() != b.is_boolean() && (a.is_number() || b.is_number())) {
     return switch_on(a) == switch_on(b);
   }
@@ -92,6 +104,9 @@ void from_json(const nlohmann::json& j, RunConfig& cfg) {
           // Switches were written as 0/1 before they were bools (older run folders, the peers).
           if constexpr (std::is_same_v<T, bool>) {
             cfg.*member = v.is_number() ? switch_on(v) : v.get<bool>();
+          } else if constexpr (std::is_same_v<T, std::string>) {
+            // A text flag that was a switch (--compile): 0/1, false/true name its old choices.
+            cfg.*member = v.is_string() ? v.get<std::string>() : compile_path(v);
           } else {
             v.get_to(cfg.*member);
           }

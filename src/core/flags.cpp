@@ -46,6 +46,10 @@ FlagSpec text_flag(const char* name, std::string C::*field, std::vector<std::str
 FlagSpec switch_flag(const char* name, bool C::*field, const char* help) {
   return row(name, K::kBool, field, help);
 }
+FlagSpec with_aliases(FlagSpec f, std::vector<std::pair<std::string, std::string>> aliases) {
+  f.aliases = std::move(aliases);
+  return f;
+}
 // Marks a row: --resume may change it / the ranks may differ in it.
 FlagSpec resumable(FlagSpec f) {
   f.resume_may_change = true;
@@ -71,12 +75,15 @@ std::vector<FlagSpec> make_table_() {
                 "float32 | float16 (CUDA, loss-scaled) | bfloat16 (autocast)"),
       int_flag("num_layer", &C::num_layer, 1, "transformer blocks (>= 1)"),
       switch_flag("flash", &C::flash, "1: fused scaled-dot-product attention (handcraft only)"),
-      switch_flag("compile", &C::compile,
-                  "1: TorchScript graph of the handcraft model, run by the graph executor with "
-                  "the tensor-expression fuser where it can fuse"),
+      with_aliases(
+          text_flag("compile", &C::compile, {"none", "torchscript", "fused"},
+                    "none | torchscript (1: the handcraft model as a TorchScript graph "
+                    "run by the graph executor) | fused (the handcraft model on bench's "
+                    "own fused kernels, hand-written backward); 0|1 mean none|torchscript"),
+          {{"0", "none"}, {"false", "none"}, {"1", "torchscript"}, {"true", "torchscript"}}),
       resumable(text_flag("save_dir", &C::save_dir, {},
                           "run folder prefix; the folder is "
-                          "{save_dir}_{model}_layer{N}_{dtype}[_compiled][_flash]")),
+                          "{save_dir}_{model}_layer{N}_{dtype}[_compiled|_fused][_flash]")),
       resumable(switch_flag("overwrite", &C::overwrite,
                             "1: reuse a non-empty run folder (its files are replaced)")),
       int_flag("seq_len", &C::seq_len, 2, "bytes per sequence (>= 2)"),
@@ -85,9 +92,10 @@ std::vector<FlagSpec> make_table_() {
       int_flag("ff_dim", &C::ff_dim, 1, "feed-forward hidden width"),
       number_flag("dropout", &C::dropout, 0, false, 1, true, "[0, 1)",
                   "dropout probability, [0, 1); off during evaluation"),
-      text_flag("dropout_impl", &C::dropout_impl, {"auto", "native", "parallel"},
+      text_flag("dropout_impl", &C::dropout_impl, {"auto", "native", "parallel", "fused"},
                 "auto | native (torch::dropout) | parallel (multi-threaded mask; CPU, eager "
-                "handcraft); auto: parallel where it applies"),
+                "handcraft) | fused (the fused kernels' own masks; --compile fused); auto: "
+                "parallel or fused where they apply"),
       int_flag("batch_size", &C::batch_size, 1, "sequences per step"),
       number_flag("lr", &C::lr, 0, true, kInf, true, "a finite number > 0",
                   "Adam learning rate (> 0, constant)"),
@@ -117,6 +125,10 @@ std::vector<FlagSpec> make_table_() {
                          "steps between checkpoints in the run folder; 0: none")),
       resumable(
           int_flag("keep_checkpoints", &C::keep_checkpoints, 1, "newest checkpoints kept (>= 1)")),
+      resumable(int_flag("profile_steps", &C::profile_steps, 0,
+                         "profile this many steps after the warm-up (not timed): time by op "
+                         "category in summary.json, a Chrome trace (trace.json) in the run "
+                         "folder; 0: off")),
       resumable(text_flag("resume", &C::resume, {},
                           "continue the run in this folder from its newest checkpoint with its "
                           "recorded flags (alone is enough; --steps may grow, logging, "
@@ -144,9 +156,10 @@ std::vector<FlagSpec> make_table_() {
       switch_flag("fused_adam", &C::fused_adam,
                   "1: Adam as one fused multi-tensor kernel, no host sync (CUDA; CPU from "
                   "LibTorch 2.4)"),
-      resumable(switch_flag("cuda_graph", &C::cuda_graph,
-                            "1: capture the whole step as one CUDA graph after warm-up and replay "
-                            "it (CUDA; needs --fused_adam 1, --compile 0, --warmup_steps >= 3)")),
+      resumable(
+          switch_flag("cuda_graph", &C::cuda_graph,
+                      "1: capture the whole step as one CUDA graph after warm-up and replay "
+                      "it (CUDA; needs --fused_adam 1, --compile none, --warmup_steps >= 3)")),
   };
 }
 
@@ -204,6 +217,9 @@ void set_flag(const FlagSpec& f, RunConfig& cfg, const std::string& text) {
         char* end = nullptr;
         if constexpr (std::is_same_v<T, std::string>) {
           v = text;
+          for (const auto& [spelling, choice] : f.aliases) {
+            if (text == spelling) v = choice;
+          }
         } else if constexpr (std::is_same_v<T, bool>) {
           if (text != "0" && text != "1" && text != "true" && text != "false") {
             // A number is shown as it is, other text quoted: "2 is not allowed", "'maybe' ...".

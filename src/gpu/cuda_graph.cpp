@@ -23,9 +23,14 @@ std::string cuda_graph_config_error(const RunConfig& cfg) {
     return "--cuda_graph: 1 needs --fused_adam 1 (torch::optim::Adam keeps its step count on the "
            "host, which a captured graph would freeze); use --fused_adam 1 or --cuda_graph 0";
   }
-  if (cfg.compile != 0) {
-    return "--cuda_graph: 1 is not allowed with --compile 1 (the TorchScript executor "
-           "re-optimizes its graph during the first runs); use --compile 0 or --cuda_graph 0";
+  if (cfg.compile == "torchscript") {
+    return "--cuda_graph: 1 is not allowed with --compile torchscript (the TorchScript executor "
+           "re-optimizes its graph during the first runs); use --compile none or --cuda_graph 0";
+  }
+  if (cfg.compile == "fused") {
+    return "--cuda_graph: 1 is not allowed with --compile fused (its dropout keys are drawn on "
+           "the host each step and a replay would repeat the captured masks); use --compile "
+           "none or --cuda_graph 0";
   }
   if (cfg.dropout_impl == "parallel") {
     return "--cuda_graph: 1 is not allowed with --dropout_impl parallel (a CPU-only kernel); use "

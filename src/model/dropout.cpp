@@ -16,13 +16,13 @@ inline uint64_t splitmix64_(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-uint64_t next_key_() {
+}  // namespace
+
+uint64_t dropout_key() {
   auto gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
   return gen.get<at::CPUGeneratorImpl>()->random64();
 }
-
-}  // namespace
 
 torch::Tensor parallel_dropout_mask(const torch::Tensor& like, double p, uint64_t key) {
   TORCH_CHECK(p >= 0 && p < 1, "dropout probability ", p, " is outside [0, 1)");
@@ -48,7 +48,7 @@ torch::Tensor parallel_dropout_mask(const torch::Tensor& like, double p, uint64_
 torch::Tensor parallel_dropout(const torch::Tensor& x, double p, bool train) {
   if (!train || p == 0) return x;
   if (!x.device().is_cpu()) return torch::dropout(x, p, train);
-  return x * parallel_dropout_mask(x, p, next_key_());
+  return x * parallel_dropout_mask(x, p, dropout_key());
 }
 
 }  // namespace trainbench

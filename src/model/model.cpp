@@ -18,6 +18,8 @@ ModelOptions ModelOptions::from_config(const RunConfig& cfg) {
   o.dropout = cfg.dropout;
   o.flash = cfg.flash == 1;
   o.parallel_dropout = resolved_dropout_impl(cfg) == "parallel";
+  if (cfg.dtype == "bfloat16") o.compute_dtype = torch::kBFloat16;
+  if (cfg.dtype == "float16") o.compute_dtype = torch::kHalf;
   return o;
 }
 
@@ -39,7 +41,19 @@ std::shared_ptr<LanguageModel> make_model(const RunConfig& cfg) {
   const ModelOptions o = ModelOptions::from_config(cfg);
   // validate() has allowed only torch | handcraft.
   if (cfg.model == "torch") return make_torch_model(o);
-  return cfg.compile == 1 ? make_scripted_model(o) : make_handcraft_model(o);
+  if (cfg.compile == "torchscript") return make_scripted_model(o);
+  if (cfg.compile == "fused") return make_fused_model(o);
+  return make_handcraft_model(o);
+}
+
+torch::Tensor LanguageModel::loss(const torch::Tensor& bytes) {
+  return byte_loss(forward(bytes), bytes);
+}
+
+torch::Tensor byte_loss(const torch::Tensor& logits, const torch::Tensor& bytes) {
+  // [S*B, 256] float32 against [S*B]: mean nats per byte.
+  return torch::cross_entropy_loss(logits.reshape({-1, kVocabSize}).to(torch::kFloat),
+                                   bytes.reshape({-1}));
 }
 
 int64_t count_parameters(const torch::nn::Module& module) {

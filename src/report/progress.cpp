@@ -123,7 +123,7 @@ std::string summary_table(const nlohmann::json& config, const nlohmann::json& su
      << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
      << "| " << config["model"].get<std::string>() << " | " << config["dtype"].get<std::string>()
      << " | " << config["num_layer"] << " | " << switch_(config["flash"]) << " | "
-     << switch_(config["compile"]) << " | " << config["device"].get<std::string>() << processes
+     << compile_path(config["compile"]) << " | " << config["device"].get<std::string>() << processes
      << " | " << num_or_dash_(summary["sequences_per_s"], 1) << " | "
      << num_or_dash_(summary["tokens_per_s"], 0) << " | " << num_or_dash_(st["median"], 1) << " ("
      << num_or_dash_(st["min"], 1) << "-" << num_or_dash_(st["max"], 1) << ") | "

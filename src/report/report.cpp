@@ -34,13 +34,23 @@ RunRecord read_run(const std::string& dir) {
     r.label = framework + " " + config.at("model").get<std::string>();
     // Switches are true/false in bench's config.json, 0/1 in the peers' and older ones.
     auto on = [&](const char* key) { return config.contains(key) && switch_on(config.at(key)); };
-    if (on("compile")) r.label += " compiled";
+    // bench's TorchScript path and the peers' torch.compile / jax.jit read "compiled"; bench's
+    // own kernels "fused".
+    if (config.contains("compile")) {
+      const std::string path = compile_path(config.at("compile"));
+      if (path == "torchscript") r.label += " compiled";
+      if (path == "fused") r.label += " fused";
+    }
     if (on("flash")) r.label += " flash";
     if (on("fused_adam")) r.label += " fused_adam";
     if (on("cuda_graph")) r.label += " cuda_graph";
-    // Data-parallel runs (speeds are global) get their own column; batch stays per rank.
+    // Data-parallel runs (speeds are global) get their own column, those with the all-reduce
+    // after backward (--dist_overlap 0) another; batch stays per rank.
     const int64_t world = config.value("world_size", int64_t{1});
     if (world > 1) r.label += " x" + std::to_string(world) + " processes";
+    if (world > 1 && config.contains("dist_overlap") && !on("dist_overlap")) {
+      r.label += " all-reduce after backward";
+    }
     r.dtype = config.at("dtype").get<std::string>();
     r.num_layer = config.at("num_layer").get<int64_t>();
     r.batch_size = config.at("batch_size").get<int64_t>();
@@ -58,9 +68,12 @@ RunRecord read_run(const std::string& dir) {
                             {&r.peak_memory_bytes, "peak_memory_bytes"},
                             {&r.final_valid_bpb, "final_valid_bpb"},
                             {&r.warmup_seconds, "warmup_seconds"},
-                            {&r.compile_seconds, "compile_seconds"}}) {
+                            {&r.compile_seconds, "compile_seconds"},
+                            {&r.communication_ms, "communication_ms"},
+                            {&r.communication_share, "communication_share"}}) {
     *field = summary.contains(key) && summary[key].is_number() ? summary[key] : nullptr;
   }
+  if (summary.contains("profile") && summary["profile"].is_object()) r.profile = summary["profile"];
   return r;
 }
 
@@ -70,6 +83,40 @@ std::string num_(const nlohmann::json& v, int precision, double scale = 1.0) {
   if (!v.is_number()) return "-";
   std::ostringstream os;
   os << std::fixed << std::setprecision(precision) << v.get<double>() * scale;
+  return os.str();
+}
+
+// Whether any run has communication figures (their columns are shown only then).
+bool any_communication_(const std::vector<RunRecord>& runs) {
+  return std::any_of(runs.begin(), runs.end(),
+                     [](const RunRecord& r) { return r.communication_ms.is_number(); });
+}
+
+// Profiled runs side by side: ms per step (and share of the profiled step) by op category.
+std::string profile_table_(const std::vector<RunRecord>& runs) {
+  std::vector<const RunRecord*> p;
+  for (const RunRecord& r : runs)
+    if (r.profile.is_object() && r.profile.contains("ms_per_step")) p.push_back(&r);
+  if (p.empty()) return "";
+  std::ostringstream os;
+  os << "\nTime per profiled step by op category, ms (share)\n\n| category |";
+  for (const RunRecord* r : p) os << " " << r->label << " " << r->dtype << " |";
+  os << "\n|---|";
+  for (size_t i = 0; i < p.size(); ++i) os << "---|";
+  os << "\n";
+  for (const char* c : {"gemm", "attention", "normalisation", "pointwise", "loss", "optimizer",
+                        "data", "other", "untraced"}) {
+    os << "| " << c << " |";
+    for (const RunRecord* r : p) {
+      os << " " << num_(r->profile["ms_per_step"].value(c, nlohmann::json()), 1) << " ("
+         << num_(r->profile["share"].value(c, nlohmann::json()), 0, 100) << "%) |";
+    }
+    os << "\n";
+  }
+  os << "| step |";
+  for (const RunRecord* r : p)
+    os << " " << num_(r->profile.value("step_ms", nlohmann::json()), 1) << " |";
+  os << "\n";
   return os.str();
 }
 
@@ -151,23 +198,34 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
       if (l != baseline) os << " " << ratio_(t, d, l, baseline) << " |";
     os << "\n";
   }
+  const bool comm = any_communication_(runs);
   os << "\n| configuration | dtype | layers | batch | seq/s | tokens/s | MFU % | peak MB | warm-up "
-        "s | compile s | valid bpb | status | folder |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "s | compile s | valid bpb | "
+     << (comm ? "comm ms/step | comm share | " : "")
+     << "status | folder |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+     << (comm ? "---|---|" : "") << "\n";
   for (const RunRecord& r : runs) {
     os << "| " << r.label << " | " << r.dtype << " | " << r.num_layer << " | " << r.batch_size
        << " | " << num_(r.sequences_per_s, 2) << " | " << num_(r.tokens_per_s, 0) << " | "
        << num_(r.mfu, 1, 100) << " | " << num_(r.peak_memory_bytes, 0, 1.0 / (1 << 20)) << " | "
        << num_(r.warmup_seconds, 1) << " | " << num_(r.compile_seconds, 1) << " | "
-       << num_(r.final_valid_bpb, 4) << " | " << r.status << " | " << r.dir << " |\n";
+       << num_(r.final_valid_bpb, 4) << " | ";
+    if (comm) {
+      const std::string share = num_(r.communication_share, 1, 100);
+      os << num_(r.communication_ms, 1) << " | " << (share == "-" ? share : share + "%") << " | ";
+    }
+    os << r.status << " | " << r.dir << " |\n";
   }
+  os << profile_table_(runs);
   return os.str();
 }
 
 std::string csv_(const std::vector<RunRecord>& runs) {
   std::ostringstream os;
+  const bool comm = any_communication_(runs);
   os << "configuration,dtype,num_layer,batch_size,sequences_per_s,tokens_per_s,mfu,"
-        "peak_memory_bytes,final_valid_bpb,status,dir\n";
+        "peak_memory_bytes,final_valid_bpb,"
+     << (comm ? "communication_ms,communication_share," : "") << "status,dir\n";
   auto field = [](const nlohmann::json& v) { return v.is_number() ? v.dump() : std::string(); };
   auto quoted = [](const std::string& s) {
     std::string q = "\"";
@@ -177,8 +235,9 @@ std::string csv_(const std::vector<RunRecord>& runs) {
   for (const RunRecord& r : runs) {
     os << quoted(r.label) << "," << r.dtype << "," << r.num_layer << "," << r.batch_size << ","
        << field(r.sequences_per_s) << "," << field(r.tokens_per_s) << "," << field(r.mfu) << ","
-       << field(r.peak_memory_bytes) << "," << field(r.final_valid_bpb) << "," << r.status << ","
-       << quoted(r.dir) << "\n";
+       << field(r.peak_memory_bytes) << "," << field(r.final_valid_bpb) << ",";
+    if (comm) os << field(r.communication_ms) << "," << field(r.communication_share) << ",";
+    os << r.status << "," << quoted(r.dir) << "\n";
   }
   return os.str();
 }
@@ -201,6 +260,10 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
                          {"final_valid_bpb", r.final_valid_bpb},
                          {"status", r.status},
                          {"dir", r.dir}});
+    if (r.communication_ms.is_number()) {
+      j["runs"].back()["communication_ms"] = r.communication_ms;
+      j["runs"].back()["communication_share"] = r.communication_share;
+    }
   }
   j["speedup"] = nlohmann::json::object();
   for (const auto& d : t.dtypes) {

@@ -4,16 +4,12 @@
 #include <cmath>
 #include <limits>
 
+#include <ATen/record_function.h>
+
 #include "trainbench/data/batch_loader.h"
 #include "trainbench/dist/grad_sync.h"
 
 namespace trainbench {
-
-torch::Tensor byte_loss(const torch::Tensor& logits, const torch::Tensor& bytes) {
-  // [S*B, 256] float32 against [S*B]: mean nats per byte.
-  return torch::cross_entropy_loss(logits.reshape({-1, kVocabSize}).to(torch::kFloat),
-                                   bytes.reshape({-1}));
-}
 
 Trainer::Trainer(const RunConfig& cfg, torch::Device device)
     : cfg_(cfg),
@@ -53,7 +49,7 @@ torch::Tensor Trainer::step_body_(const torch::Tensor& bytes) {
   torch::Tensor loss;
   {
     AutocastGuard autocast(device_.type(), autocast_dtype(cfg_.dtype));
-    loss = byte_loss(model_->forward(bytes), bytes);
+    loss = model_->loss(bytes);
   }
   if (cfg_.fault_nan_step > 0 && steps_done_ == cfg_.fault_nan_step) {
     loss = loss + std::numeric_limits<float>::quiet_NaN();  // injected fault (tests)
@@ -66,6 +62,7 @@ torch::Tensor Trainer::step_body_(const torch::Tensor& bytes) {
 }
 
 void Trainer::apply_gradients_() {
+  RECORD_FUNCTION("trainbench::optimizer", std::vector<c10::IValue>());  // --profile_steps
   std::vector<torch::Tensor> grads;
   if (scaler_.enabled()) {
     for (const auto& p : model_->parameters()) grads.push_back(p.grad());
@@ -101,7 +98,7 @@ Trainer::EvalSums Trainer::evaluate_sums(const ByteCorpus& corpus,
   for (const auto& starts : batches) {
     const torch::Tensor bytes = make_batch(corpus, starts, cfg_.seq_len, false).to(device_);
     AutocastGuard autocast(device_.type(), autocast_dtype(cfg_.dtype));
-    const double loss = byte_loss(model_->forward(bytes), bytes).item<double>();
+    const double loss = model_->loss(bytes).item<double>();
     total += loss * static_cast<double>(bytes.numel());
     count += bytes.numel();
   }

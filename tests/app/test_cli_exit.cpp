@@ -168,7 +168,7 @@ TEST(Cli, SmokeRunExitsZeroPrintsTheTableAndRefusesToOverwrite) {
   const std::string args = std::string(kTiny) + " --save_dir " + (dir / "r");
   const auto r = run_bench(args);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("| handcraft | float32 | 1 | 0 | 0 | cpu |"), std::string::npos)
+  EXPECT_NE(r.output.find("| handcraft | float32 | 1 | 0 | none | cpu |"), std::string::npos)
       << r.output;
   const std::string run_dir = dir / "r_handcraft_layer1_float32";
   for (const char* f : {"config.json", "env.json", "metrics.jsonl", "summary.json"}) {

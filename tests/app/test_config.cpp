@@ -8,6 +8,7 @@
 #include "trainbench/app/cli.h"
 #include "trainbench/app/validate.h"
 #include "trainbench/core/config.h"
+#include "trainbench/core/flags.h"
 
 namespace trainbench {
 namespace {
@@ -71,9 +72,15 @@ TEST(Config, BadValuesNameTheFlagValueAndAllowed) {
       {{"--preset", "huge"}, "--preset: 'huge' is not allowed; use one of reference|quick"},
       {{"--model", "torch", "--flash", "1"}, "--flash: 1 is not allowed with --model torch"},
       {{"--warmup_steps", "10", "--steps", "10"}, "--warmup_steps: 10 leaves no timed step"},
-      {{"--compile", "1", "--model", "torch"}, "--compile: 1 is not allowed with --model torch"},
+      {{"--compile", "1", "--model", "torch"},
+       "--compile: 'torchscript' is not allowed with --model torch"},
+      {{"--compile", "fused", "--model", "torch"},
+       "--compile: 'fused' is not allowed with --model torch"},
       {{"--compile", "1", "--warmup_steps", "1"},
-       "--warmup_steps: 1 with --compile 1; allowed: >= 2"},
+       "--warmup_steps: 1 with --compile torchscript; allowed: >= 2"},
+      {{"--compile", "2"}, "--compile: '2' is not allowed; use one of none|torchscript|fused"},
+      {{"--compile", "fused", "--dropout_impl", "native"},
+       "--dropout_impl: 'native' is not allowed with --compile fused"},
       {{"--save_model", "/nonexistent-dir/net.pt"},
        "--save_model: folder '/nonexistent-dir' does not exist"},
       {{"--save_model", "/tmp"}, "--save_model: '/tmp' is a folder"},
@@ -82,7 +89,7 @@ TEST(Config, BadValuesNameTheFlagValueAndAllowed) {
       {{"--dropout_impl", "fast"},
        "--dropout_impl: 'fast' is not allowed; use one of auto|native|parallel"},
       {{"--dropout_impl", "parallel", "--compile", "1"},
-       "--dropout_impl: 'parallel' is not allowed with --compile 1"},
+       "--dropout_impl: 'parallel' is not allowed with --compile torchscript"},
       {{"--overwrite", "maybe"}, "--overwrite: 'maybe' is not allowed; use 0|1"},
       {{"--no_such_flag", "1"}, "--no_such_flag: unknown flag"},
   };
@@ -93,6 +100,27 @@ TEST(Config, BadValuesNameTheFlagValueAndAllowed) {
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
   }
   EXPECT_EQ(error_of({"--num_layer", "8", "--dtype", "bfloat16"}), "");
+  EXPECT_EQ(error_of({"--compile", "fused", "--dtype", "bfloat16", "--flash", "1"}), "");
+}
+
+// --compile names its path; 0|1 (and false|true) still mean none|torchscript.
+TEST(Config, CompileNamesItsPathAndZeroOneStayAliases) {
+  for (const auto& [text, path] :
+       std::vector<std::pair<std::string, std::string>>{{"0", "none"},
+                                                        {"false", "none"},
+                                                        {"1", "torchscript"},
+                                                        {"true", "torchscript"},
+                                                        {"none", "none"},
+                                                        {"torchscript", "torchscript"},
+                                                        {"fused", "fused"}}) {
+    RunConfig c;
+    set_flag(*find_flag("compile"), c, text);
+    EXPECT_EQ(c.compile, path) << text;
+  }
+  RunConfig c;
+  c.compile = "fused";
+  EXPECT_EQ(nlohmann::json(c)["compile"], "fused");
+  EXPECT_EQ(resolved_dropout_impl(c), "fused");
 }
 
 TEST(Config, ImpossibleDeviceCombinationsAreRefused) {
@@ -117,8 +145,10 @@ TEST(Config, RunFolderFollowsTheReferenceNaming) {
   EXPECT_EQ(run_dir_name(c), "exps/run_handcraft_layer8_bfloat16");
   c.flash = 1;
   EXPECT_EQ(run_dir_name(c), "exps/run_handcraft_layer8_bfloat16_flash");
-  c.compile = 1;
+  c.compile = "torchscript";
   EXPECT_EQ(run_dir_name(c), "exps/run_handcraft_layer8_bfloat16_compiled_flash");
+  c.compile = "fused";
+  EXPECT_EQ(run_dir_name(c), "exps/run_handcraft_layer8_bfloat16_fused_flash");
 }
 
 TEST(Config, ValidationRangeDefaultsToFiveMillionOrFivePercent) {

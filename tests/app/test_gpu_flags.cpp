@@ -51,7 +51,9 @@ TEST(GpuFlags, BadValuesAndCombinationsNameTheFlagValueAndAllowed) {
        "--cuda_graph: 1 needs --fused_adam 1 (torch::optim::Adam keeps its step count on the "
        "host, which a captured graph would freeze); use --fused_adam 1 or --cuda_graph 0"},
       {{"--cuda_graph", "1", "--fused_adam", "1", "--compile", "1"},
-       "--cuda_graph: 1 is not allowed with --compile 1"},
+       "--cuda_graph: 1 is not allowed with --compile torchscript"},
+      {{"--cuda_graph", "1", "--fused_adam", "1", "--compile", "fused"},
+       "--cuda_graph: 1 is not allowed with --compile fused"},
       {{"--cuda_graph", "1", "--fused_adam", "1", "--dropout_impl", "parallel"},
        "--cuda_graph: 1 is not allowed with --dropout_impl parallel (a CPU-only kernel); use "
        "--dropout_impl auto|native"},

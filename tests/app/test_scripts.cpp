@@ -1,10 +1,12 @@
-// The matrix runner (scripts/sweep.sh): runs each MATRIX entry, skips with bench's own reason
-// what bench refuses, and prints every finished run through `bench report`.
+// The matrix runner (scripts/sweep.sh): runs each MATRIX entry (as PROCS processes through
+// scripts/launch.sh), skips with bench's own reason what bench refuses, and prints every finished
+// run through `bench report`; scripts/dist_scaling.sh runs through it and prints through bench.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "test_util.h"
+#include "trainbench/report/env_info.h"
 
 namespace trainbench {
 namespace {
@@ -13,6 +15,10 @@ namespace fs = std::filesystem;
 
 const std::string kSweep =
     "BENCH=" TB_BENCH_EXE " PYTHON=" TB_PYTHON " bash " TB_SOURCE_DIR "/scripts/sweep.sh ";
+// A model that trains a few steps in well under a second (no --threads: set per run).
+const std::string kTiny =
+    " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
+    " --steps 3 --warmup_steps 1 --eval_batches 1 --device cpu --peak_tflops 1";
 
 TEST(Sweep, RunsTheMatrixSkipsWhatBenchRefusesAndReportsThroughBench) {
   testing::TempDir dir;
@@ -42,6 +48,77 @@ TEST(Sweep, ABadMatrixEntryIsOneLineAndRunsNothing) {
             "sweep.sh: MATRIX entry 'handcraft:float32:0': use "
             "model:dtype:compile:flash[:fused_adam:cuda_graph]\n");
   EXPECT_FALSE(fs::exists(dir / "s"));
+}
+
+TEST(Sweep, ProcsRunsEachEntryAsThatManyRanksThroughLaunch) {
+  testing::TempDir dir;
+  const auto r =
+      testing::run_command("PROCS=2 MASTER_PORT=" + std::to_string(testing::free_port()) +
+                           " MATRIX='handcraft:float32:0:0 torch:float32:0:1' " + kSweep +
+                           (dir / "s") + kTiny + " --threads 1 --dist_timeout 20");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("done: handcraft float32 compile=0 flash=0 x2 processes"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("skipped: torch float32 compile=0 flash=1 x2 processes: --flash"),
+            std::string::npos)
+      << r.output;
+  const std::string report = testing::read_file(dir / "s/report.md");
+  EXPECT_NE(report.find("| dtype | libtorch handcraft x2 processes |"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("| comm ms/step | comm share |"), std::string::npos) << report;
+  EXPECT_NE(testing::read_file(dir / "s/report.csv").find(",communication_ms,"), std::string::npos);
+}
+
+TEST(Sweep, ABadProcessCountIsOneLineAndRunsNothing) {
+  testing::TempDir dir;
+  for (const std::string procs : {"0", "two", "-1", "99999"}) {
+    const auto r = testing::run_command("PROCS='" + procs + "' MATRIX='handcraft:float32:0:0' " +
+                                        kSweep + (dir / "s"));
+    EXPECT_EQ(r.exit_code, 2) << procs;
+    EXPECT_EQ(r.output,
+              "sweep.sh: PROCS: '" + procs + "' is not allowed; use an integer in [1, 9999]\n");
+  }
+  const auto port = testing::run_command("PROCS=2 MASTER_PORT=70000 " + kSweep + (dir / "s"));
+  EXPECT_EQ(port.exit_code, 2);
+  EXPECT_EQ(port.output,
+            "sweep.sh: MASTER_PORT: '70000' is not allowed; use a TCP port in [1, 65535]\n");
+  EXPECT_FALSE(fs::exists(dir / "s"));
+}
+
+// The four runs through sweep.sh, one table through `bench report`: the one-thread and
+// two-thread single processes apart by their batch, the two overlap modes by their label, and
+// the communication of the two-process runs.
+TEST(DistScaling, RunsItsFourThroughSweepAndPrintsThemThroughBenchReport) {
+  testing::TempDir dir;
+  const auto r = testing::run_command("BENCH=" TB_BENCH_EXE " PYTHON=" TB_PYTHON " MASTER_PORT=" +
+                                      std::to_string(testing::free_port()) +
+                                      " bash " TB_SOURCE_DIR "/scripts/dist_scaling.sh " +
+                                      (dir / "d") + kTiny + " --dist_timeout 20");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string report = testing::read_file(dir / "d/report.md");
+  EXPECT_NE(r.output.find(report), std::string::npos) << r.output;
+  const std::string shape = " [1 layers, d_model 32, seq_len 32, batch ";
+  for (const std::string& column :
+       {"| libtorch handcraft" + shape + "4] |",
+        " libtorch handcraft x2 processes" + shape + "4] |",
+        " libtorch handcraft x2 processes all-reduce after backward" + shape + "4] |"}) {
+    EXPECT_NE(report.find(column), std::string::npos) << column << "\n" << report;
+  }
+  // One process of two threads needs two cores; with one it is skipped, naming --threads.
+  if (available_cores() >= 2) {
+    EXPECT_NE(report.find(" libtorch handcraft" + shape + "8] |"), std::string::npos) << report;
+  } else {
+    EXPECT_NE(r.output.find("--threads: 2 is more than"), std::string::npos) << r.output;
+  }
+  EXPECT_NE(report.find("| comm ms/step | comm share |"), std::string::npos) << report;
+  EXPECT_TRUE(fs::exists(dir / "d/report.csv"));
+  EXPECT_TRUE(fs::exists(dir / "d/report.json"));
+
+  const auto bad = testing::run_command("bash " TB_SOURCE_DIR "/scripts/dist_scaling.sh " +
+                                        (dir / "e") + " --threads 2");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.output, "dist_scaling.sh: --threads is set per run; leave it out\n");
 }
 
 }  // namespace

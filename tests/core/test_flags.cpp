@@ -50,11 +50,16 @@ TEST(Flags, SwitchesAreBoolsAndOldZeroOneFoldersStillRead) {
   c.flash = true;
   const nlohmann::json j = c;
   EXPECT_EQ(j["flash"], true);
-  EXPECT_EQ(j["compile"], false);
+  EXPECT_EQ(j["compile"], "none");
   RunConfig old;
   from_json({{"flash", 1}, {"compile", 0}, {"dist_overlap", 0}}, old);
   EXPECT_TRUE(old.flash);
-  EXPECT_FALSE(old.compile);
+  EXPECT_EQ(old.compile, "none");  // --compile was a switch: 0 is none, 1 torchscript
+  RunConfig old1;
+  from_json({{"compile", true}}, old1);
+  EXPECT_EQ(old1.compile, "torchscript");
+  EXPECT_TRUE(resume_config_differences({{"compile", 0}}, {{"compile", "none"}}).empty());
+  EXPECT_FALSE(resume_config_differences({{"compile", 1}}, {{"compile", "fused"}}).empty());
   EXPECT_FALSE(old.dist_overlap);
   EXPECT_TRUE(
       resume_config_differences({{"flash", 1}, {"lr", 0.001}}, {{"flash", true}, {"lr", 0.001}})

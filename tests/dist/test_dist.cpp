@@ -24,6 +24,7 @@ namespace trainbench {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::free_port;
 using testing::merge_flags;
 using testing::run_command;
 
@@ -32,26 +33,6 @@ const char* kArgs =
     " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --steps 20"
     " --warmup_steps 2 --log_every 1 --eval_every 10 --eval_batches 2 --threads 1 --device cpu"
     " --peak_tflops 1 --dropout 0 --dist_timeout 20";
-
-// A TCP port that was free a moment ago. It is drawn below the kernel's ephemeral range
-// (32768+), so that the outgoing connections of tests running alongside cannot take it before
-// the rank that should listen on it does.
-int free_port() {
-  static std::mt19937 rng(std::random_device{}());
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    const int port = 20000 + static_cast<int>(rng() % 12000);
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_ANY);
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-    close(fd);
-    if (ok) return port;
-  }
-  ADD_FAILURE() << "no free TCP port in [20000, 32000)";
-  return 0;
-}
 
 std::string launch(int n, int port, const std::string& args) {
   return "bash " TB_SOURCE_DIR "/scripts/launch.sh --port " + std::to_string(port) + " " +

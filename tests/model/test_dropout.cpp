@@ -60,9 +60,9 @@ TEST(Dropout, GradientIsTheMask) {
 TEST(Dropout, ImplResolvesToParallelOnlyForEagerHandcraftOnTheCpu) {
   RunConfig c = testing::tiny_config();
   EXPECT_EQ(resolved_dropout_impl(c), "parallel");
-  c.compile = 1;
+  c.compile = "torchscript";
   EXPECT_EQ(resolved_dropout_impl(c), "native");
-  c.compile = 0;
+  c.compile = "none";
   c.model = "torch";
   EXPECT_EQ(resolved_dropout_impl(c), "native");
   c.dropout_impl = "parallel";

@@ -27,7 +27,7 @@ std::pair<std::shared_ptr<LanguageModel>, std::shared_ptr<LanguageModel>> twins(
   torch::manual_seed(3);
   auto eager = make_model(cfg);
   RunConfig compiled_cfg = cfg;
-  compiled_cfg.compile = 1;
+  compiled_cfg.compile = "torchscript";
   auto compiled = make_model(compiled_cfg);
   torch::NoGradGuard no_grad;
   const auto src = eager->named_parameters();
@@ -91,7 +91,7 @@ TEST(Scripted, First20TrainingLossesMatchEager) {
   o.batch_size = cfg.batch_size;
   std::vector<double> losses[2];
   for (int compiled = 0; compiled < 2; ++compiled) {
-    cfg.compile = compiled;
+    cfg.compile = compiled ? "torchscript" : "none";
     torch::manual_seed(11);
     Trainer trainer(cfg, torch::kCPU);
     EpochSampler sampler(o);
@@ -107,7 +107,7 @@ TEST(Scripted, First20TrainingLossesMatchEager) {
 TEST(Scripted, TrainAndEvalSwitchDropoutInTheScript) {
   RunConfig cfg = small(0);
   cfg.dropout = 0.5;
-  cfg.compile = 1;
+  cfg.compile = "torchscript";
   auto m = make_model(cfg);
   torch::NoGradGuard no_grad;
   const torch::Tensor x = torch::randint(0, 256, {cfg.seq_len, 2}, torch::kInt64);
@@ -134,7 +134,7 @@ TEST(Scripted, SavedFileLoadsBackAndGivesTheSameLogits) {
   testing::TempDir dir;
   for (int64_t compile : {0, 1}) {
     RunConfig cfg = small(0);
-    cfg.compile = compile;
+    cfg.compile = compile ? "torchscript" : "none";
     torch::manual_seed(5);
     auto m = make_model(cfg);
     m->eval();
@@ -181,7 +181,7 @@ TEST(Scripted, EagerCheckpointLoadsIntoTheCompiledModel) {
   torch::serialize::OutputArchive out;
   eager->save(out);
   out.save_to(dir / "ckpt.pt");
-  cfg.compile = 1;
+  cfg.compile = "torchscript";
   torch::manual_seed(2);  // different init
   auto compiled = make_model(cfg);
   torch::serialize::InputArchive in;

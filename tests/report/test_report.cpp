@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <tuple>
 
 #include "test_util.h"
 #include "trainbench/core/config.h"
@@ -181,6 +182,44 @@ TEST(ReportDist, ProcessCountsGetTheirOwnColumnsAndRatios) {
             std::string::npos)
       << md;
   EXPECT_NE(md.find("1.95x"), std::string::npos) << md;
+  EXPECT_EQ(md.find("comm ms/step"), std::string::npos) << md;  // no figures: no columns
+}
+
+TEST(ReportDist, CommunicationGetsItsColumnsAndAllReduceAfterBackwardItsLabel) {
+  testing::TempDir root;
+  const std::string one = make_run(root, "one", "", "handcraft", "float32", 0, "completed", 2.0);
+  std::vector<RunRecord> runs = {read_run(one)};
+  for (const auto& [name, overlap, comm, share] :
+       {std::tuple{"ov", 1, 40.7, 0.018}, {"seq", 0, 103.9, 0.044}}) {
+    const std::string d = make_run(root, name, "", "handcraft", "float32", 0, "completed", 3.9);
+    nlohmann::json config = nlohmann::json::parse(testing::read_file(d + "/config.json"));
+    config["world_size"] = 2;
+    config["dist_overlap"] = overlap == 1;
+    testing::write_file(d + "/config.json", config.dump());
+    nlohmann::json summary = nlohmann::json::parse(testing::read_file(d + "/summary.json"));
+    summary["communication_ms"] = comm;
+    summary["communication_share"] = share;
+    testing::write_file(d + "/summary.json", summary.dump());
+    runs.push_back(read_run(d));
+  }
+  const std::string md = render_report(runs, {});
+  EXPECT_NE(md.find("| libtorch handcraft x2 processes | libtorch handcraft x2 processes "
+                    "all-reduce after backward |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| valid bpb | comm ms/step | comm share | status |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1.5000 | - | - | completed |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1.5000 | 40.7 | 1.8% | completed |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1.5000 | 103.9 | 4.4% | completed |"), std::string::npos) << md;
+  ReportOptions csv;
+  csv.format = "csv";
+  EXPECT_NE(render_report(runs, csv).find(",1.5,40.7,0.018,completed,"), std::string::npos)
+      << render_report(runs, csv);
+  ReportOptions json;
+  json.format = "json";
+  const auto j = nlohmann::json::parse(render_report(runs, json));
+  EXPECT_FALSE(j["runs"][0].contains("communication_ms"));
+  EXPECT_EQ(j["runs"][2]["communication_ms"], 103.9);
 }
 
 TEST(Report, FusedAdamAndCudaGraphRunsGetTheirOwnColumns) {

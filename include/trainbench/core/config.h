@@ -18,7 +18,7 @@ struct RunConfig {
   std::string dtype = "float32";      // float32 | float16 | bfloat16
   int64_t num_layer = 24;             // transformer blocks (the reference code's default)
   bool flash = false;                 // fused scaled-dot-product attention (handcraft only)
-  bool compile = false;               // compiled path (TorchScript graph executor)
+  std::string compile = "none";       // none | torchscript | fused (0 | 1: none | torchscript)
   std::string save_dir = "runs/run";  // run folder prefix; the config suffix is appended
   bool overwrite = false;             // allow reusing a non-empty run folder
 
@@ -47,6 +47,7 @@ struct RunConfig {
   int64_t keep_checkpoints = 2;  // newest checkpoints kept
   std::string resume;            // run folder to continue from its newest checkpoint
   int64_t fault_nan_step = 0;    // testing aid: the loss of this step becomes NaN (0: off)
+  int64_t profile_steps = 0;     // steps profiled after the warm-up (not timed); 0: off
 
   // Multi-process runs (torchrun's RANK/WORLD_SIZE/...; see dist.h). Ignored by one process.
   std::string dist_backend = "auto";  // auto | gloo | nccl (auto: nccl on CUDA, gloo on CPU)
@@ -76,7 +77,8 @@ std::string resolved_device(const RunConfig& cfg);
 // under "auto", else "native" (torch::dropout).
 std::string resolved_dropout_impl(const RunConfig& cfg);
 
-// Reference run-folder name: {save_dir}_{model}_layer{N}_{dtype}[_compiled][_flash].
+// Reference run-folder name: {save_dir}_{model}_layer{N}_{dtype}[_compiled|_fused][_flash]
+// (_compiled: TorchScript, as the reference names its compiled runs).
 std::string run_dir_name(const RunConfig& cfg);
 
 // Bytes held out for validation from a corpus of corpus_bytes.
@@ -87,6 +89,10 @@ int64_t resolved_valid_bytes(const RunConfig& cfg, int64_t corpus_bytes);
 bool switch_on(const nlohmann::json& value);
 // Two config.json values are the same setting: equal, or a switch written both ways.
 bool same_setting(const nlohmann::json& a, const nlohmann::json& b);
+// The compiled path a config.json's "compile" names: "none", "torchscript" or "fused" (a
+// switch of older folders: 0/false none, 1/true torchscript; the peers' 1 is torch.compile,
+// which their "framework" tells apart).
+std::string compile_path(const nlohmann::json& value);
 
 void to_json(nlohmann::json& j, const RunConfig& cfg);
 void from_json(const nlohmann::json& j, RunConfig& cfg);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -36,8 +37,10 @@ struct FlagSpec {
   bool lo_open = false, hi_open = false;  // kNumber
   const char* allowed = "";               // kNumber: the range in words for messages
   std::vector<std::string> choices;       // kText: empty = any text
-  bool resume_may_change = false;         // a continued run may set it anew
-  bool ranks_may_differ = false;          // no number of the run depends on it
+  // kText: other spellings accepted on the command line, {spelling, choice}
+  std::vector<std::pair<std::string, std::string>> aliases;
+  bool resume_may_change = false;  // a continued run may set it anew
+  bool ranks_may_differ = false;   // no number of the run depends on it
 };
 
 // The table, in --help order.

@@ -11,6 +11,11 @@
 
 namespace trainbench {
 
+// One draw from LibTorch's default CPU generator: the key of one dropout mask (here and in the
+// fused kernels, kernels/fused_math.h), so torch::manual_seed and a checkpoint's generator
+// state fix every mask.
+uint64_t dropout_key();
+
 // mask[i] = 1/(1-p) with probability 1-p, else 0; same shape, dtype and device as `like`.
 torch::Tensor parallel_dropout_mask(const torch::Tensor& like, double p, uint64_t key);
 

@@ -25,6 +25,9 @@ struct ModelOptions {
   double dropout = 0.1;
   bool flash = false;             // handcraft: fused SDPA instead of explicit scores
   bool parallel_dropout = false;  // handcraft: the parallel-mask dropout of dropout.h
+  // fused (--compile fused): the activations' dtype (float32, or bfloat16 / float16 for those
+  // runs); parameters stay in their own dtype (float32 master weights).
+  c10::ScalarType compute_dtype = c10::ScalarType::Float;
 
   static ModelOptions from_config(const RunConfig& cfg);
 };
@@ -34,6 +37,10 @@ struct ModelOptions {
 class LanguageModel : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& bytes) = 0;
+  // Mean cross-entropy in nats per byte (a float32 scalar) of the model's predictions for
+  // bytes [seq, batch]; by default byte_loss(forward(bytes), bytes), the fused model fuses the
+  // output layer with the loss.
+  virtual torch::Tensor loss(const torch::Tensor& bytes);
   virtual const ModelOptions& options() const = 0;
 };
 
@@ -49,8 +56,6 @@ class ByteModelBase : public LanguageModel {
   // x: [S, B, d] embedded input → [S, B, d] after the blocks.
   virtual torch::Tensor body(const torch::Tensor& x) = 0;
   ModelOptions options_;
-
- private:
   torch::nn::Embedding embed_{nullptr};
   torch::Tensor pos_;
   torch::nn::Linear head_{nullptr};
@@ -61,6 +66,12 @@ class ByteModelBase : public LanguageModel {
 std::shared_ptr<LanguageModel> make_model(const RunConfig& cfg);
 std::shared_ptr<LanguageModel> make_handcraft_model(const ModelOptions& options);
 std::shared_ptr<LanguageModel> make_torch_model(const ModelOptions& options);
+// --compile fused: the handcraft network (same parameters, names and initialization) run by
+// the fused operations of fused_ops.h.
+std::shared_ptr<LanguageModel> make_fused_model(const ModelOptions& options);
+
+// Mean cross-entropy of logits [S, B, 256] against bytes [S, B], computed in float32.
+torch::Tensor byte_loss(const torch::Tensor& logits, const torch::Tensor& bytes);
 
 int64_t count_parameters(const torch::nn::Module& module);
 

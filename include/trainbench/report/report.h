@@ -13,7 +13,8 @@ namespace trainbench {
 // One run folder as the report sees it.
 struct RunRecord {
   std::string dir;
-  // configuration column: "{framework} {model}[ compiled][ flash][ fused_adam][ cuda_graph]"
+  // configuration column: "{framework} {model}[ compiled][ flash][ fused_adam][ cuda_graph]
+  // [ xN processes[ all-reduce after backward]]"
   std::string label;
   std::string dtype;
   int64_t num_layer = 0;
@@ -23,6 +24,11 @@ struct RunRecord {
   nlohmann::json sequences_per_s, tokens_per_s, mfu, peak_memory_bytes, final_valid_bpb;
   // Warm-up (excluded from timing) and the compiler's share of it (null for eager runs).
   nlohmann::json warmup_seconds, compile_seconds;
+  // Multi-process runs: the exposed all-reduce wait per step (median, ms) and its share of the
+  // median step (null for single-process runs).
+  nlohmann::json communication_ms, communication_share;
+  // --profile_steps: summary.json's "profile" (time by op category), or null.
+  nlohmann::json profile;
 };
 
 // Reads config.json + summary.json of `dir`. Throws RunError naming the folder and the problem
@@ -36,8 +42,8 @@ struct ReportOptions {
 
 // Renders the report. Only completed runs enter the speed table; others appear there as their
 // status and in the detail rows. Runs of different shapes get the shape in their column label,
-// so no ratio divides runs of different sizes. Throws ConfigError for a baseline that names no
-// column.
+// so no ratio divides runs of different sizes. The communication columns appear only when a run
+// has those figures. Throws ConfigError for a baseline that names no column.
 std::string render_report(const std::vector<RunRecord>& runs, const ReportOptions& options);
 
 // The `report` subcommand: argv after "report". Returns the exit code (0 ok, 2 usage or no

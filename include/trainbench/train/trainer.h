@@ -72,7 +72,4 @@ class Trainer {
   GradSync* sync_ = nullptr;
 };
 
-// Mean cross-entropy of logits [S, B, 256] against bytes [S, B], computed in float32.
-torch::Tensor byte_loss(const torch::Tensor& logits, const torch::Tensor& bytes);
-
 }  // namespace trainbench

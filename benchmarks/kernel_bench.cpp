@@ -1,0 +1,205 @@
+// Micro-benchmarks of the fused kernels (Google Benchmark): each CPU kernel alone at the
+// reference shapes (8 x 256 tokens, d_model 512, ff 2048, 8 heads), with the bytes it must move
+// (bytes_per_second against BM_MemoryCopy, this machine's copy bandwidth), and each fused op
+// (forward + backward, GEMMs included) against its eager LibTorch composition.
+// Run: scripts/kernel_bench.sh (JSON with --benchmark_out).
+#include <benchmark/benchmark.h>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include "trainbench/kernels/fused_kernels.h"
+#include "trainbench/kernels/fused_math.h"
+#include "trainbench/model/fused_ops.h"
+#include "trainbench/model/model.h"
+
+namespace {
+
+using torch::Tensor;
+namespace k = trainbench::kernels;
+
+constexpr int64_t kRows = 8 * 256, kD = 512, kFF = 2048, kHeads = 8, kSeq = 256;
+
+c10::ScalarType dtype_(const benchmark::State& s) {
+  return s.range(0) == 0 ? torch::kFloat : torch::kBFloat16;
+}
+int64_t bytes_(c10::ScalarType t) { return t == torch::kFloat ? 4 : 2; }
+void label_(benchmark::State& s) { s.SetLabel(s.range(0) == 0 ? "float32" : "bfloat16"); }
+
+// The copy bandwidth the kernels are measured against: 64 MiB read + 64 MiB written.
+void BM_MemoryCopy(benchmark::State& s) {
+  const Tensor a = torch::rand({16 << 20}), b = torch::empty_like(a);
+  for (auto _ : s) b.copy_(a);
+  s.SetBytesProcessed(s.iterations() * 2 * a.numel() * 4);
+}
+BENCHMARK(BM_MemoryCopy)->UseRealTime();
+
+void BM_KernelDropAddLayerNorm(benchmark::State& s) {
+  const auto t = dtype_(s);
+  const Tensor r = torch::randn({kRows, kD}), b = torch::randn({kRows, kD}).to(t),
+               g = torch::ones({kD}), be = torch::zeros({kD}), bias = torch::zeros({kD});
+  Tensor ro = torch::empty_like(r), y = torch::empty({kRows, kD}, b.options()),
+         mean = torch::empty({kRows}), rstd = torch::empty({kRows});
+  k::DropAddLnArgs a;
+  a.rows = kRows;
+  a.cols = kD;
+  a.resid = r.data_ptr();
+  a.branch = b.data_ptr();
+  a.bias = bias.data_ptr();
+  a.gamma = g.data_ptr();
+  a.beta = be.data_ptr();
+  a.resid_out = ro.data_ptr();
+  a.y = y.data_ptr();
+  a.mean = mean.data_ptr();
+  a.rstd = rstd.data_ptr();
+  a.branch_dt = a.out_dt = k::dt_of(t);
+  a.key = 1;
+  a.threshold = k::math::dropout_threshold(0.1);
+  a.scale = k::math::dropout_scale(0.1);
+  for (auto _ : s) k::run_cpu(a);
+  s.SetBytesProcessed(s.iterations() * kRows * kD * (4 + 4 + 2 * bytes_(t)));
+  label_(s);
+}
+BENCHMARK(BM_KernelDropAddLayerNorm)->Arg(0)->Arg(1)->UseRealTime();
+
+void BM_KernelBiasReluDropout(benchmark::State& s) {
+  const auto t = dtype_(s);
+  Tensor x = torch::randn({kRows, kFF}).to(t);
+  const Tensor bias = torch::zeros({kFF});
+  k::BiasReluDropoutArgs a;
+  a.rows = kRows;
+  a.cols = kFF;
+  a.a = x.data_ptr();
+  a.bias = bias.data_ptr();
+  a.dt = k::dt_of(t);
+  a.key = 2;
+  a.threshold = k::math::dropout_threshold(0.1);
+  a.scale = k::math::dropout_scale(0.1);
+  for (auto _ : s) k::run_cpu(a);
+  s.SetBytesProcessed(s.iterations() * kRows * kFF * 2 * bytes_(t));
+  label_(s);
+}
+BENCHMARK(BM_KernelBiasReluDropout)->Arg(0)->Arg(1)->UseRealTime();
+
+void BM_KernelCausalSoftmax(benchmark::State& s) {
+  const auto t = dtype_(s);
+  const Tensor src = torch::randn({8 * kHeads * kSeq, kSeq}).to(t);
+  Tensor x = src.clone();
+  k::CausalSoftmaxArgs a;
+  a.rows = x.size(0);
+  a.seq = kSeq;
+  a.x = x.data_ptr();
+  a.dt = k::dt_of(t);
+  a.scale = 0.125;
+  for (auto _ : s) k::run_cpu(a);  // rows become probabilities: same work every time
+  s.SetBytesProcessed(s.iterations() * x.numel() * 2 * bytes_(t));
+  label_(s);
+}
+BENCHMARK(BM_KernelCausalSoftmax)->Arg(0)->Arg(1)->UseRealTime();
+
+void BM_KernelHeadCrossEntropy(benchmark::State& s) {
+  const auto t = dtype_(s);
+  const Tensor src = torch::randn({kRows, 256}).to(t), bias = torch::zeros({256});
+  const Tensor targets = torch::randint(0, 256, {kRows}, torch::kLong);
+  Tensor z = src.clone(), partials = torch::empty({k::num_chunks(kRows)});
+  k::HeadCrossEntropyArgs a;
+  a.rows = kRows;
+  a.cols = 256;
+  a.logits = z.data_ptr();
+  a.bias = bias.data_ptr();
+  a.targets = targets.data_ptr<int64_t>();
+  a.partials = partials.data_ptr();
+  a.dt = k::dt_of(t);
+  for (auto _ : s) {
+    s.PauseTiming();
+    z.copy_(src);
+    s.ResumeTiming();
+    k::run_cpu(a);
+  }
+  s.SetBytesProcessed(s.iterations() * z.numel() * 2 * bytes_(t));
+  label_(s);
+}
+BENCHMARK(BM_KernelHeadCrossEntropy)->Arg(0)->Arg(1)->UseRealTime();
+
+// ---- ops, forward + backward: fused (range(1) == 1) against eager (0) ----------------------
+void BM_OpResidualDropoutLayerNorm(benchmark::State& s) {
+  const auto t = dtype_(s);
+  const bool fused = s.range(1) == 1;
+  const Tensor r = torch::randn({kRows, kD}).requires_grad_(),
+               b = torch::randn({kRows, kD}).to(t).requires_grad_(),
+               g = torch::ones({kD}).requires_grad_(), be = torch::zeros({kD}).requires_grad_();
+  for (auto _ : s) {
+    if (fused) {
+      auto o = trainbench::drop_add_layer_norm(r, b, {}, g, be, {0.1, 3}, t);
+      (o[0].sum() + o[1].sum()).backward();
+    } else {
+      const Tensor h = r + torch::dropout(b, 0.1, true);
+      (h.sum() + torch::layer_norm(h, {kD}, g, be).to(t).sum()).backward();
+    }
+  }
+  s.SetLabel(std::string(fused ? "fused " : "eager ") + (s.range(0) == 0 ? "float32" : "bfloat16"));
+}
+BENCHMARK(BM_OpResidualDropoutLayerNorm)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime();
+
+void BM_OpLinearReluDropout(benchmark::State& s) {
+  const auto t = dtype_(s);
+  const bool fused = s.range(1) == 1;
+  const Tensor x = torch::randn({kRows, kD}).to(t).requires_grad_(),
+               w = (torch::randn({kFF, kD}) * 0.04).to(t).requires_grad_(),
+               b = torch::zeros({kFF}).requires_grad_();
+  for (auto _ : s) {
+    const Tensor y = fused ? trainbench::linear_relu_dropout(x, w, b, {0.1, 4})
+                           : torch::dropout(torch::relu(torch::linear(x, w, b.to(t))), 0.1, true);
+    y.sum().backward();
+  }
+  s.SetLabel(std::string(fused ? "fused " : "eager ") + (s.range(0) == 0 ? "float32" : "bfloat16"));
+}
+BENCHMARK(BM_OpLinearReluDropout)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime();
+
+void BM_OpCausalAttention(benchmark::State& s) {
+  const auto t = dtype_(s);
+  const bool fused = s.range(1) == 1;
+  auto make = [&] { return torch::randn({8, kHeads, kSeq, kD / kHeads}).to(t).requires_grad_(); };
+  const Tensor q = make(), kk = make(), v = make();
+  const Tensor mask = trainbench::causal_mask(kSeq, torch::TensorOptions());
+  for (auto _ : s) {
+    Tensor o;
+    if (fused) {
+      o = trainbench::causal_attention(q, kk, v);
+    } else {
+      const Tensor scores = torch::matmul(q, kk.transpose(-2, -1)) * 0.125;
+      o = torch::matmul(torch::softmax(scores + mask, -1).to(t), v);
+    }
+    o.sum().backward();
+  }
+  s.SetLabel(std::string(fused ? "fused " : "eager ") + (s.range(0) == 0 ? "float32" : "bfloat16"));
+}
+BENCHMARK(BM_OpCausalAttention)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime();
+
+void BM_OpHeadCrossEntropy(benchmark::State& s) {
+  const auto t = dtype_(s);
+  const bool fused = s.range(1) == 1;
+  const Tensor x = torch::randn({kRows, kD}).to(t).requires_grad_(),
+               w = (torch::randn({256, kD}) * 0.04).to(t).requires_grad_(),
+               b = torch::zeros({256}).requires_grad_();
+  const Tensor targets = torch::randint(0, 256, {kRows}, torch::kLong);
+  for (auto _ : s) {
+    const Tensor loss =
+        fused ? trainbench::head_cross_entropy(x, w, b, targets)
+              : torch::cross_entropy_loss(torch::linear(x, w, b.to(t)).to(torch::kFloat), targets);
+    loss.backward();
+  }
+  s.SetLabel(std::string(fused ? "fused " : "eager ") + (s.range(0) == 0 ? "float32" : "bfloat16"));
+}
+BENCHMARK(BM_OpHeadCrossEntropy)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime();
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  at::set_num_threads(2);  // the comparisons of docs/BENCHMARKS.md: 2 threads
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

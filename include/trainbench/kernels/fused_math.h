@@ -1,0 +1,130 @@
+// The per-element and per-row math of the fused kernels, written once for the CPU launchers
+// (kernels/cpu_rows.cpp) and the CUDA launchers (gpu/fused_kernels.cu). Everything here is
+// plain arithmetic on scalars: no LibTorch, no allocation, no reductions across threads (each
+// launcher reduces in its own way: a loop on the CPU, warp shuffles on the GPU).
+// Functions are `static inline` so that every translation unit, whatever its instruction set
+// flags, keeps its own copy (no shared out-of-line symbol between an AVX2 and a baseline file).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define TB_HD __host__ __device__ static __forceinline__
+#else
+#define TB_HD static inline
+#endif
+
+namespace trainbench::kernels::math {
+
+// Square root, exp and log for float and double, the builtins on the host (no libstdc++ inline
+// wrappers, see above) and CUDA's functions on the device.
+#if defined(__CUDA_ARCH__)
+TB_HD float sqrt_(float x) { return sqrtf(x); }
+TB_HD double sqrt_(double x) { return sqrt(x); }
+TB_HD float exp_(float x) { return expf(x); }
+TB_HD double exp_(double x) { return exp(x); }
+TB_HD float log_(float x) { return logf(x); }
+TB_HD double log_(double x) { return log(x); }
+#else
+TB_HD float sqrt_(float x) { return __builtin_sqrtf(x); }
+TB_HD double sqrt_(double x) { return __builtin_sqrt(x); }
+TB_HD float exp_(float x) { return __builtin_expf(x); }
+TB_HD double exp_(double x) { return __builtin_exp(x); }
+TB_HD float log_(float x) { return __builtin_logf(x); }
+TB_HD double log_(double x) { return __builtin_log(x); }
+#endif
+
+// ---- dropout: a counter-based mask, the same on every device and thread count -------------
+// keep(key, i) hashes (key, element index) with the splitmix64 finaliser and keeps the element
+// when the top 32 bits reach p * 2^32. Forward and backward regenerate the same mask from the
+// key, so no mask tensor is ever stored. Same rule as model/dropout.cpp's parallel kernel.
+TB_HD uint32_t dropout_bits(uint64_t key, uint64_t index) {
+  uint64_t z = key + index * 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return static_cast<uint32_t>((z ^ (z >> 31)) >> 32);
+}
+// threshold = p * 2^32 (dropout_threshold); p == 0 gives 0 and keeps everything.
+TB_HD bool dropout_keep(uint64_t key, uint64_t index, uint32_t threshold) {
+  return threshold == 0 || dropout_bits(key, index) >= threshold;
+}
+// The multiplier of a kept element, 1 / (1 - p), and the threshold, as the host computes them.
+TB_HD uint32_t dropout_threshold(double p) { return static_cast<uint32_t>(p * 4294967296.0); }
+TB_HD double dropout_scale(double p) { return 1.0 / (1.0 - p); }
+
+// ---- residual add + dropout (+ LayerNorm) --------------------------------------------------
+// r' = r + keep * scale * (branch + bias)
+template <typename A>
+TB_HD A dropped_add(A resid, A branch_plus_bias, bool keep, A scale) {
+  return keep ? resid + scale * branch_plus_bias : resid;
+}
+// LayerNorm of one value given its row's mean and 1/sqrt(var + eps).
+template <typename A>
+TB_HD A layer_norm_value(A x, A mean, A rstd, A gamma, A beta) {
+  return (x - mean) * rstd * gamma + beta;
+}
+// Row statistics from the sums of x and x^2 over n values (biased variance, as LayerNorm).
+// The launchers sum in the accumulation type after subtracting a shift (the row's first value)
+// so that the variance does not cancel catastrophically; `shift` is added back to the mean.
+template <typename A>
+TB_HD void row_stats(A sum, A sum_sq, A shift, int64_t n, A eps, A* mean, A* rstd) {
+  const A m = sum / static_cast<A>(n);
+  A var = sum_sq / static_cast<A>(n) - m * m;
+  if (var < A(0)) var = A(0);
+  *mean = m + shift;
+  *rstd = A(1) / sqrt_(var + eps);
+}
+// LayerNorm backward for one value: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with
+// g = dy * gamma, given the row means c1 = mean(g), c2 = mean(g * xhat).
+template <typename A>
+TB_HD A layer_norm_grad(A dy, A gamma, A xhat, A rstd, A c1, A c2) {
+  return rstd * (dy * gamma - c1 - xhat * c2);
+}
+
+// ---- bias + ReLU + dropout -----------------------------------------------------------------
+template <typename A>
+TB_HD A bias_relu_dropout(A a, A bias, bool keep, A scale) {
+  const A v = a + bias;
+  return (keep && v > A(0)) ? v * scale : A(0);
+}
+// The gradient needs only the output: out > 0 exactly where the unit was active and kept (a
+// dropped or inactive unit is 0), and there d out / d a = scale.
+template <typename A>
+TB_HD A bias_relu_dropout_grad(A dout, A out, A scale) {
+  return out > A(0) ? dout * scale : A(0);
+}
+
+// ---- softmax pieces (causal attention rows, cross-entropy rows) ----------------------------
+// exp(x) for x <= 0 to float precision, in plain arithmetic (auto-vectorizes; the same on GPU):
+// x = n ln2 + r, |r| <= ln2/2, exp(r) by a degree-6 polynomial, times 2^n.
+TB_HD float exp_nonpos(float x) {
+  if (x < -87.0f) return 0.0f;
+  const float n = static_cast<float>(static_cast<int32_t>(x * 1.44269504f - 0.5f));
+  const float r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;
+  float p = 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return p * scale;
+}
+TB_HD double exp_nonpos(double x) { return exp_(x); }
+
+// Softmax backward for one value: ds = p * (dp - sum_k p_k dp_k).
+template <typename A>
+TB_HD A softmax_grad(A p, A dp, A dot) {
+  return p * (dp - dot);
+}
+// Cross-entropy gradient for one logit: softmax - one-hot, divided by the row count.
+template <typename A>
+TB_HD A cross_entropy_grad(A prob, bool is_target, A inv_rows) {
+  return (is_target ? prob - A(1) : prob) * inv_rows;
+}
+
+}  // namespace trainbench::kernels::math

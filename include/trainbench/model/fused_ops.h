@@ -1,0 +1,54 @@
+// The fused operations of the `--compile fused` model as autograd functions with hand-written
+// backward passes. Each wraps one or two GEMMs (LibTorch's BLAS: MKL / oneDNN on the CPU,
+// cuBLAS on CUDA) and a fused kernel (kernels/fused_kernels.h on the CPU, gpu/fused_cuda.h on
+// CUDA) for everything around them, so that each boundary of the block is one pass over the
+// activations each way. Why per-op functions and not one backward over the whole block: the
+// GEMMs between them (qkv, attention, output projections) are LibTorch's own ops with their own
+// backward, and the engine already writes each parameter's gradient once (the trainer drops
+// .grad before the step, so the first gradient is stolen, never added to a zero tensor).
+// Rows are batch-major: [N = batch * seq, width].
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace trainbench {
+
+// Dropout as the fused kernels apply it: probability p, key from dropout_key() (p == 0: off).
+struct FusedDropout {
+  double p = 0;
+  uint64_t key = 0;
+};
+
+// r' = resid + dropout(branch + bias), y = LayerNorm(r'; gamma, beta) in `out_dtype` (or r'
+// itself in `out_dtype` when gamma is undefined). resid [N, d] accumulation dtype (float32, or
+// float64) or undefined (r' = dropout(branch + bias)); branch [N, d] any float dtype; bias,
+// gamma, beta [d] accumulation dtype or undefined. Returns {r' [N, d] accumulation, y [N, d]}.
+std::vector<torch::Tensor> drop_add_layer_norm(const torch::Tensor& resid,
+                                               const torch::Tensor& branch,
+                                               const torch::Tensor& bias,
+                                               const torch::Tensor& gamma,
+                                               const torch::Tensor& beta, FusedDropout drop,
+                                               c10::ScalarType out_dtype);
+
+// dropout(relu(x w^T + b)): x [N, in], w [f, in] (same dtype), b [f] accumulation dtype.
+// Saves x, w and the output only (the mask is regenerated, the output tells where ReLU was on).
+torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& w,
+                                  const torch::Tensor& b, FusedDropout drop);
+
+// Causal attention with explicit scores in the activation dtype: q, k, v [B, H, S, hd] →
+// [B, H, S, hd]; scores and probabilities [B*H, S, S] in one buffer, softmax fused with the
+// scale and the causal mask (no mask tensor) in one pass each way.
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v);
+
+// Mean cross-entropy of x w^T + b against targets: x [N, d], w [V, d] (same dtype), b [V]
+// accumulation dtype, targets [N] int64 → scalar in the accumulation dtype. The logits buffer
+// [N, V] (activation dtype) is turned into the loss gradient row by row in the forward pass and
+// is all that is kept: no float32 logits, no softmax tensor.
+torch::Tensor head_cross_entropy(const torch::Tensor& x, const torch::Tensor& w,
+                                 const torch::Tensor& b, const torch::Tensor& targets);
+
+}  // namespace trainbench

@@ -1,0 +1,392 @@
+// CPU row functions of the fused kernels (see cpu_rows.h). This file is compiled with AVX2,
+// FMA and F16C enabled and -fopenmp-simd (CMakeLists.txt) and includes no LibTorch or other
+// header with inline functions shared with the rest of the program: every function here is its
+// own, so none compiled with these flags can be picked by the linker for a baseline caller.
+// The loops are plain scalar code over one row at a time (the math of kernels/fused_math.h);
+// `omp simd` lets the compiler vectorize the reductions.
+#include "cpu_rows.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+#include "trainbench/kernels/fused_math.h"
+
+namespace trainbench::kernels::cpu {
+namespace {
+
+namespace m = trainbench::kernels::math;
+
+struct Bf16 {
+  uint16_t bits;
+};
+using F16 = _Float16;
+
+// Own helpers instead of std::vector / std::min / std::max: their out-of-line copies would be
+// shared (weak) symbols that the rest of the program might bind to.
+template <typename T>
+inline T min_(T a, T b) {
+  return b < a ? b : a;
+}
+template <typename T>
+inline T max_(T a, T b) {
+  return a < b ? b : a;
+}
+template <typename T>
+struct RowBuf {
+  explicit RowBuf(int64_t n) : p(static_cast<T*>(std::malloc(sizeof(T) * (n > 0 ? n : 1)))) {}
+  ~RowBuf() { std::free(p); }
+  RowBuf(const RowBuf&) = delete;
+  RowBuf& operator=(const RowBuf&) = delete;
+  T* data() { return p; }
+  T& operator[](int64_t i) { return p[i]; }
+  T* p;
+};
+
+// ---- loads and stores in the accumulation type ---------------------------------------------
+template <typename A>
+inline A ld(const float* p, int64_t i) {
+  return static_cast<A>(p[i]);
+}
+template <typename A>
+inline A ld(const double* p, int64_t i) {
+  return static_cast<A>(p[i]);
+}
+template <typename A>
+inline A ld(const Bf16* p, int64_t i) {
+  const uint32_t u = static_cast<uint32_t>(p[i].bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return static_cast<A>(f);
+}
+template <typename A>
+inline A ld(const F16* p, int64_t i) {
+  return static_cast<A>(static_cast<float>(p[i]));
+}
+template <typename A>
+inline void st(float* p, int64_t i, A v) {
+  p[i] = static_cast<float>(v);
+}
+template <typename A>
+inline void st(double* p, int64_t i, A v) {
+  p[i] = static_cast<double>(v);
+}
+template <typename A>
+inline void st(Bf16* p, int64_t i, A v) {
+  // Round to nearest even, NaN kept a (quiet) NaN: LibTorch's float -> bfloat16 rule.
+  const float f = static_cast<float>(v);
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  p[i].bits = static_cast<uint16_t>(f != f ? 0x7FC0u : rounded);
+}
+template <typename A>
+inline void st(F16* p, int64_t i, A v) {
+  p[i] = static_cast<F16>(static_cast<float>(v));
+}
+
+// Calls fn(tag) with a null pointer of the storage type of `dt`.
+template <typename Fn>
+void with_storage(Dt dt, Fn&& fn) {
+  switch (dt) {
+    case Dt::kF32:
+      return fn(static_cast<float*>(nullptr));
+    case Dt::kF64:
+      return fn(static_cast<double*>(nullptr));
+    case Dt::kBF16:
+      return fn(static_cast<Bf16*>(nullptr));
+    case Dt::kF16:
+      return fn(static_cast<F16*>(nullptr));
+  }
+}
+template <typename T>
+using Elem = std::remove_pointer_t<T>;
+
+// ---- residual add + dropout + LayerNorm ----------------------------------------------------
+template <typename A, typename Sb, typename So>
+void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
+  const int64_t d = a.cols;
+  const A* resid = static_cast<const A*>(a.resid);
+  const Sb* branch = static_cast<const Sb*>(a.branch);
+  const A* bias = static_cast<const A*>(a.bias);
+  const A* gamma = static_cast<const A*>(a.gamma);
+  const A* beta = static_cast<const A*>(a.beta);
+  const A scale = static_cast<A>(a.scale);
+  RowBuf<A> row_buf(a.resid_out ? 0 : d);
+  for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
+    A* x = a.resid_out ? static_cast<A*>(a.resid_out) + r * d : row_buf.data();
+    const uint64_t base = static_cast<uint64_t>(r * d);
+#pragma omp simd
+    for (int64_t c = 0; c < d; ++c) {
+      const A v = ld<A>(branch, r * d + c) + (bias ? bias[c] : A(0));
+      const bool keep = m::dropout_keep(a.key, base + c, a.threshold);
+      x[c] = m::dropped_add(resid ? resid[r * d + c] : A(0), v, keep, scale);
+    }
+    So* y = static_cast<So*>(a.y) + r * d;
+    if (!gamma) {
+#pragma omp simd
+      for (int64_t c = 0; c < d; ++c) st(y, c, x[c]);
+      continue;
+    }
+    A sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t c = 0; c < d; ++c) sum += x[c];
+    const A mean0 = sum / static_cast<A>(d);
+    A sq = 0;  // two passes over a row that is in L1: no cancellation in the variance
+#pragma omp simd reduction(+ : sq)
+    for (int64_t c = 0; c < d; ++c) sq += (x[c] - mean0) * (x[c] - mean0);
+    A mean, rstd;
+    m::row_stats(A(0), sq, mean0, d, static_cast<A>(a.eps), &mean, &rstd);
+    static_cast<A*>(a.mean)[r] = mean;
+    static_cast<A*>(a.rstd)[r] = rstd;
+#pragma omp simd
+    for (int64_t c = 0; c < d; ++c)
+      st(y, c, m::layer_norm_value(x[c], mean, rstd, gamma[c], beta[c]));
+  }
+}
+
+template <typename A, typename Sb, typename So>
+void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
+  const int64_t d = a.cols;
+  const So* dy = static_cast<const So*>(a.dy);
+  const A* dro = static_cast<const A*>(a.d_resid_out);
+  const A* ro = static_cast<const A*>(a.resid_out);
+  const A* gamma = static_cast<const A*>(a.gamma);
+  A* d_resid = static_cast<A*>(a.d_resid);
+  Sb* d_branch = static_cast<Sb*>(a.d_branch);
+  const A scale = static_cast<A>(a.scale);
+  RowBuf<A> g(d);
+  for (int64_t chunk = c0; chunk < c1; ++chunk) {
+    A* pb = static_cast<A*>(a.partials) + chunk * 3 * d;  // d_bias, then d_gamma, d_beta
+    A* pg = pb + d;
+    A* pe = pb + 2 * d;
+    for (int64_t c = 0; c < 3 * d; ++c) pb[c] = 0;
+    for (int64_t r = chunk * kChunkRows; r < min_(a.rows, (chunk + 1) * kChunkRows); ++r) {
+      const int64_t o = r * d;
+      if (gamma) {
+        const A mean = static_cast<const A*>(a.mean)[r], rstd = static_cast<const A*>(a.rstd)[r];
+        A s1 = 0, s2 = 0;
+#pragma omp simd reduction(+ : s1, s2)
+        for (int64_t c = 0; c < d; ++c) {
+          const A xhat = (ro[o + c] - mean) * rstd, dyv = ld<A>(dy, o + c);
+          s1 += dyv * gamma[c];
+          s2 += dyv * gamma[c] * xhat;
+          pg[c] += dyv * xhat;
+          pe[c] += dyv;
+        }
+        const A c1m = s1 / static_cast<A>(d), c2m = s2 / static_cast<A>(d);
+#pragma omp simd
+        for (int64_t c = 0; c < d; ++c) {
+          const A xhat = (ro[o + c] - mean) * rstd;
+          g[c] = m::layer_norm_grad(ld<A>(dy, o + c), gamma[c], xhat, rstd, c1m, c2m) +
+                 (dro ? dro[o + c] : A(0));
+        }
+      } else {
+#pragma omp simd
+        for (int64_t c = 0; c < d; ++c) {
+          g[c] = (dy ? ld<A>(dy, o + c) : A(0)) + (dro ? dro[o + c] : A(0));
+        }
+      }
+      const uint64_t base = static_cast<uint64_t>(o);
+#pragma omp simd
+      for (int64_t c = 0; c < d; ++c) {
+        if (d_resid) d_resid[o + c] = g[c];
+        const bool keep = m::dropout_keep(a.key, base + c, a.threshold);
+        const A db = keep ? g[c] * scale : A(0);
+        st(d_branch, o + c, db);
+        pb[c] += db;
+      }
+    }
+  }
+}
+
+// ---- bias + ReLU + dropout ---------------------------------------------------------------
+template <typename A, typename S>
+void bias_relu_dropout_(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
+  const int64_t f = a.cols;
+  S* x = static_cast<S*>(a.a);
+  const A* bias = static_cast<const A*>(a.bias);
+  const A scale = static_cast<A>(a.scale);
+  for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
+    const int64_t o = r * f;
+#pragma omp simd
+    for (int64_t c = 0; c < f; ++c) {
+      const bool keep = m::dropout_keep(a.key, static_cast<uint64_t>(o + c), a.threshold);
+      st(x, o + c, m::bias_relu_dropout(ld<A>(x, o + c), bias[c], keep, scale));
+    }
+  }
+}
+
+template <typename A, typename S>
+void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64_t c1) {
+  const int64_t f = a.cols;
+  const S* dout = static_cast<const S*>(a.dout);
+  const S* out = static_cast<const S*>(a.out);
+  S* da = static_cast<S*>(a.da);
+  const A scale = static_cast<A>(a.scale);
+  for (int64_t chunk = c0; chunk < c1; ++chunk) {
+    A* pb = static_cast<A*>(a.partials) + chunk * f;
+    for (int64_t c = 0; c < f; ++c) pb[c] = 0;
+    for (int64_t r = chunk * kChunkRows; r < min_(a.rows, (chunk + 1) * kChunkRows); ++r) {
+      const int64_t o = r * f;
+#pragma omp simd
+      for (int64_t c = 0; c < f; ++c) {
+        const A g = m::bias_relu_dropout_grad(ld<A>(dout, o + c), ld<A>(out, o + c), scale);
+        st(da, o + c, g);
+        pb[c] += g;
+      }
+    }
+  }
+}
+
+// ---- causal softmax ------------------------------------------------------------------------
+template <typename A, typename S>
+void causal_softmax_(const CausalSoftmaxArgs& a, int64_t c0, int64_t c1) {
+  const int64_t n = a.seq;
+  S* x = static_cast<S*>(a.x);
+  const A scale = static_cast<A>(a.scale);
+  RowBuf<A> e(n);
+  for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
+    const int64_t o = r * n, valid = r % n + 1;  // query t sees keys 0..t
+    A mx = ld<A>(x, o) * scale;
+    for (int64_t j = 1; j < valid; ++j) mx = max_(mx, ld<A>(x, o + j) * scale);
+    A sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < valid; ++j) {
+      e[j] = m::exp_nonpos(ld<A>(x, o + j) * scale - mx);
+      sum += e[j];
+    }
+    const A inv = A(1) / sum;
+#pragma omp simd
+    for (int64_t j = 0; j < valid; ++j) st(x, o + j, e[j] * inv);
+    for (int64_t j = valid; j < n; ++j) st(x, o + j, A(0));
+  }
+}
+
+template <typename A, typename S>
+void causal_softmax_grad_(const CausalSoftmaxGradArgs& a, int64_t c0, int64_t c1) {
+  const int64_t n = a.seq;
+  const S* p = static_cast<const S*>(a.p);
+  S* dp = static_cast<S*>(a.dp);
+  const A scale = static_cast<A>(a.scale);
+  for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
+    const int64_t o = r * n, valid = r % n + 1;
+    A dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j < valid; ++j) dot += ld<A>(p, o + j) * ld<A>(dp, o + j);
+#pragma omp simd
+    for (int64_t j = 0; j < valid; ++j) {
+      st(dp, o + j, scale * m::softmax_grad(ld<A>(p, o + j), ld<A>(dp, o + j), dot));
+    }
+    for (int64_t j = valid; j < n; ++j) st(dp, o + j, A(0));
+  }
+}
+
+// ---- output head + cross-entropy ---------------------------------------------------------
+template <typename A, typename S>
+void head_cross_entropy_(const HeadCrossEntropyArgs& a, int64_t c0, int64_t c1) {
+  const int64_t v = a.cols;
+  S* z = static_cast<S*>(a.logits);
+  const A* bias = static_cast<const A*>(a.bias);
+  const A inv_rows = A(1) / static_cast<A>(a.rows);
+  RowBuf<A> e(v);
+  for (int64_t chunk = c0; chunk < c1; ++chunk) {
+    A loss = 0;
+    for (int64_t r = chunk * kChunkRows; r < min_(a.rows, (chunk + 1) * kChunkRows); ++r) {
+      const int64_t o = r * v, target = a.targets[r];
+      A mx = ld<A>(z, o) + bias[0];
+      for (int64_t c = 1; c < v; ++c) mx = max_(mx, ld<A>(z, o + c) + bias[c]);
+      A sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t c = 0; c < v; ++c) {
+        e[c] = m::exp_nonpos(ld<A>(z, o + c) + bias[c] - mx);
+        sum += e[c];
+      }
+      // loss = lse - z[target] = log(sum) - (z[target] - mx)
+      loss += m::log_(sum) - (ld<A>(z, o + target) + bias[target] - mx);
+      const A inv = A(1) / sum;
+#pragma omp simd
+      for (int64_t c = 0; c < v; ++c) {
+        st(z, o + c, m::cross_entropy_grad(e[c] * inv, c == target, inv_rows));
+      }
+    }
+    static_cast<A*>(a.partials)[chunk] = loss;
+  }
+}
+
+// Runs body<A, S...> for the accumulation type of `acc` (float or double).
+template <template <typename, typename> class Body, typename... Args>
+void for_acc1(Dt acc, Dt dt, Args&&... args) {
+  with_storage(dt, [&](auto tag) {
+    using S = Elem<decltype(tag)>;
+    if (acc == Dt::kF64) {
+      Body<double, S>::run(args...);
+    } else {
+      Body<float, S>::run(args...);
+    }
+  });
+}
+
+#define TB_BODY1(NAME, FN)                                  \
+  template <typename A, typename S>                         \
+  struct NAME {                                             \
+    template <typename Arg>                                 \
+    static void run(const Arg& a, int64_t c0, int64_t c1) { \
+      FN<A, S>(a, c0, c1);                                  \
+    }                                                       \
+  };
+TB_BODY1(BiasReluBody, bias_relu_dropout_)
+TB_BODY1(BiasReluGradBody, bias_relu_dropout_grad_)
+TB_BODY1(SoftmaxBody, causal_softmax_)
+TB_BODY1(SoftmaxGradBody, causal_softmax_grad_)
+TB_BODY1(HeadBody, head_cross_entropy_)
+#undef TB_BODY1
+
+// DropAddLn has three types: accumulation, branch storage, output storage.
+template <typename Arg, typename Fn>
+void for_drop_add_ln(const Arg& a, Fn&& fn) {
+  with_storage(a.branch_dt, [&](auto btag) {
+    with_storage(a.out_dt, [&](auto otag) {
+      using Sb = Elem<decltype(btag)>;
+      using So = Elem<decltype(otag)>;
+      if (a.acc == Dt::kF64) {
+        fn.template operator()<double, Sb, So>();
+      } else {
+        fn.template operator()<float, Sb, So>();
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void drop_add_ln_chunks(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
+  for_drop_add_ln(
+      a, [&]<typename A, typename Sb, typename So>() { drop_add_ln_<A, Sb, So>(a, c0, c1); });
+}
+void drop_add_ln_grad_chunks(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
+  for_drop_add_ln(
+      a, [&]<typename A, typename Sb, typename So>() { drop_add_ln_grad_<A, Sb, So>(a, c0, c1); });
+}
+void bias_relu_dropout_chunks(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
+  for_acc1<BiasReluBody>(a.acc, a.dt, a, c0, c1);
+}
+void bias_relu_dropout_grad_chunks(const BiasReluDropoutGradArgs& a, int64_t c0, int64_t c1) {
+  for_acc1<BiasReluGradBody>(a.acc, a.dt, a, c0, c1);
+}
+void causal_softmax_chunks(const CausalSoftmaxArgs& a, int64_t c0, int64_t c1) {
+  for_acc1<SoftmaxBody>(a.dt == Dt::kF64 ? Dt::kF64 : Dt::kF32, a.dt, a, c0, c1);
+}
+void causal_softmax_grad_chunks(const CausalSoftmaxGradArgs& a, int64_t c0, int64_t c1) {
+  for_acc1<SoftmaxGradBody>(a.dt == Dt::kF64 ? Dt::kF64 : Dt::kF32, a.dt, a, c0, c1);
+}
+void head_cross_entropy_chunks(const HeadCrossEntropyArgs& a, int64_t c0, int64_t c1) {
+  for_acc1<HeadBody>(a.acc, a.dt, a, c0, c1);
+}
+
+bool cpu_supported() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+}
+
+}  // namespace trainbench::kernels::cpu

@@ -1,0 +1,140 @@
+// --compile fused: the handcraft network (model/handcraft_model.cpp: same modules, parameter
+// names and initialization order, so checkpoints, --save_model and seeds carry over) run by the
+// fused operations of fused_ops.h. Activations are rows [N = batch * seq, width] in
+// batch-major order, so that the attention kernels' [B, S, H, hd] outputs are the next GEMM's
+// input without a copy. The residual stream stays in float32 (the accumulation dtype); what a
+// GEMM reads (LayerNorm outputs, attention and FF activations) is in the run's compute dtype,
+// and each weight is cast to it once per step.
+#include <cmath>
+
+#include "trainbench/model/dropout.h"
+#include "trainbench/model/fused_ops.h"
+#include "trainbench/model/model.h"
+
+namespace trainbench {
+namespace {
+
+using torch::Tensor;
+
+class FusedBlockImpl : public torch::nn::Module {
+ public:
+  explicit FusedBlockImpl(const ModelOptions& o)
+      : heads_(o.num_heads),
+        flash_(o.flash),
+        ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model})))),
+        qkv(register_module("qkv", torch::nn::Linear(o.d_model, 3 * o.d_model))),
+        out(register_module("out", torch::nn::Linear(o.d_model, o.d_model))),
+        ln2(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model})))),
+        ff1(register_module("ff1", torch::nn::Linear(o.d_model, o.ff_dim))),
+        ff2(register_module("ff2", torch::nn::Linear(o.ff_dim, o.d_model))) {}
+
+  // The residual stream between blocks: r (float32 [N, d], or undefined before the first
+  // block) plus the pending branch (the previous FF output [N, d] and its bias, or the
+  // embedding), which the next LayerNorm boundary adds with dropout in the same pass.
+  struct Stream {
+    Tensor resid, branch, bias;
+  };
+
+  // Returns the stream after this block; seq: tokens per sequence of the rows.
+  Stream forward(const Stream& in, int64_t seq, c10::ScalarType cdt, double p) {
+    auto h1 = drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias, drop_(p),
+                                  cdt);  // {r [N, d] f32, y [N, d] cdt}
+    const Tensor qkv_rows = torch::addmm(qkv->bias.to(cdt), h1[1], qkv->weight.to(cdt).t());
+    const Tensor attn = attention_(qkv_rows, seq);                 // [N, d] cdt
+    const Tensor proj = torch::mm(attn, out->weight.to(cdt).t());  // [N, d], bias later
+    auto h2 = drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, drop_(p), cdt);
+    const Tensor hidden = linear_relu_dropout(h2[1], ff1->weight.to(cdt), ff1->bias, drop_(p));
+    return {h2[0], torch::mm(hidden, ff2->weight.to(cdt).t()), ff2->bias};
+  }
+
+ private:
+  static FusedDropout drop_(double p) {
+    return p > 0 ? FusedDropout{p, dropout_key()} : FusedDropout{};
+  }
+
+  // qkv rows [N, 3d] (batch-major) → attention output rows [N, d].
+  Tensor attention_(const Tensor& qkv_rows, int64_t seq) const {
+    const int64_t n = qkv_rows.size(0), d = qkv_rows.size(1) / 3, hd = d / heads_, b = n / seq;
+    // [B, S, 3, H, hd] → q, k, v [B, H, S, hd] (views)
+    const auto parts = qkv_rows.view({b, seq, 3, heads_, hd}).unbind(2);
+    const Tensor q = parts[0].transpose(1, 2), k = parts[1].transpose(1, 2),
+                 v = parts[2].transpose(1, 2);
+    // Flash: LibTorch's CPU flash kernel (blockwise, no [B, H, S, S] tensor); else the fused
+    // causal softmax over scores in the compute dtype.
+    const Tensor o = flash_ ? at::scaled_dot_product_attention(q, k, v, {}, 0.0, true)
+                            : causal_attention(q, k, v);  // [B, H, S, hd]
+    return o.transpose(1, 2).reshape({n, d});             // [B, S, H, hd] → [N, d]
+  }
+
+  int64_t heads_;
+  bool flash_;
+
+ public:
+  torch::nn::LayerNorm ln1;
+  torch::nn::Linear qkv, out;
+  torch::nn::LayerNorm ln2;
+  torch::nn::Linear ff1, ff2;
+};
+TORCH_MODULE(FusedBlock);
+
+class FusedModel : public ByteModelBase {
+ public:
+  explicit FusedModel(const ModelOptions& o) : ByteModelBase(o) {
+    blocks = register_module("blocks", torch::nn::ModuleList());
+    for (int64_t i = 0; i < o.num_layer; ++i) blocks->push_back(FusedBlock(o));
+  }
+
+  // bytes [S, B] → logits [S, B, 256] (evaluation, tests, the TorchScript twin's check).
+  Tensor forward(const Tensor& bytes) override {
+    const Tensor x = trunk_(bytes);  // [N, d] cdt, batch-major
+    const int64_t s = bytes.size(0), b = bytes.size(1);
+    const Tensor logits =
+        torch::addmm(head_->bias.to(x.scalar_type()), x, head_->weight.to(x.scalar_type()).t());
+    return logits.view({b, s, kVocabSize}).transpose(0, 1);
+  }
+
+  // The output layer and the loss in one pass over the logits (fused_ops.h).
+  Tensor loss(const Tensor& bytes) override {
+    const Tensor x = trunk_(bytes);
+    const Tensor targets = bytes.t().reshape({-1});  // row b*S + s predicts bytes[s, b]
+    return head_cross_entropy(x, head_->weight.to(x.scalar_type()), head_->bias, targets)
+        .to(torch::kFloat);
+  }
+
+ protected:
+  Tensor body(const Tensor& x) override { return x; }  // unused: forward is the fused one
+
+ private:
+  // The activations' dtype: the run's compute dtype, or the parameters' own (float64 tests).
+  c10::ScalarType cdt_() const {
+    return options_.compute_dtype == torch::kFloat ? pos_.scalar_type() : options_.compute_dtype;
+  }
+
+  // bytes [S, B] → rows [N, d] in the compute dtype after the last block (no final LayerNorm).
+  Tensor trunk_(const Tensor& bytes) {
+    const int64_t s = bytes.size(0), b = bytes.size(1), d = options_.d_model;
+    TORCH_CHECK(s <= pos_.size(0), "sequence of ", s, " bytes is longer than the ", pos_.size(0),
+                " learned positions (--seq_len)");
+    // Byte embedding shifted right by one (position 0 a zero vector) plus positions: [B, S, d].
+    const Tensor e = torch::embedding(embed_->weight, bytes.t().narrow(1, 0, s - 1));
+    const Tensor shifted = torch::cat({torch::zeros({b, 1, d}, e.options()), e}, 1) +
+                           pos_.narrow(0, 0, s).unsqueeze(0);
+    const double p = is_training() ? options_.dropout : 0.0;
+    const c10::ScalarType cdt = cdt_();
+    FusedBlockImpl::Stream st{Tensor(), shifted.view({b * s, d}), Tensor()};
+    for (const auto& block : *blocks) st = block->as<FusedBlockImpl>()->forward(st, s, cdt, p);
+    // The last FF branch joins the stream with dropout; no LayerNorm follows.
+    const FusedDropout drop = p > 0 ? FusedDropout{p, dropout_key()} : FusedDropout{};
+    return drop_add_layer_norm(st.resid, st.branch, st.bias, Tensor(), Tensor(), drop, cdt)[1];
+  }
+
+  torch::nn::ModuleList blocks{nullptr};
+};
+
+}  // namespace
+
+std::shared_ptr<LanguageModel> make_fused_model(const ModelOptions& options) {
+  return std::make_shared<FusedModel>(options);
+}
+
+}  // namespace trainbench

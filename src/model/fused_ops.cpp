@@ -1,0 +1,281 @@
+// Autograd functions of the fused model (see fused_ops.h): allocation, the GEMMs, and the fused
+// kernels on the tensors' device.
+#include "trainbench/model/fused_ops.h"
+
+#include <cmath>
+
+#include <ATen/record_function.h>
+#include <torch/autograd.h>
+
+#include "trainbench/gpu/fused_cuda.h"
+#include "trainbench/kernels/fused_kernels.h"
+#include "trainbench/kernels/fused_math.h"
+
+namespace trainbench {
+namespace {
+
+namespace k = kernels;
+using torch::Tensor;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+template <typename Args>
+void run_(const Args& a, const Tensor& on) {
+  if (on.is_cuda()) {
+    gpu::run_cuda(a);
+  } else {
+    k::run_cpu(a);
+  }
+}
+
+// An optional input: autograd functions take no undefined tensors, so "absent" travels as an
+// empty tensor, and absent or empty means a null pointer for the kernels.
+bool present_(const Tensor& t) { return t.defined() && t.numel() > 0; }
+Tensor opt_(const Tensor& t, const Tensor& like) {
+  return t.defined() ? t : torch::empty({0}, like.options());
+}
+const void* ptr_(const Tensor& t) { return present_(t) ? t.const_data_ptr() : nullptr; }
+void* mut_(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
+Tensor contig_(const Tensor& t) { return present_(t) ? t.contiguous() : Tensor(); }
+// The accumulation dtype of an activation dtype: float32, or float64 for float64.
+c10::ScalarType acc_of_(c10::ScalarType t) {
+  return t == torch::kDouble ? torch::kDouble : torch::kFloat;
+}
+// Column partial sums [chunks, width] → [width].
+Tensor chunk_sums_(const Tensor& partials) { return partials.sum(0); }
+
+struct DropAddLn : torch::autograd::Function<DropAddLn> {
+  static variable_list forward(AutogradContext* ctx, const Tensor& resid_in,
+                               const Tensor& branch_in, const Tensor& bias, const Tensor& gamma,
+                               const Tensor& beta, double p, int64_t key,
+                               c10::ScalarType out_dtype) {
+    RECORD_FUNCTION("fused::drop_add_layer_norm", std::vector<c10::IValue>());
+    const Tensor resid = contig_(resid_in), branch = branch_in.contiguous();
+    const int64_t d = branch.size(-1), n = branch.numel() / d;
+    const auto acc = present_(resid) ? resid.scalar_type() : acc_of_(branch.scalar_type());
+    const auto acc_opts = branch.options().dtype(acc);
+    Tensor resid_out = torch::empty({n, d}, acc_opts);
+    Tensor y = torch::empty({n, d}, branch.options().dtype(out_dtype));
+    Tensor mean, rstd;
+    if (present_(gamma)) {
+      mean = torch::empty({n}, acc_opts);
+      rstd = torch::empty({n}, acc_opts);
+    }
+    k::DropAddLnArgs a;
+    a.rows = n;
+    a.cols = d;
+    a.resid = ptr_(resid);
+    a.branch = ptr_(branch);
+    a.bias = ptr_(bias);
+    a.gamma = ptr_(gamma);
+    a.beta = ptr_(beta);
+    a.resid_out = mut_(resid_out);
+    a.y = mut_(y);
+    a.mean = mut_(mean);
+    a.rstd = mut_(rstd);
+    a.acc = k::dt_of(acc);
+    a.branch_dt = k::dt_of(branch.scalar_type());
+    a.out_dt = k::dt_of(out_dtype);
+    a.key = static_cast<uint64_t>(key);
+    a.threshold = k::math::dropout_threshold(p);
+    a.scale = p > 0 ? k::math::dropout_scale(p) : 1.0;
+    run_(a, branch);
+    ctx->save_for_backward({resid_out, opt_(mean, branch), opt_(rstd, branch), gamma});
+    ctx->saved_data["p"] = p;
+    ctx->saved_data["key"] = key;
+    ctx->saved_data["has_resid"] = present_(resid);
+    ctx->saved_data["has_bias"] = present_(bias);
+    ctx->saved_data["branch_dtype"] = static_cast<int64_t>(branch.scalar_type());
+    ctx->saved_data["out_dtype"] = static_cast<int64_t>(out_dtype);
+    return {resid_out, y};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    RECORD_FUNCTION("fused::drop_add_layer_norm_backward", std::vector<c10::IValue>());
+    const auto saved = ctx->get_saved_variables();
+    const Tensor &resid_out = saved[0], &mean = saved[1], &rstd = saved[2], &gamma = saved[3];
+    const Tensor d_resid_out = contig_(grads[0]), dy = contig_(grads[1]);
+    const double p = ctx->saved_data["p"].toDouble();
+    const int64_t n = resid_out.size(0), d = resid_out.size(1);
+    const auto branch_dtype = static_cast<c10::ScalarType>(ctx->saved_data["branch_dtype"].toInt());
+    const auto out_dtype = static_cast<c10::ScalarType>(ctx->saved_data["out_dtype"].toInt());
+    const bool has_resid = ctx->saved_data["has_resid"].toBool();
+    Tensor d_resid = has_resid ? torch::empty_like(resid_out) : Tensor();
+    Tensor d_branch = torch::empty({n, d}, resid_out.options().dtype(branch_dtype));
+    Tensor partials = torch::empty({k::num_chunks(n), 3, d}, resid_out.options());
+    k::DropAddLnGradArgs a;
+    a.rows = n;
+    a.cols = d;
+    const Tensor dy_typed = dy.defined() ? dy.to(out_dtype).contiguous() : dy;
+    a.dy = ptr_(dy_typed);
+    a.d_resid_out = ptr_(d_resid_out);
+    a.resid_out = ptr_(resid_out);
+    a.mean = ptr_(mean);
+    a.rstd = ptr_(rstd);
+    a.gamma = ptr_(gamma);
+    a.d_resid = mut_(d_resid);
+    a.d_branch = mut_(d_branch);
+    a.partials = mut_(partials);
+    a.acc = k::dt_of(resid_out.scalar_type());
+    a.branch_dt = k::dt_of(branch_dtype);
+    a.out_dt = k::dt_of(out_dtype);
+    a.key = static_cast<uint64_t>(ctx->saved_data["key"].toInt());
+    a.threshold = k::math::dropout_threshold(p);
+    a.scale = p > 0 ? k::math::dropout_scale(p) : 1.0;
+    run_(a, resid_out);
+    const Tensor sums = chunk_sums_(partials);  // [3, d]
+    Tensor d_bias = ctx->saved_data["has_bias"].toBool() ? sums[0] : Tensor();
+    Tensor d_gamma = present_(gamma) ? sums[1] : Tensor();
+    Tensor d_beta = present_(gamma) ? sums[2] : Tensor();
+    return {d_resid, d_branch, d_bias, d_gamma, d_beta, Tensor(), Tensor(), Tensor()};
+  }
+};
+
+struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
+                        double p, int64_t key) {
+    RECORD_FUNCTION("fused::linear_relu_dropout", std::vector<c10::IValue>());
+    Tensor out = torch::mm(x, w.t());  // [N, f]
+    k::BiasReluDropoutArgs a;
+    a.rows = out.size(0);
+    a.cols = out.size(1);
+    a.a = mut_(out);
+    a.bias = ptr_(b);
+    a.acc = k::dt_of(b.scalar_type());
+    a.dt = k::dt_of(out.scalar_type());
+    a.key = static_cast<uint64_t>(key);
+    a.threshold = k::math::dropout_threshold(p);
+    a.scale = p > 0 ? k::math::dropout_scale(p) : 1.0;
+    run_(a, out);
+    ctx->save_for_backward({x, w, out});
+    ctx->saved_data["scale"] = a.scale;
+    ctx->saved_data["bias_dtype"] = static_cast<int64_t>(b.scalar_type());
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    RECORD_FUNCTION("fused::linear_relu_dropout_backward", std::vector<c10::IValue>());
+    const auto saved = ctx->get_saved_variables();
+    const Tensor &x = saved[0], &w = saved[1], &out = saved[2];
+    const Tensor dout = grads[0].to(out.scalar_type()).contiguous();
+    const auto acc = static_cast<c10::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
+    Tensor da = torch::empty_like(out);
+    Tensor partials =
+        torch::empty({k::num_chunks(out.size(0)), out.size(1)}, out.options().dtype(acc));
+    k::BiasReluDropoutGradArgs a;
+    a.rows = out.size(0);
+    a.cols = out.size(1);
+    a.dout = ptr_(dout);
+    a.out = ptr_(out);
+    a.da = mut_(da);
+    a.partials = mut_(partials);
+    a.acc = k::dt_of(acc);
+    a.dt = k::dt_of(out.scalar_type());
+    a.scale = ctx->saved_data["scale"].toDouble();
+    run_(a, out);
+    Tensor dx = x.requires_grad() ? torch::mm(da, w) : Tensor();  // [N, in]
+    Tensor dw = torch::mm(da.t(), x);                             // [f, in]
+    return {dx, dw, chunk_sums_(partials), Tensor(), Tensor()};
+  }
+};
+
+struct CausalAttention : torch::autograd::Function<CausalAttention> {
+  // q, k, v: [BH, S, hd] contiguous.
+  static Tensor forward(AutogradContext* ctx, const Tensor& q, const Tensor& kk, const Tensor& v) {
+    RECORD_FUNCTION("fused::causal_attention", std::vector<c10::IValue>());
+    const int64_t bh = q.size(0), s = q.size(1), hd = q.size(2);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    Tensor prob = torch::bmm(q, kk.transpose(1, 2));  // [BH, S, S] scores, then probabilities
+    k::CausalSoftmaxArgs a;
+    a.rows = bh * s;
+    a.seq = s;
+    a.x = mut_(prob);
+    a.dt = k::dt_of(prob.scalar_type());
+    a.scale = scale;
+    run_(a, prob);
+    ctx->save_for_backward({q, kk, v, prob});
+    ctx->saved_data["scale"] = scale;
+    return torch::bmm(prob, v);  // [BH, S, hd]
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    RECORD_FUNCTION("fused::causal_attention_backward", std::vector<c10::IValue>());
+    const auto saved = ctx->get_saved_variables();
+    const Tensor &q = saved[0], &kk = saved[1], &v = saved[2], &prob = saved[3];
+    const Tensor dout = grads[0].to(prob.scalar_type()).contiguous();
+    Tensor ds = torch::bmm(dout, v.transpose(1, 2));  // dP, then the score gradient
+    k::CausalSoftmaxGradArgs a;
+    a.rows = prob.size(0) * prob.size(1);
+    a.seq = prob.size(1);
+    a.p = ptr_(prob);
+    a.dp = mut_(ds);
+    a.dt = k::dt_of(prob.scalar_type());
+    a.scale = ctx->saved_data["scale"].toDouble();
+    run_(a, prob);
+    Tensor dq = torch::bmm(ds, kk);
+    Tensor dk = torch::bmm(ds.transpose(1, 2), q);
+    Tensor dv = torch::bmm(prob.transpose(1, 2), dout);
+    return {dq, dk, dv};
+  }
+};
+
+struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
+                        const Tensor& targets_in) {
+    RECORD_FUNCTION("fused::head_cross_entropy", std::vector<c10::IValue>());
+    const Tensor targets = targets_in.contiguous();
+    Tensor logits = torch::mm(x, w.t());  // [N, V], the loss gradient on return
+    const int64_t n = logits.size(0);
+    Tensor partials = torch::empty({k::num_chunks(n)}, logits.options().dtype(b.scalar_type()));
+    k::HeadCrossEntropyArgs a;
+    a.rows = n;
+    a.cols = logits.size(1);
+    a.logits = mut_(logits);
+    a.bias = ptr_(b);
+    a.targets = targets.const_data_ptr<int64_t>();
+    a.partials = mut_(partials);
+    a.acc = k::dt_of(b.scalar_type());
+    a.dt = k::dt_of(logits.scalar_type());
+    run_(a, logits);
+    ctx->save_for_backward({x, w, logits});
+    return partials.sum() / static_cast<double>(n);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    RECORD_FUNCTION("fused::head_cross_entropy_backward", std::vector<c10::IValue>());
+    const auto saved = ctx->get_saved_variables();
+    const Tensor &x = saved[0], &w = saved[1], &dlogits = saved[2];
+    // d loss: a scalar (1, or the loss scale of a float16 run).
+    const Tensor dl = dlogits * grads[0].to(dlogits.scalar_type());
+    Tensor dx = x.requires_grad() ? torch::mm(dl, w) : Tensor();  // [N, d]
+    Tensor dw = torch::mm(dl.t(), x);                             // [V, d]
+    Tensor db = dl.sum(0, /*keepdim=*/false, grads[0].scalar_type());
+    return {dx, dw, db, Tensor()};
+  }
+};
+
+}  // namespace
+
+std::vector<Tensor> drop_add_layer_norm(const Tensor& resid, const Tensor& branch,
+                                        const Tensor& bias, const Tensor& gamma, const Tensor& beta,
+                                        FusedDropout drop, c10::ScalarType out_dtype) {
+  return DropAddLn::apply(opt_(resid, branch), branch, opt_(bias, branch), opt_(gamma, branch),
+                          opt_(beta, branch), drop.p, static_cast<int64_t>(drop.key), out_dtype);
+}
+
+Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, FusedDropout drop) {
+  return LinearReluDropout::apply(x, w, b, drop.p, static_cast<int64_t>(drop.key));
+}
+
+Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const int64_t b = q.size(0), h = q.size(1), s = q.size(2), hd = q.size(3);
+  auto flat = [&](const Tensor& t) { return t.reshape({b * h, s, hd}).contiguous(); };
+  return CausalAttention::apply(flat(q), flat(k), flat(v)).view({b, h, s, hd});
+}
+
+Tensor head_cross_entropy(const Tensor& x, const Tensor& w, const Tensor& b,
+                          const Tensor& targets) {
+  return HeadCrossEntropy::apply(x, w, b, targets);
+}
+
+}  // namespace trainbench

@@ -1,0 +1,168 @@
+// The step profiler (see profile.h): Kineto's CPU activity, self times by category.
+#include "trainbench/report/profile.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <vector>
+
+#include <torch/csrc/autograd/profiler_kineto.h>
+
+#include "trainbench/core/errors.h"
+
+namespace trainbench {
+namespace {
+
+namespace prof = torch::autograd::profiler;
+using torch::profiler::impl::ActivityType;
+using torch::profiler::impl::ProfilerConfig;
+using torch::profiler::impl::ProfilerState;
+
+const char* const kCategories[] = {"gemm", "attention", "normalisation", "pointwise",
+                                   "loss", "optimizer", "data",          "other"};
+
+// First rule that matches (a substring of the event name) names the category; the fused
+// model's own scopes come before the aten names they contain ("linear_relu_dropout" is not a
+// GEMM: its GEMMs are child events of their own).
+const std::vector<std::pair<const char*, const char*>>& rules_() {
+  static const std::vector<std::pair<const char*, const char*>> rules = {
+      {"trainbench::optimizer", "optimizer"},
+      {"trainbench::data", "data"},
+      {"adam", "optimizer"},
+      {"Adam", "optimizer"},
+      {"head_cross_entropy", "loss"},
+      {"HeadCrossEntropy", "loss"},
+      {"cross_entropy", "loss"},
+      {"nll_loss", "loss"},
+      {"log_softmax", "loss"},
+      {"causal_attention", "attention"},
+      {"CausalAttention", "attention"},
+      {"scaled_dot_product", "attention"},
+      {"flash_attention", "attention"},
+      {"softmax", "attention"},
+      {"drop_add_layer_norm", "normalisation"},
+      {"DropAddLn", "normalisation"},
+      {"layer_norm", "normalisation"},
+      {"linear_relu_dropout", "pointwise"},
+      {"LinearReluDropout", "pointwise"},
+      {"aten::mm", "gemm"},
+      {"aten::addmm", "gemm"},
+      {"aten::bmm", "gemm"},
+      {"aten::baddbmm", "gemm"},
+      {"aten::matmul", "gemm"},
+      {"aten::linear", "gemm"},
+      {"MmBackward", "gemm"},
+      {"AddmmBackward", "gemm"},
+      {"BmmBackward", "gemm"},
+      {"dropout", "pointwise"},
+      {"bernoulli", "pointwise"},
+      {"relu", "pointwise"},
+      {"threshold", "pointwise"},
+      {"aten::add", "pointwise"},
+      {"aten::mul", "pointwise"},
+      {"aten::div", "pointwise"},
+      {"aten::sub", "pointwise"},
+      {"copy_", "pointwise"},
+      {"_to_copy", "pointwise"},
+      {"aten::cat", "pointwise"},
+      {"aten::sum", "pointwise"},
+      {"embedding", "pointwise"},
+      {"aten::fill_", "pointwise"},
+      {"aten::zero", "pointwise"},
+  };
+  return rules;
+}
+
+}  // namespace
+
+std::string op_category(const std::string& name) {
+  for (const auto& [part, category] : rules_()) {
+    if (name.find(part) != std::string::npos) return category;
+  }
+  return "other";
+}
+
+StepProfiler::StepProfiler() = default;
+
+StepProfiler::~StepProfiler() {
+  if (running_) prof::disableProfiler();
+}
+
+void StepProfiler::start() {
+  const ProfilerConfig config(ProfilerState::KINETO);
+  const std::set<ActivityType> activities{ActivityType::CPU};
+  prof::prepareProfiler(config, activities);
+  prof::enableProfiler(config, activities);
+  running_ = true;
+}
+
+nlohmann::json StepProfiler::stop(int64_t steps, double wall_s, const std::string& trace_path) {
+  running_ = false;
+  std::unique_ptr<prof::ProfilerResult> result = prof::disableProfiler();
+  // Self time of each op event: its duration less its direct children's, per thread, with
+  // the category of the nearest event (itself or an enclosing one) that has one; bench's
+  // optimizer and data scopes claim everything inside them.
+  struct Ev {
+    uint64_t thread, start, end;
+    std::string name;
+  };
+  std::vector<Ev> evs;
+  for (const auto& e : result->events()) {
+    if (e.deviceType() != c10::DeviceType::CPU || e.durationNs() == 0) continue;
+    evs.push_back({e.startThreadId(), e.startNs(), e.endNs(), e.name()});
+  }
+  std::sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
+    return a.thread != b.thread ? a.thread < b.thread
+                                : (a.start != b.start ? a.start < b.start : a.end > b.end);
+  });
+  std::map<std::string, double> self_ns;
+  struct Frame {
+    uint64_t end;
+    std::string category;
+    double children_ns;
+    double duration_ns;
+  };
+  std::vector<Frame> stack;
+  auto close = [&](const Frame& f) { self_ns[f.category] += f.duration_ns - f.children_ns; };
+  uint64_t thread = ~0ULL;
+  for (const Ev& e : evs) {
+    if (e.thread != thread) {
+      while (!stack.empty()) close(stack.back()), stack.pop_back();
+      thread = e.thread;
+    }
+    while (!stack.empty() && stack.back().end <= e.start) close(stack.back()), stack.pop_back();
+    std::string category = op_category(e.name);
+    if (!stack.empty()) {
+      const std::string& parent = stack.back().category;
+      if (parent == "optimizer" || parent == "data" || category == "other") category = parent;
+      stack.back().children_ns += static_cast<double>(e.end - e.start);
+    }
+    stack.push_back({e.end, category, 0.0, static_cast<double>(e.end - e.start)});
+  }
+  while (!stack.empty()) close(stack.back()), stack.pop_back();
+  try {
+    result->save(trace_path);
+  } catch (const std::exception& e) {
+    throw RunError("--profile_steps: cannot write the trace '" + trace_path +
+                   "': " + error_text(e));
+  }
+  const double n = static_cast<double>(std::max<int64_t>(1, steps));
+  nlohmann::json ms = nlohmann::json::object(), share = nlohmann::json::object();
+  double traced_ms = 0;
+  for (const char* c : kCategories) {
+    const double v = self_ns.count(c) ? self_ns[c] / 1e6 / n : 0.0;
+    ms[c] = v;
+    traced_ms += v;
+  }
+  const double step_ms = wall_s * 1e3 / n;
+  ms["untraced"] = std::max(0.0, step_ms - traced_ms);
+  for (const auto& [k, v] : ms.items()) share[k] = step_ms > 0 ? v.get<double>() / step_ms : 0.0;
+  return {{"steps", steps},
+          {"step_ms", step_ms},
+          {"ms_per_step", ms},
+          {"share", share},
+          {"trace", std::filesystem::path(trace_path).filename().string()}};
+}
+
+}  // namespace trainbench

@@ -1,0 +1,120 @@
+// --compile fused end to end: the result files name the path, a resumed fused run equals the
+// straight run bit for bit (dropout 0.1), and the quick preset learns as eager does.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "test_util.h"
+#include "trainbench/app/run.h"
+#include "trainbench/core/log.h"
+#include "trainbench/report/report.h"
+#include "trainbench/report/results.h"
+#include "trainbench/train/checkpoint.h"
+
+namespace trainbench {
+namespace {
+
+class FusedRun : public ::testing::Test {
+ protected:
+  void SetUp() override { log_set_quiet(true); }
+  void TearDown() override { log_set_quiet(false); }
+  RunConfig config() {
+    RunConfig c = testing::tiny_config();
+    c.compile = "fused";
+    c.save_dir = dir / "run";
+    return c;
+  }
+  testing::TempDir dir;
+};
+
+TEST_F(FusedRun, ResultFilesNameTheFusedPath) {
+  const RunResult r = run_benchmark(config());
+  EXPECT_EQ(r.status, "completed");
+  EXPECT_TRUE(r.run_dir.ends_with("_handcraft_layer1_float32_fused")) << r.run_dir;
+  const nlohmann::json cfg = read_json_file(r.run_dir + "/config.json");
+  EXPECT_EQ(cfg["compile"], "fused");
+  EXPECT_EQ(cfg["dropout_impl"], "fused");  // the resolved choice: the kernels' own masks
+  EXPECT_EQ(r.summary["compile_backend"], "fused");
+  EXPECT_EQ(read_run(r.run_dir).label, "libtorch handcraft fused");
+}
+
+TEST_F(FusedRun, TwentyStepsPlusResumePlusTwentyEqualFortyStraightWithDropout) {
+  RunConfig c = config();
+  c.dropout = 0.1;
+  c.dtype = "bfloat16";
+  c.log_every = 1;
+  c.steps = 40;
+  c.save_dir = dir / "straight";
+  const RunResult straight = run_benchmark(c);
+  c.save_dir = dir / "split";
+  c.steps = 20;
+  c.checkpoint_every = 10;
+  const RunResult first = run_benchmark(c);
+  c.resume = first.run_dir;
+  c.steps = 40;
+  const RunResult resumed = run_benchmark(c);
+  const auto a = testing::window_values(straight.run_dir),
+             b = testing::window_values(resumed.run_dir);
+  ASSERT_EQ(a.size(), 40u);
+  ASSERT_EQ(b.size(), 40u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i + 1;
+}
+
+// `bench --resume DIR` alone continues a fused run with its recorded flags (config.json holds
+// the resolved dropout kernel, "fused", which must read back), and a profiled fused run writes
+// its breakdown and trace.
+TEST_F(FusedRun, ResumeAloneContinuesAndProfileStepsWriteTheBreakdown) {
+  const std::string flags =
+      " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
+      " --warmup_steps 1 --log_every 1 --threads 1 --device cpu --peak_tflops 1 --compile fused"
+      " --eval_batches 1 --checkpoint_every 2 --profile_steps 2 --save_dir " +
+      (dir / "cli");
+  const auto first = testing::run_bench(flags + " --steps 4");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::string run = dir / "cli_handcraft_layer1_float32_fused";
+  const nlohmann::json summary = read_json_file(run + "/summary.json");
+  ASSERT_TRUE(summary["profile"].is_object()) << summary.dump();
+  EXPECT_EQ(summary["profile"]["steps"], 2);
+  EXPECT_EQ(summary["steps_timed"], 1);  // 4 steps: 1 warm-up, 2 profiled, 1 timed
+  EXPECT_GT(summary["profile"]["ms_per_step"]["gemm"].get<double>(), 0);
+  EXPECT_GT(summary["profile"]["ms_per_step"]["normalisation"].get<double>(), 0);
+  EXPECT_GT(summary["profile"]["ms_per_step"]["optimizer"].get<double>(), 0);
+  EXPECT_TRUE(std::filesystem::file_size(run + "/trace.json") > 100);
+  const auto report = testing::run_bench("report " + run);
+  EXPECT_NE(report.output.find("Time per profiled step by op category"), std::string::npos)
+      << report.output;
+  const auto resumed = testing::run_bench("--resume " + run + " --steps 6");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(read_json_file(run + "/summary.json")["steps_done"], 6);
+  const auto bad = testing::run_bench(
+      testing::merge_flags(flags, " --steps 4 --profile_steps 3 --save_dir " + (dir / "x")));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--profile_steps: 3 leaves no timed step"), std::string::npos)
+      << bad.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "x_handcraft_layer1_float32_fused"));
+}
+
+// The quick preset (dropout 0.1, 400 steps): fused and eager validation bits per byte within
+// 1% of each other from the same seed (their dropout masks differ, their learning must not).
+TEST_F(FusedRun, QuickPresetValidationBpbWithinOnePercentOfEager) {
+  RunConfig c;
+  apply_preset(c, "quick");
+  c.device = "cpu";
+  c.threads = 1;
+  c.peak_tflops = 1.0;
+  c.log_every = 50;
+  double bpb[2] = {0, 0};
+  for (int fused = 0; fused < 2; ++fused) {
+    c.compile = fused ? "fused" : "none";
+    c.save_dir = dir / (fused ? "fused" : "eager");
+    const RunResult r = run_benchmark(c);
+    ASSERT_EQ(r.status, "completed");
+    bpb[fused] = r.summary["final_valid_bpb"].get<double>();
+  }
+  EXPECT_LT(bpb[1], 3.0);  // it learned (a uniform guess is 8 bits per byte)
+  EXPECT_NEAR(bpb[1], bpb[0], 0.01 * bpb[0]) << "eager " << bpb[0] << ", fused " << bpb[1];
+}
+
+}  // namespace
+}  // namespace trainbench

@@ -1,0 +1,227 @@
+// The fused operations (model/fused_ops.h) against their eager compositions: forward values and
+// every input gradient in float32 (1e-5 relative) and bfloat16, odd shapes, dropout masks
+// (statistics, determinism per key, forward/backward agreement), and a float64 finite-difference
+// gradient check on tiny sizes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include <torch/torch.h>
+
+#include "trainbench/model/fused_ops.h"
+#include "trainbench/model/model.h"
+
+namespace trainbench {
+namespace {
+
+using torch::Tensor;
+
+Tensor leaf(Tensor t) { return t.detach().requires_grad_(true); }
+
+// Max |a - b| / (max |b| + tiny): a relative error over the whole tensor.
+double rel_err(const Tensor& a, const Tensor& b) {
+  const double scale = b.abs().max().item<double>() + 1e-12;
+  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>() / scale;
+}
+
+std::vector<Tensor> grads_of(const std::vector<Tensor>& xs) {
+  std::vector<Tensor> g;
+  for (const auto& x : xs) g.push_back(x.grad().defined() ? x.grad().clone() : Tensor());
+  for (const auto& x : xs) x.mutable_grad() = Tensor();
+  return g;
+}
+
+struct Shape {
+  int64_t rows, cols;
+};
+const std::vector<Shape> kShapes = {{1, 3}, {3, 7}, {257, 33}, {64, 512}};
+
+TEST(FusedOps, DropAddLayerNormMatchesEagerInFloat32) {
+  for (const Shape s : kShapes) {
+    torch::manual_seed(1);
+    const Tensor r = leaf(torch::randn({s.rows, s.cols})), b = leaf(torch::randn({s.rows, s.cols}));
+    const Tensor bias = leaf(torch::randn({s.cols})), g = leaf(torch::rand({s.cols}) + 0.5),
+                 be = leaf(torch::randn({s.cols}));
+    const Tensor up1 = torch::randn({s.rows, s.cols}), up2 = torch::randn({s.rows, s.cols});
+    const std::vector<Tensor> in = {r, b, bias, g, be};
+    auto fused = drop_add_layer_norm(r, b, bias, g, be, {}, torch::kFloat);
+    ((fused[0] * up1).sum() + (fused[1] * up2).sum()).backward();
+    const auto gf = grads_of(in);
+    const Tensor h = r + (b + bias);
+    const Tensor y = torch::layer_norm(h, {s.cols}, g, be, 1e-5);
+    ((h * up1).sum() + (y * up2).sum()).backward();
+    const auto ge = grads_of(in);
+    EXPECT_LT(rel_err(fused[0], h), 1e-6) << s.rows << "x" << s.cols;
+    EXPECT_LT(rel_err(fused[1], y), 1e-5) << s.rows << "x" << s.cols;
+    for (size_t i = 0; i < in.size(); ++i) {
+      EXPECT_LT(rel_err(gf[i], ge[i]), 1e-5) << "input " << i << " at " << s.rows << "x" << s.cols;
+    }
+  }
+}
+
+TEST(FusedOps, DropAddWithoutLayerNormOrResidualIsTheDroppedBranch) {
+  torch::manual_seed(2);
+  const Tensor b = leaf(torch::randn({5, 9}));
+  auto out = drop_add_layer_norm({}, b, {}, {}, {}, {}, torch::kFloat);
+  EXPECT_TRUE(torch::equal(out[0], b.detach()));
+  EXPECT_TRUE(torch::equal(out[1], b.detach()));
+  out[1].sum().backward();
+  EXPECT_TRUE(torch::equal(b.grad(), torch::ones_like(b)));
+}
+
+TEST(FusedOps, DropoutMasksKeepTheRateAreFixedByTheKeyAndAgreeWithBackward) {
+  const double p = 0.1;
+  const Tensor r = torch::zeros({256, 512}), b = leaf(torch::ones({256, 512}));
+  const auto a1 = drop_add_layer_norm(r, b, {}, {}, {}, {p, 42}, torch::kFloat);
+  const auto a2 = drop_add_layer_norm(r, b, {}, {}, {}, {p, 42}, torch::kFloat);
+  const auto a3 = drop_add_layer_norm(r, b, {}, {}, {}, {p, 43}, torch::kFloat);
+  EXPECT_TRUE(torch::equal(a1[0], a2[0]));
+  EXPECT_FALSE(torch::equal(a1[0], a3[0]));
+  const Tensor kept = a1[0] != 0;
+  const double drop_rate = 1.0 - kept.to(torch::kDouble).mean().item<double>();
+  EXPECT_NEAR(drop_rate, p, 0.005);  // 131072 draws: the standard error is 0.0008
+  // Kept elements are scaled by 1/(1-p) exactly.
+  EXPECT_TRUE(torch::allclose(a1[0].masked_select(kept),
+                              torch::full({kept.sum().item<int64_t>()}, 1.0 / (1 - p)), 0, 1e-6));
+  a1[0].sum().backward();  // the gradient passes exactly where the forward kept
+  EXPECT_TRUE(torch::equal(b.grad() != 0, kept));
+}
+
+TEST(FusedOps, LinearReluDropoutMatchesEagerAndItsMaskStatistics) {
+  for (const Shape s : kShapes) {
+    torch::manual_seed(3);
+    const Tensor x = leaf(torch::randn({s.rows, 16})), w = leaf(torch::randn({s.cols, 16}) * 0.2);
+    const Tensor b = leaf(torch::randn({s.cols}) * 0.1), up = torch::randn({s.rows, s.cols});
+    const std::vector<Tensor> in = {x, w, b};
+    const Tensor f = linear_relu_dropout(x, w, b, {});
+    (f * up).sum().backward();
+    const auto gf = grads_of(in);
+    const Tensor e = torch::relu(torch::linear(x, w, b));
+    (e * up).sum().backward();
+    const auto ge = grads_of(in);
+    EXPECT_LT(rel_err(f, e), 1e-5);
+    for (size_t i = 0; i < in.size(); ++i) EXPECT_LT(rel_err(gf[i], ge[i]), 1e-5) << i;
+  }
+  const Tensor x = torch::randn({512, 64}), w = torch::eye(64);
+  const Tensor big = torch::full({64}, 10.0);  // every unit active: zeros are dropped ones
+  const Tensor out = linear_relu_dropout(x, w, big, {0.25, 7});
+  EXPECT_NEAR((out == 0).to(torch::kDouble).mean().item<double>(), 0.25, 0.01);
+  EXPECT_TRUE(torch::equal(out, linear_relu_dropout(x, w, big, {0.25, 7})));
+}
+
+// Eager causal attention: softmax(q k^T / sqrt(hd) + mask) v.
+Tensor eager_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const int64_t s = q.size(2);
+  const Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(q.size(3)));
+  return torch::matmul(torch::softmax(scores + causal_mask(s, q.options()), -1), v);
+}
+
+TEST(FusedOps, CausalAttentionMatchesEagerAtOddLengths) {
+  for (int64_t s : {1, 3, 257}) {
+    torch::manual_seed(4);
+    const Tensor q = leaf(torch::randn({2, 3, s, 8})), k = leaf(torch::randn({2, 3, s, 8})),
+                 v = leaf(torch::randn({2, 3, s, 8})), up = torch::randn({2, 3, s, 8});
+    const std::vector<Tensor> in = {q, k, v};
+    const Tensor f = causal_attention(q, k, v);
+    (f * up).sum().backward();
+    const auto gf = grads_of(in);
+    const Tensor e = eager_attention(q, k, v);
+    (e * up).sum().backward();
+    const auto ge = grads_of(in);
+    EXPECT_LT(rel_err(f, e), 1e-5) << "seq " << s;
+    for (size_t i = 0; i < in.size(); ++i)
+      EXPECT_LT(rel_err(gf[i], ge[i]), 1e-5) << i << " seq " << s;
+  }
+}
+
+TEST(FusedOps, HeadCrossEntropyMatchesEagerLossAndGradients) {
+  for (int64_t n : {1, 3, 257}) {
+    torch::manual_seed(5);
+    const Tensor x = leaf(torch::randn({n, 20})), w = leaf(torch::randn({256, 20}) * 0.3),
+                 b = leaf(torch::randn({256}) * 0.1);
+    const Tensor t = torch::randint(0, 256, {n}, torch::kLong);
+    const std::vector<Tensor> in = {x, w, b};
+    const Tensor f = head_cross_entropy(x, w, b, t);
+    (f * 3.0).backward();  // a loss scale reaches every gradient
+    const auto gf = grads_of(in);
+    const Tensor e = torch::cross_entropy_loss(torch::linear(x, w, b), t);
+    (e * 3.0).backward();
+    const auto ge = grads_of(in);
+    EXPECT_LT(rel_err(f, e), 1e-6) << n;
+    for (size_t i = 0; i < in.size(); ++i)
+      EXPECT_LT(rel_err(gf[i], ge[i]), 1e-5) << i << " n " << n;
+  }
+}
+
+TEST(FusedOps, Bfloat16OpsTrackTheirFloat32ValuesWithinBfloat16Tolerance) {
+  torch::manual_seed(6);
+  const Tensor r = torch::randn({64, 96}), b = torch::randn({64, 96}), g = torch::ones({96}),
+               be = torch::zeros({96});
+  const Tensor y32 = drop_add_layer_norm(r, b, {}, g, be, {}, torch::kFloat)[1];
+  const Tensor y16 =
+      drop_add_layer_norm(r, b.to(torch::kBFloat16), {}, g, be, {}, torch::kBFloat16)[1];
+  EXPECT_EQ(y16.scalar_type(), torch::kBFloat16);
+  EXPECT_LT(rel_err(y16, y32), 2e-2);
+  const Tensor x = torch::randn({64, 32}), w = torch::randn({256, 32}) * 0.2,
+               hb = torch::zeros({256});
+  const Tensor t = torch::randint(0, 256, {64}, torch::kLong);
+  const double l32 = head_cross_entropy(x, w, hb, t).item<double>();
+  const double l16 =
+      head_cross_entropy(x.to(torch::kBFloat16), w.to(torch::kBFloat16), hb, t).item<double>();
+  EXPECT_NEAR(l16, l32, 2e-2 * l32);
+  const Tensor q = torch::randn({1, 2, 40, 16});
+  const Tensor a32 = causal_attention(q, q, q);
+  const Tensor qb = q.to(torch::kBFloat16);
+  EXPECT_LT(rel_err(causal_attention(qb, qb, qb), a32), 3e-2);
+}
+
+// Central differences of a scalar function of `x` (float64) against x's analytic gradient.
+double max_fd_error(const std::function<Tensor()>& f, const Tensor& x) {
+  x.mutable_grad() = Tensor();
+  f().backward();
+  const Tensor analytic = x.grad().clone();
+  double worst = 0;
+  torch::NoGradGuard no_grad;
+  auto flat = x.view({-1});
+  for (int64_t i = 0; i < flat.numel(); ++i) {
+    const double v = flat[i].item<double>(), h = 1e-6;
+    flat[i] = v + h;
+    const double up = f().item<double>();
+    flat[i] = v - h;
+    const double down = f().item<double>();
+    flat[i] = v;
+    worst =
+        std::max(worst, std::abs((up - down) / (2 * h) - analytic.view({-1})[i].item<double>()));
+  }
+  return worst;
+}
+
+TEST(FusedOps, Float64GradientsMatchFiniteDifferences) {
+  torch::manual_seed(7);
+  const auto o = torch::TensorOptions().dtype(torch::kDouble);
+  const Tensor r = leaf(torch::randn({3, 5}, o)), b = leaf(torch::randn({3, 5}, o)),
+               bias = leaf(torch::randn({5}, o)), g = leaf(torch::rand({5}, o) + 0.5),
+               be = leaf(torch::randn({5}, o)), up = torch::randn({3, 5}, o);
+  auto ln = [&] {
+    auto out = drop_add_layer_norm(r, b, bias, g, be, {0.3, 11}, torch::kDouble);
+    return (out[1] * up).sum() + (out[0] * up).sum() * 0.5;
+  };
+  for (const Tensor& t : {r, b, bias, g, be}) EXPECT_LT(max_fd_error(ln, t), 1e-6);
+  const Tensor x = leaf(torch::randn({4, 3}, o)), w = leaf(torch::randn({6, 3}, o)),
+               fb = leaf(torch::randn({6}, o)), up2 = torch::randn({4, 6}, o);
+  auto ff = [&] { return (linear_relu_dropout(x, w, fb, {0.2, 5}) * up2).sum(); };
+  for (const Tensor& t : {x, w, fb}) EXPECT_LT(max_fd_error(ff, t), 1e-6);
+  const Tensor q = leaf(torch::randn({1, 2, 4, 3}, o)), k = leaf(torch::randn({1, 2, 4, 3}, o)),
+               v = leaf(torch::randn({1, 2, 4, 3}, o)), up3 = torch::randn({1, 2, 4, 3}, o);
+  auto at = [&] { return (causal_attention(q, k, v) * up3).sum(); };
+  for (const Tensor& t : {q, k, v}) EXPECT_LT(max_fd_error(at, t), 1e-6);
+  const Tensor hx = leaf(torch::randn({5, 4}, o)), hw = leaf(torch::randn({256, 4}, o)),
+               hb = leaf(torch::randn({256}, o));
+  const Tensor tg = torch::randint(0, 256, {5}, torch::kLong);
+  auto ce = [&] { return head_cross_entropy(hx, hw, hb, tg); };
+  for (const Tensor& t : {hx, hw, hb}) EXPECT_LT(max_fd_error(ce, t), 1e-6);
+}
+
+}  // namespace
+}  // namespace trainbench
