@@ -91,8 +91,9 @@ __global__ void drop_add_ln_kernel(kernels::DropAddLnArgs a) {
   A sum = 0;
   for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
     const A v = ld<A>(static_cast<const Sb*>(a.branch), o + c) + (bias ? bias[c] : A(0));
-    const bool keep = m::dropout_keep(a.key, static_cast<uint64_t>(o + c), a.threshold);
-    x[c] = m::dropped_add(resid ? resid[o + c] : A(0), v, keep, static_cast<A>(a.scale));
+    const A f = m::dropout_factor(a.key, static_cast<uint64_t>(o + c), a.threshold,
+                                  static_cast<A>(a.scale));
+    x[c] = m::dropped_add(resid ? resid[o + c] : A(0), v, f);
     sum += x[c];
   }
   if (!gamma) {
@@ -151,8 +152,8 @@ __global__ void drop_add_ln_grad_kernel(kernels::DropAddLnGradArgs a) {
         g += ld<A>(dy, o + c);
       }
       if (a.d_resid) static_cast<A*>(a.d_resid)[o + c] = g;
-      const bool keep = m::dropout_keep(a.key, static_cast<uint64_t>(o + c), a.threshold);
-      const A db = keep ? g * static_cast<A>(a.scale) : A(0);
+      const A db = g * m::dropout_factor(a.key, static_cast<uint64_t>(o + c), a.threshold,
+                                         static_cast<A>(a.scale));
       st(static_cast<Sb*>(a.d_branch), o + c, db);
       pb[c] += db;
     }
@@ -166,8 +167,9 @@ __global__ void bias_relu_dropout_kernel(kernels::BiasReluDropoutArgs a) {
   const A* bias = static_cast<const A*>(a.bias);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const bool keep = m::dropout_keep(a.key, static_cast<uint64_t>(i), a.threshold);
-    st(x, i, m::bias_relu_dropout(ld<A>(x, i), bias[i % a.cols], keep, static_cast<A>(a.scale)));
+    const A f =
+        m::dropout_factor(a.key, static_cast<uint64_t>(i), a.threshold, static_cast<A>(a.scale));
+    st(x, i, m::bias_relu_dropout(ld<A>(x, i), bias[i % a.cols], f));
   }
 }
 

@@ -54,10 +54,7 @@ inline A ld(const double* p, int64_t i) {
 }
 template <typename A>
 inline A ld(const Bf16* p, int64_t i) {
-  const uint32_t u = static_cast<uint32_t>(p[i].bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return static_cast<A>(f);
+  return static_cast<A>(__builtin_bit_cast(float, static_cast<uint32_t>(p[i].bits) << 16));
 }
 template <typename A>
 inline A ld(const F16* p, int64_t i) {
@@ -75,8 +72,7 @@ template <typename A>
 inline void st(Bf16* p, int64_t i, A v) {
   // Round to nearest even, NaN kept a (quiet) NaN: LibTorch's float -> bfloat16 rule.
   const float f = static_cast<float>(v);
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
+  const uint32_t u = __builtin_bit_cast(uint32_t, f);
   const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
   p[i].bits = static_cast<uint16_t>(f != f ? 0x7FC0u : rounded);
 }
@@ -103,7 +99,10 @@ template <typename T>
 using Elem = std::remove_pointer_t<T>;
 
 // ---- residual add + dropout + LayerNorm ----------------------------------------------------
-template <typename A, typename Sb, typename So>
+// The optional inputs are template flags, not pointer tests inside the loops: a load under a
+// condition keeps the compiler from vectorizing. bias and resid_out are always given (the
+// caller passes zeros for an absent bias).
+template <typename A, typename Sb, typename So, bool kResid, bool kLn>
 void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
   const int64_t d = a.cols;
   const A* resid = static_cast<const A*>(a.resid);
@@ -112,40 +111,43 @@ void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
   const A* gamma = static_cast<const A*>(a.gamma);
   const A* beta = static_cast<const A*>(a.beta);
   const A scale = static_cast<A>(a.scale);
-  RowBuf<A> row_buf(a.resid_out ? 0 : d);
+  const uint64_t key = a.key;
+  const uint32_t threshold = a.threshold;
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
-    A* x = a.resid_out ? static_cast<A*>(a.resid_out) + r * d : row_buf.data();
-    const uint64_t base = static_cast<uint64_t>(r * d);
-#pragma omp simd
-    for (int64_t c = 0; c < d; ++c) {
-      const A v = ld<A>(branch, r * d + c) + (bias ? bias[c] : A(0));
-      const bool keep = m::dropout_keep(a.key, base + c, a.threshold);
-      x[c] = m::dropped_add(resid ? resid[r * d + c] : A(0), v, keep, scale);
-    }
-    So* y = static_cast<So*>(a.y) + r * d;
-    if (!gamma) {
-#pragma omp simd
-      for (int64_t c = 0; c < d; ++c) st(y, c, x[c]);
-      continue;
-    }
+    const int64_t o = r * d;
+    A* x = static_cast<A*>(a.resid_out) + o;
+    const Sb* br = branch + o;
+    So* y = static_cast<So*>(a.y) + o;
     A sum = 0;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t c = 0; c < d; ++c) sum += x[c];
-    const A mean0 = sum / static_cast<A>(d);
-    A sq = 0;  // two passes over a row that is in L1: no cancellation in the variance
-#pragma omp simd reduction(+ : sq)
-    for (int64_t c = 0; c < d; ++c) sq += (x[c] - mean0) * (x[c] - mean0);
-    A mean, rstd;
-    m::row_stats(A(0), sq, mean0, d, static_cast<A>(a.eps), &mean, &rstd);
-    static_cast<A*>(a.mean)[r] = mean;
-    static_cast<A*>(a.rstd)[r] = rstd;
+    for (int64_t c = 0; c < d; ++c) {
+      const A f = m::dropout_factor(key, static_cast<uint64_t>(o + c), threshold, scale);
+      const A v = m::dropped_add(kResid ? resid[o + c] : A(0), ld<A>(br, c) + bias[c], f);
+      x[c] = v;
+      sum += v;
+    }
+    if constexpr (!kLn) {
 #pragma omp simd
-    for (int64_t c = 0; c < d; ++c)
-      st(y, c, m::layer_norm_value(x[c], mean, rstd, gamma[c], beta[c]));
+      for (int64_t c = 0; c < d; ++c) st(y, c, x[c]);
+    } else {
+      const A mean0 = sum / static_cast<A>(d);
+      A sq = 0;  // a second pass over a row that is in L1: no cancellation in the variance
+#pragma omp simd reduction(+ : sq)
+      for (int64_t c = 0; c < d; ++c) sq += (x[c] - mean0) * (x[c] - mean0);
+      A mean, rstd;
+      m::row_stats(A(0), sq, mean0, d, static_cast<A>(a.eps), &mean, &rstd);
+      static_cast<A*>(a.mean)[r] = mean;
+      static_cast<A*>(a.rstd)[r] = rstd;
+#pragma omp simd
+      for (int64_t c = 0; c < d; ++c) {
+        st(y, c, m::layer_norm_value(x[c], mean, rstd, gamma[c], beta[c]));
+      }
+    }
   }
 }
 
-template <typename A, typename Sb, typename So>
+// dy and d_resid_out are always given (the caller passes zeros for an unused output).
+template <typename A, typename Sb, typename So, bool kDResid, bool kLn>
 void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
   const int64_t d = a.cols;
   const So* dy = static_cast<const So*>(a.dy);
@@ -155,7 +157,8 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
   A* d_resid = static_cast<A*>(a.d_resid);
   Sb* d_branch = static_cast<Sb*>(a.d_branch);
   const A scale = static_cast<A>(a.scale);
-  RowBuf<A> g(d);
+  const uint64_t key = a.key;
+  const uint32_t threshold = a.threshold;
   for (int64_t chunk = c0; chunk < c1; ++chunk) {
     A* pb = static_cast<A*>(a.partials) + chunk * 3 * d;  // d_bias, then d_gamma, d_beta
     A* pg = pb + d;
@@ -163,8 +166,10 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
     for (int64_t c = 0; c < 3 * d; ++c) pb[c] = 0;
     for (int64_t r = chunk * kChunkRows; r < min_(a.rows, (chunk + 1) * kChunkRows); ++r) {
       const int64_t o = r * d;
-      if (gamma) {
-        const A mean = static_cast<const A*>(a.mean)[r], rstd = static_cast<const A*>(a.rstd)[r];
+      A mean = 0, rstd = 0, c1m = 0, c2m = 0;
+      if constexpr (kLn) {
+        mean = static_cast<const A*>(a.mean)[r];
+        rstd = static_cast<const A*>(a.rstd)[r];
         A s1 = 0, s2 = 0;
 #pragma omp simd reduction(+ : s1, s2)
         for (int64_t c = 0; c < d; ++c) {
@@ -174,25 +179,20 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
           pg[c] += dyv * xhat;
           pe[c] += dyv;
         }
-        const A c1m = s1 / static_cast<A>(d), c2m = s2 / static_cast<A>(d);
-#pragma omp simd
-        for (int64_t c = 0; c < d; ++c) {
-          const A xhat = (ro[o + c] - mean) * rstd;
-          g[c] = m::layer_norm_grad(ld<A>(dy, o + c), gamma[c], xhat, rstd, c1m, c2m) +
-                 (dro ? dro[o + c] : A(0));
-        }
-      } else {
-#pragma omp simd
-        for (int64_t c = 0; c < d; ++c) {
-          g[c] = (dy ? ld<A>(dy, o + c) : A(0)) + (dro ? dro[o + c] : A(0));
-        }
+        c1m = s1 / static_cast<A>(d);
+        c2m = s2 / static_cast<A>(d);
       }
-      const uint64_t base = static_cast<uint64_t>(o);
 #pragma omp simd
       for (int64_t c = 0; c < d; ++c) {
-        if (d_resid) d_resid[o + c] = g[c];
-        const bool keep = m::dropout_keep(a.key, base + c, a.threshold);
-        const A db = keep ? g[c] * scale : A(0);
+        A g;
+        if constexpr (kLn) {
+          const A xhat = (ro[o + c] - mean) * rstd;
+          g = m::layer_norm_grad(ld<A>(dy, o + c), gamma[c], xhat, rstd, c1m, c2m) + dro[o + c];
+        } else {
+          g = ld<A>(dy, o + c) + dro[o + c];
+        }
+        if constexpr (kDResid) d_resid[o + c] = g;
+        const A db = g * m::dropout_factor(key, static_cast<uint64_t>(o + c), threshold, scale);
         st(d_branch, o + c, db);
         pb[c] += db;
       }
@@ -207,12 +207,14 @@ void bias_relu_dropout_(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
   S* x = static_cast<S*>(a.a);
   const A* bias = static_cast<const A*>(a.bias);
   const A scale = static_cast<A>(a.scale);
+  const uint64_t key = a.key;
+  const uint32_t threshold = a.threshold;
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t o = r * f;
 #pragma omp simd
     for (int64_t c = 0; c < f; ++c) {
-      const bool keep = m::dropout_keep(a.key, static_cast<uint64_t>(o + c), a.threshold);
-      st(x, o + c, m::bias_relu_dropout(ld<A>(x, o + c), bias[c], keep, scale));
+      const A fac = m::dropout_factor(key, static_cast<uint64_t>(o + c), threshold, scale);
+      st(x, o + c, m::bias_relu_dropout(ld<A>(x, o + c), bias[c], fac));
     }
   }
 }
@@ -249,7 +251,11 @@ void causal_softmax_(const CausalSoftmaxArgs& a, int64_t c0, int64_t c1) {
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t o = r * n, valid = r % n + 1;  // query t sees keys 0..t
     A mx = ld<A>(x, o) * scale;
-    for (int64_t j = 1; j < valid; ++j) mx = max_(mx, ld<A>(x, o + j) * scale);
+#pragma omp simd reduction(max : mx)
+    for (int64_t j = 1; j < valid; ++j) {
+      const A v = ld<A>(x, o + j) * scale;
+      mx = v > mx ? v : mx;
+    }
     A sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < valid; ++j) {
@@ -295,7 +301,11 @@ void head_cross_entropy_(const HeadCrossEntropyArgs& a, int64_t c0, int64_t c1) 
     for (int64_t r = chunk * kChunkRows; r < min_(a.rows, (chunk + 1) * kChunkRows); ++r) {
       const int64_t o = r * v, target = a.targets[r];
       A mx = ld<A>(z, o) + bias[0];
-      for (int64_t c = 1; c < v; ++c) mx = max_(mx, ld<A>(z, o + c) + bias[c]);
+#pragma omp simd reduction(max : mx)
+      for (int64_t c = 1; c < v; ++c) {
+        const A zc = ld<A>(z, o + c) + bias[c];
+        mx = zc > mx ? zc : mx;
+      }
       A sum = 0;
 #pragma omp simd reduction(+ : sum)
       for (int64_t c = 0; c < v; ++c) {
@@ -358,15 +368,30 @@ void for_drop_add_ln(const Arg& a, Fn&& fn) {
   });
 }
 
+// Calls fn.template operator()<b1, b2>() with the two flags as constants.
+template <typename Fn>
+void with_flags(bool b1, bool b2, Fn&& fn) {
+  if (b1) {
+    b2 ? fn.template operator()<true, true>() : fn.template operator()<true, false>();
+  } else {
+    b2 ? fn.template operator()<false, true>() : fn.template operator()<false, false>();
+  }
+}
+
 }  // namespace
 
 void drop_add_ln_chunks(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
-  for_drop_add_ln(
-      a, [&]<typename A, typename Sb, typename So>() { drop_add_ln_<A, Sb, So>(a, c0, c1); });
+  for_drop_add_ln(a, [&]<typename A, typename Sb, typename So>() {
+    with_flags(a.resid != nullptr, a.gamma != nullptr,
+               [&]<bool kResid, bool kLn>() { drop_add_ln_<A, Sb, So, kResid, kLn>(a, c0, c1); });
+  });
 }
 void drop_add_ln_grad_chunks(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
-  for_drop_add_ln(
-      a, [&]<typename A, typename Sb, typename So>() { drop_add_ln_grad_<A, Sb, So>(a, c0, c1); });
+  for_drop_add_ln(a, [&]<typename A, typename Sb, typename So>() {
+    with_flags(a.d_resid != nullptr, a.gamma != nullptr, [&]<bool kDResid, bool kLn>() {
+      drop_add_ln_grad_<A, Sb, So, kDResid, kLn>(a, c0, c1);
+    });
+  });
 }
 void bias_relu_dropout_chunks(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
   for_acc1<BiasReluBody>(a.acc, a.dt, a, c0, c1);

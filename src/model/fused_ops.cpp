@@ -66,7 +66,9 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     a.cols = d;
     a.resid = ptr_(resid);
     a.branch = ptr_(branch);
-    a.bias = ptr_(bias);
+    // The CPU rows read a bias always: zeros stand for an absent one ([d], negligible).
+    const Tensor bias_or_zero = present_(bias) ? bias : torch::zeros({d}, acc_opts);
+    a.bias = ptr_(bias_or_zero);
     a.gamma = ptr_(gamma);
     a.beta = ptr_(beta);
     a.resid_out = mut_(resid_out);
@@ -94,7 +96,9 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     RECORD_FUNCTION("fused::drop_add_layer_norm_backward", std::vector<c10::IValue>());
     const auto saved = ctx->get_saved_variables();
     const Tensor &resid_out = saved[0], &mean = saved[1], &rstd = saved[2], &gamma = saved[3];
-    const Tensor d_resid_out = contig_(grads[0]), dy = contig_(grads[1]);
+    // An output nobody used has no gradient: zeros stand for it (the kernels read both).
+    const Tensor d_resid_out =
+        present_(grads[0]) ? grads[0].contiguous() : torch::zeros_like(resid_out);
     const double p = ctx->saved_data["p"].toDouble();
     const int64_t n = resid_out.size(0), d = resid_out.size(1);
     const auto branch_dtype = static_cast<c10::ScalarType>(ctx->saved_data["branch_dtype"].toInt());
@@ -106,7 +110,9 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     k::DropAddLnGradArgs a;
     a.rows = n;
     a.cols = d;
-    const Tensor dy_typed = dy.defined() ? dy.to(out_dtype).contiguous() : dy;
+    const Tensor dy_typed = present_(grads[1])
+                                ? grads[1].to(out_dtype).contiguous()
+                                : torch::zeros({n, d}, resid_out.options().dtype(out_dtype));
     a.dy = ptr_(dy_typed);
     a.d_resid_out = ptr_(d_resid_out);
     a.resid_out = ptr_(resid_out);

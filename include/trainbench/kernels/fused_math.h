@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #if defined(__CUDACC__)
 #define TB_HD __host__ __device__ static __forceinline__
@@ -20,6 +19,8 @@ namespace trainbench::kernels::math {
 // Square root, exp and log for float and double, the builtins on the host (no libstdc++ inline
 // wrappers, see above) and CUDA's functions on the device.
 #if defined(__CUDA_ARCH__)
+TB_HD float bits_to_float_(int32_t bits) { return __int_as_float(bits); }
+TB_HD int32_t float_bits_(float x) { return __float_as_int(x); }
 TB_HD float sqrt_(float x) { return sqrtf(x); }
 TB_HD double sqrt_(double x) { return sqrt(x); }
 TB_HD float exp_(float x) { return expf(x); }
@@ -27,6 +28,9 @@ TB_HD double exp_(double x) { return exp(x); }
 TB_HD float log_(float x) { return logf(x); }
 TB_HD double log_(double x) { return log(x); }
 #else
+// A bit cast the vectorizer sees through (a memcpy of the bits kept the exp loops scalar).
+TB_HD float bits_to_float_(int32_t bits) { return __builtin_bit_cast(float, bits); }
+TB_HD int32_t float_bits_(float x) { return __builtin_bit_cast(int32_t, x); }
 TB_HD float sqrt_(float x) { return __builtin_sqrtf(x); }
 TB_HD double sqrt_(double x) { return __builtin_sqrt(x); }
 TB_HD float exp_(float x) { return __builtin_expf(x); }
@@ -36,28 +40,40 @@ TB_HD double log_(double x) { return __builtin_log(x); }
 #endif
 
 // ---- dropout: a counter-based mask, the same on every device and thread count -------------
-// keep(key, i) hashes (key, element index) with the splitmix64 finaliser and keeps the element
-// when the top 32 bits reach p * 2^32. Forward and backward regenerate the same mask from the
-// key, so no mask tensor is ever stored. Same rule as model/dropout.cpp's parallel kernel.
+// keep(key, i) hashes (key, element index) with 32-bit multiply-xorshift rounds (32-bit lanes
+// vectorize on the CPU and are native on the GPU) and keeps the element when the hash reaches
+// p * 2^32. Forward and backward regenerate the same mask from the key, so no mask tensor is
+// ever stored. The index's high half enters with the key's, so tensors past 2^32 elements
+// do not repeat their masks.
 TB_HD uint32_t dropout_bits(uint64_t key, uint64_t index) {
-  uint64_t z = key + index * 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return static_cast<uint32_t>((z ^ (z >> 31)) >> 32);
+  uint32_t x = static_cast<uint32_t>(index) * 0x9e3779b1u + static_cast<uint32_t>(key);
+  x ^= x >> 16;
+  x *= 0x21f0aaadu;
+  x ^= x >> 15;
+  x ^= static_cast<uint32_t>(key >> 32) + static_cast<uint32_t>(index >> 32) * 0x85ebca6bu;
+  x *= 0x735a2d97u;
+  x ^= x >> 15;
+  x *= 0x2c1b3c6du;
+  return x ^ (x >> 12);
 }
-// threshold = p * 2^32 (dropout_threshold); p == 0 gives 0 and keeps everything.
+// threshold = p * 2^32 (dropout_threshold); 0 keeps everything (every hash reaches 0).
 TB_HD bool dropout_keep(uint64_t key, uint64_t index, uint32_t threshold) {
-  return threshold == 0 || dropout_bits(key, index) >= threshold;
+  return dropout_bits(key, index) >= threshold;
 }
-// The multiplier of a kept element, 1 / (1 - p), and the threshold, as the host computes them.
+// The factor an element is multiplied by: 1 / (1 - p) when kept, 0 when dropped.
+template <typename A>
+TB_HD A dropout_factor(uint64_t key, uint64_t index, uint32_t threshold, A scale) {
+  return dropout_keep(key, index, threshold) ? scale : A(0);
+}
+// The threshold and the multiplier of a kept element, 1 / (1 - p), as the host computes them.
 TB_HD uint32_t dropout_threshold(double p) { return static_cast<uint32_t>(p * 4294967296.0); }
 TB_HD double dropout_scale(double p) { return 1.0 / (1.0 - p); }
 
 // ---- residual add + dropout (+ LayerNorm) --------------------------------------------------
-// r' = r + keep * scale * (branch + bias)
+// r' = r + factor * (branch + bias), factor = dropout_factor(...)
 template <typename A>
-TB_HD A dropped_add(A resid, A branch_plus_bias, bool keep, A scale) {
-  return keep ? resid + scale * branch_plus_bias : resid;
+TB_HD A dropped_add(A resid, A branch_plus_bias, A factor) {
+  return resid + factor * branch_plus_bias;
 }
 // LayerNorm of one value given its row's mean and 1/sqrt(var + eps).
 template <typename A>
@@ -83,24 +99,28 @@ TB_HD A layer_norm_grad(A dy, A gamma, A xhat, A rstd, A c1, A c2) {
 }
 
 // ---- bias + ReLU + dropout -----------------------------------------------------------------
+// Selects, not branches: the CPU loops vectorize.
 template <typename A>
-TB_HD A bias_relu_dropout(A a, A bias, bool keep, A scale) {
+TB_HD A bias_relu_dropout(A a, A bias, A factor) {
   const A v = a + bias;
-  return (keep && v > A(0)) ? v * scale : A(0);
+  return (v > A(0) ? v : A(0)) * factor;
 }
 // The gradient needs only the output: out > 0 exactly where the unit was active and kept (a
 // dropped or inactive unit is 0), and there d out / d a = scale.
 template <typename A>
 TB_HD A bias_relu_dropout_grad(A dout, A out, A scale) {
-  return out > A(0) ? dout * scale : A(0);
+  return dout * (out > A(0) ? scale : A(0));
 }
 
 // ---- softmax pieces (causal attention rows, cross-entropy rows) ----------------------------
-// exp(x) for x <= 0 to float precision, in plain arithmetic (auto-vectorizes; the same on GPU):
-// x = n ln2 + r, |r| <= ln2/2, exp(r) by a degree-6 polynomial, times 2^n.
+// exp(x) for x <= 0 to float precision in plain arithmetic (vectorizes on the CPU; the same on
+// the GPU): x = n ln2 + r with n = round(x / ln2) (the 1.5 * 2^23 trick, no float-to-int
+// conversion), exp(r) by a degree-6 polynomial, times 2^n built from n's bits.
 TB_HD float exp_nonpos(float x) {
-  if (x < -87.0f) return 0.0f;
-  const float n = static_cast<float>(static_cast<int32_t>(x * 1.44269504f - 0.5f));
+  x = x > -87.0f ? x : -87.0f;  // exp(-87) ~ 1.6e-38: zero next to the row's largest term
+  const float t = x * 1.44269504f + 12582912.0f;
+  const float n = t - 12582912.0f;
+  const int32_t ni = float_bits_(t) - 0x4B400000;
   const float r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;
   float p = 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
@@ -109,10 +129,7 @@ TB_HD float exp_nonpos(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return p * scale;
+  return p * bits_to_float_((ni + 127) << 23);
 }
 TB_HD double exp_nonpos(double x) { return exp_(x); }
 
