@@ -125,6 +125,7 @@ __global__ void drop_add_ln_grad_kernel(kernels::DropAddLnGradArgs a) {
   const A* gamma = static_cast<const A*>(a.gamma);
   A* pb = static_cast<A*>(a.partials) + chunk * 3 * d;
   for (int64_t c = threadIdx.x; c < 3 * d; c += blockDim.x) pb[c] = 0;
+  __syncthreads();  // another thread may own a zeroed column's accumulation below
   const int64_t r_end = min(a.rows, (chunk + 1) * kChunkRows);
   for (int64_t r = chunk * kChunkRows; r < r_end; ++r) {
     const int64_t o = r * d;

@@ -184,6 +184,30 @@ TEST(DistTraining, TwoRanksMatchOneProcessWithTwiceTheBatch) {
   EXPECT_EQ(two.output.find("results:"), two.output.rfind("results:"));
 }
 
+// --compile fused in a data-parallel run: the fused ops' gradients reach the buckets like
+// eager's, and two ranks train one process's losses with twice the batch.
+TEST(DistTraining, FusedTwoRanksMatchOneProcessWithTwiceTheBatch) {
+  testing::TempDir dir;
+  const std::string args = std::string(kArgs) + " --compile fused";
+  const auto two =
+      run_command(launch(2, free_port(), args + " --batch_size 4 --save_dir " + (dir / "two")));
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  const auto one =
+      run_command(std::string(TB_BENCH_EXE) + args + " --batch_size 8 --save_dir " + (dir / "one"));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const auto l2 = metric_lines(dir / "two_handcraft_layer1_float32_fused", "loss"),
+             l1 = metric_lines(dir / "one_handcraft_layer1_float32_fused", "loss");
+  ASSERT_EQ(l2.size(), 20u);
+  ASSERT_EQ(l1.size(), 20u);
+  for (size_t i = 0; i < l1.size(); ++i) {
+    EXPECT_NEAR(l2[i]["loss"].get<double>(), l1[i]["loss"].get<double>(), 1e-4) << "step " << i;
+  }
+  const auto s = nlohmann::json::parse(
+      testing::read_file(dir / "two_handcraft_layer1_float32_fused/summary.json"));
+  EXPECT_EQ(s["replicas_identical"], true);
+  EXPECT_EQ(s["compile_backend"], "fused");
+}
+
 TEST(DistTraining, ManyBucketsOverlappedOrNotGiveTheSameNumbersAsOne) {
   testing::TempDir dir;
   const std::string common = merge_flags(kArgs, " --batch_size 4 --steps 6");
