@@ -16,17 +16,15 @@ namespace {
 
 using torch::Tensor;
 
-class FusedBlockImpl : public torch::nn::Module {
+// Dropout with probability p as the fused kernels take it: a fresh key per call (p == 0: off).
+FusedDropout fused_dropout_(double p) {
+  return p > 0 ? FusedDropout{p, dropout_key()} : FusedDropout{};
+}
+
+class FusedBlockImpl : public BlockLayers {
  public:
   explicit FusedBlockImpl(const ModelOptions& o)
-      : heads_(o.num_heads),
-        flash_(o.flash),
-        ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model})))),
-        qkv(register_module("qkv", torch::nn::Linear(o.d_model, 3 * o.d_model))),
-        out(register_module("out", torch::nn::Linear(o.d_model, o.d_model))),
-        ln2(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model})))),
-        ff1(register_module("ff1", torch::nn::Linear(o.d_model, o.ff_dim))),
-        ff2(register_module("ff2", torch::nn::Linear(o.ff_dim, o.d_model))) {}
+      : BlockLayers(o), heads_(o.num_heads), flash_(o.flash) {}
 
   // The residual stream between blocks: r (float32 [N, d], or undefined before the first
   // block) plus the pending branch (the previous FF output [N, d] and its bias, or the
@@ -37,21 +35,20 @@ class FusedBlockImpl : public torch::nn::Module {
 
   // Returns the stream after this block; seq: tokens per sequence of the rows.
   Stream forward(const Stream& in, int64_t seq, c10::ScalarType cdt, double p) {
-    auto h1 = drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias, drop_(p),
-                                  cdt);  // {r [N, d] f32, y [N, d] cdt}
+    auto h1 =
+        drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias, fused_dropout_(p),
+                            cdt);  // {r [N, d] f32, y [N, d] cdt}
     const Tensor qkv_rows = torch::addmm(qkv->bias.to(cdt), h1[1], qkv->weight.to(cdt).t());
     const Tensor attn = attention_(qkv_rows, seq);                 // [N, d] cdt
     const Tensor proj = torch::mm(attn, out->weight.to(cdt).t());  // [N, d], bias later
-    auto h2 = drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, drop_(p), cdt);
-    const Tensor hidden = linear_relu_dropout(h2[1], ff1->weight.to(cdt), ff1->bias, drop_(p));
+    auto h2 =
+        drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p), cdt);
+    const Tensor hidden =
+        linear_relu_dropout(h2[1], ff1->weight.to(cdt), ff1->bias, fused_dropout_(p));
     return {h2[0], torch::mm(hidden, ff2->weight.to(cdt).t()), ff2->bias};
   }
 
  private:
-  static FusedDropout drop_(double p) {
-    return p > 0 ? FusedDropout{p, dropout_key()} : FusedDropout{};
-  }
-
   // qkv rows [N, 3d] (batch-major) → attention output rows [N, d].
   Tensor attention_(const Tensor& qkv_rows, int64_t seq) const {
     const int64_t n = qkv_rows.size(0), d = qkv_rows.size(1) / 3, hd = d / heads_, b = n / seq;
@@ -68,12 +65,6 @@ class FusedBlockImpl : public torch::nn::Module {
 
   int64_t heads_;
   bool flash_;
-
- public:
-  torch::nn::LayerNorm ln1;
-  torch::nn::Linear qkv, out;
-  torch::nn::LayerNorm ln2;
-  torch::nn::Linear ff1, ff2;
 };
 TORCH_MODULE(FusedBlock);
 
@@ -113,19 +104,15 @@ class FusedModel : public ByteModelBase {
   // bytes [S, B] → rows [N, d] in the compute dtype after the last block (no final LayerNorm).
   Tensor trunk_(const Tensor& bytes) {
     const int64_t s = bytes.size(0), b = bytes.size(1), d = options_.d_model;
-    TORCH_CHECK(s <= pos_.size(0), "sequence of ", s, " bytes is longer than the ", pos_.size(0),
-                " learned positions (--seq_len)");
-    // Byte embedding shifted right by one (position 0 a zero vector) plus positions: [B, S, d].
-    const Tensor e = torch::embedding(embed_->weight, bytes.t().narrow(1, 0, s - 1));
-    const Tensor shifted = torch::cat({torch::zeros({b, 1, d}, e.options()), e}, 1) +
-                           pos_.narrow(0, 0, s).unsqueeze(0);
+    // The shared front ([S, B, d]) in batch-major rows: one copy of the embedded input.
+    const Tensor shifted = embed_shifted(bytes, embed_->weight, pos_).transpose(0, 1).contiguous();
     const double p = is_training() ? options_.dropout : 0.0;
     const c10::ScalarType cdt = cdt_();
     FusedBlockImpl::Stream st{Tensor(), shifted.view({b * s, d}), Tensor()};
     for (const auto& block : *blocks) st = block->as<FusedBlockImpl>()->forward(st, s, cdt, p);
     // The last FF branch joins the stream with dropout; no LayerNorm follows.
-    const FusedDropout drop = p > 0 ? FusedDropout{p, dropout_key()} : FusedDropout{};
-    return drop_add_layer_norm(st.resid, st.branch, st.bias, Tensor(), Tensor(), drop, cdt)[1];
+    return drop_add_layer_norm(st.resid, st.branch, st.bias, Tensor(), Tensor(), fused_dropout_(p),
+                               cdt)[1];
   }
 
   torch::nn::ModuleList blocks{nullptr};

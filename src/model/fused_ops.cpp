@@ -41,6 +41,13 @@ Tensor contig_(const Tensor& t) { return present_(t) ? t.contiguous() : Tensor()
 c10::ScalarType acc_of_(c10::ScalarType t) {
   return t == torch::kDouble ? torch::kDouble : torch::kFloat;
 }
+// A kernel's dropout fields from the probability and the key (p == 0: every element kept, x1).
+template <typename Args>
+void set_dropout_(Args& a, double p, uint64_t key) {
+  a.key = key;
+  a.threshold = k::math::dropout_threshold(p);
+  a.scale = p > 0 ? k::math::dropout_scale(p) : 1.0;
+}
 // Column partial sums [chunks, width] → [width].
 Tensor chunk_sums_(const Tensor& partials) { return partials.sum(0); }
 
@@ -78,9 +85,7 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     a.acc = k::dt_of(acc);
     a.branch_dt = k::dt_of(branch.scalar_type());
     a.out_dt = k::dt_of(out_dtype);
-    a.key = static_cast<uint64_t>(key);
-    a.threshold = k::math::dropout_threshold(p);
-    a.scale = p > 0 ? k::math::dropout_scale(p) : 1.0;
+    set_dropout_(a, p, static_cast<uint64_t>(key));
     run_(a, branch);
     ctx->save_for_backward({resid_out, opt_(mean, branch), opt_(rstd, branch), gamma});
     ctx->saved_data["p"] = p;
@@ -125,9 +130,7 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     a.acc = k::dt_of(resid_out.scalar_type());
     a.branch_dt = k::dt_of(branch_dtype);
     a.out_dt = k::dt_of(out_dtype);
-    a.key = static_cast<uint64_t>(ctx->saved_data["key"].toInt());
-    a.threshold = k::math::dropout_threshold(p);
-    a.scale = p > 0 ? k::math::dropout_scale(p) : 1.0;
+    set_dropout_(a, p, static_cast<uint64_t>(ctx->saved_data["key"].toInt()));
     run_(a, resid_out);
     const Tensor sums = chunk_sums_(partials);  // [3, d]
     Tensor d_bias = ctx->saved_data["has_bias"].toBool() ? sums[0] : Tensor();
@@ -149,9 +152,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.bias = ptr_(b);
     a.acc = k::dt_of(b.scalar_type());
     a.dt = k::dt_of(out.scalar_type());
-    a.key = static_cast<uint64_t>(key);
-    a.threshold = k::math::dropout_threshold(p);
-    a.scale = p > 0 ? k::math::dropout_scale(p) : 1.0;
+    set_dropout_(a, p, static_cast<uint64_t>(key));
     run_(a, out);
     ctx->save_for_backward({x, w, out});
     ctx->saved_data["scale"] = a.scale;

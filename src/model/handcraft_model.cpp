@@ -8,19 +8,14 @@
 namespace trainbench {
 namespace {
 
-class BlockImpl : public torch::nn::Module {
+class BlockImpl : public BlockLayers {
  public:
   explicit BlockImpl(const ModelOptions& o)
-      : heads_(o.num_heads),
+      : BlockLayers(o),
+        heads_(o.num_heads),
         dropout_(o.dropout),
         parallel_dropout_(o.parallel_dropout),
-        flash_(o.flash),
-        ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model})))),
-        qkv(register_module("qkv", torch::nn::Linear(o.d_model, 3 * o.d_model))),
-        out(register_module("out", torch::nn::Linear(o.d_model, o.d_model))),
-        ln2(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model})))),
-        ff1(register_module("ff1", torch::nn::Linear(o.d_model, o.ff_dim))),
-        ff2(register_module("ff2", torch::nn::Linear(o.ff_dim, o.d_model))) {}
+        flash_(o.flash) {}
 
   // x: [S, B, d]; mask: [S, S] additive causal mask (unused on the fused path).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
@@ -64,12 +59,6 @@ class BlockImpl : public torch::nn::Module {
   double dropout_;
   bool parallel_dropout_;
   bool flash_;
-
- public:
-  torch::nn::LayerNorm ln1;
-  torch::nn::Linear qkv, out;
-  torch::nn::LayerNorm ln2;
-  torch::nn::Linear ff1, ff2;
 };
 TORCH_MODULE(Block);
 

@@ -37,6 +37,16 @@ torch::Tensor ByteModelBase::forward(const torch::Tensor& bytes) {
   return torch::linear(body(x), head_->weight, head_->bias);  // [S, B, 256]
 }
 
+BlockLayers::BlockLayers(const ModelOptions& o) {
+  const auto norm = [&] { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.d_model})); };
+  ln1 = register_module("ln1", norm());
+  qkv = register_module("qkv", torch::nn::Linear(o.d_model, 3 * o.d_model));
+  out = register_module("out", torch::nn::Linear(o.d_model, o.d_model));
+  ln2 = register_module("ln2", norm());
+  ff1 = register_module("ff1", torch::nn::Linear(o.d_model, o.ff_dim));
+  ff2 = register_module("ff2", torch::nn::Linear(o.ff_dim, o.d_model));
+}
+
 std::shared_ptr<LanguageModel> make_model(const RunConfig& cfg) {
   const ModelOptions o = ModelOptions::from_config(cfg);
   // validate() has allowed only torch | handcraft.

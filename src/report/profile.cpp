@@ -19,9 +19,6 @@ using torch::profiler::impl::ActivityType;
 using torch::profiler::impl::ProfilerConfig;
 using torch::profiler::impl::ProfilerState;
 
-const char* const kCategories[] = {"gemm", "attention", "normalisation", "pointwise",
-                                   "loss", "optimizer", "data",          "other"};
-
 // First rule that matches (a substring of the event name) names the category; the fused
 // model's own scopes come before the aten names they contain ("linear_relu_dropout" is not a
 // GEMM: its GEMMs are child events of their own).
@@ -81,6 +78,13 @@ std::string op_category(const std::string& name) {
     if (name.find(part) != std::string::npos) return category;
   }
   return "other";
+}
+
+const std::vector<std::string>& profile_categories() {
+  static const std::vector<std::string> categories = {"gemm",      "attention", "normalisation",
+                                                      "pointwise", "loss",      "optimizer",
+                                                      "data",      "other",     "untraced"};
+  return categories;
 }
 
 StepProfiler::StepProfiler() = default;
@@ -150,7 +154,8 @@ nlohmann::json StepProfiler::stop(int64_t steps, double wall_s, const std::strin
   const double n = static_cast<double>(std::max<int64_t>(1, steps));
   nlohmann::json ms = nlohmann::json::object(), share = nlohmann::json::object();
   double traced_ms = 0;
-  for (const char* c : kCategories) {
+  for (const std::string& c : profile_categories()) {
+    if (c == "untraced") continue;  // the rest of the wall time, below
     const double v = self_ns.count(c) ? self_ns[c] / 1e6 / n : 0.0;
     ms[c] = v;
     traced_ms += v;

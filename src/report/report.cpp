@@ -14,6 +14,7 @@
 
 #include "trainbench/core/config.h"
 #include "trainbench/core/errors.h"
+#include "trainbench/report/profile.h"
 #include "trainbench/report/results.h"
 
 namespace trainbench {
@@ -104,8 +105,7 @@ std::string profile_table_(const std::vector<RunRecord>& runs) {
   os << "\n|---|";
   for (size_t i = 0; i < p.size(); ++i) os << "---|";
   os << "\n";
-  for (const char* c : {"gemm", "attention", "normalisation", "pointwise", "loss", "optimizer",
-                        "data", "other", "untraced"}) {
+  for (const std::string& c : profile_categories()) {
     os << "| " << c << " |";
     for (const RunRecord* r : p) {
       os << " " << num_(r->profile["ms_per_step"].value(c, nlohmann::json()), 1) << " ("

@@ -7,6 +7,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
 #include <torch/types.h>
 
 #include "trainbench/core/config.h"
@@ -59,6 +60,19 @@ class ByteModelBase : public LanguageModel {
   torch::nn::Embedding embed_{nullptr};
   torch::Tensor pos_;
   torch::nn::Linear head_{nullptr};
+};
+
+// The layers of one reference block under the reference names (ln1, qkv, out, ln2, ff1, ff2),
+// registered in this order: the eager handcraft block and the fused one both derive from it,
+// so they have the same parameters, names and initial values for a seed.
+class BlockLayers : public torch::nn::Module {
+ public:
+  explicit BlockLayers(const ModelOptions& o);
+
+  torch::nn::LayerNorm ln1{nullptr};
+  torch::nn::Linear qkv{nullptr}, out{nullptr};  // [3d, d], [d, d]
+  torch::nn::LayerNorm ln2{nullptr};
+  torch::nn::Linear ff1{nullptr}, ff2{nullptr};  // [ff, d], [d, ff]
 };
 
 // Builds the model named by cfg.model with PyTorch's default initialization (seeded by the

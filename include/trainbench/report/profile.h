@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,9 @@ namespace trainbench {
 // "fused::drop_add_layer_norm" → "normalisation", bench's "trainbench::optimizer" scope →
 // "optimizer", ...); "other" for what no rule names.
 std::string op_category(const std::string& event_name);
+
+// The categories in summary.json's "profile", in report order, "untraced" last.
+const std::vector<std::string>& profile_categories();
 
 class StepProfiler {
  public:
