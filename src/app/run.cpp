@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 
 #include "trainbench/app/run_parts.h"
 #include "trainbench/app/run_setup.h"
+#include "trainbench/core/cpu_noise.h"
 #include "trainbench/core/log.h"
 #include "trainbench/core/signals.h"
 #include "trainbench/core/timing.h"
@@ -93,7 +95,10 @@ class Run {
     agree_("setup", "");
     setup_.config_json["sdpa_backend_used"] =
         sdpa_used.empty() ? nlohmann::json(nullptr) : nlohmann::json(sdpa_used);
-    if (rank0_()) warn_about_setup(threads_, env_.local_world_size);
+    if (rank0_()) {
+      warn_about_setup(threads_, env_.local_world_size);
+      if (!device_.is_cuda()) warn_about_lowp_gemm(cfg_, setup_.gemm_paths);
+    }
     step_ = setup_.start_step;
     compile_s_ = setup_.compile_s;
     // Replicas start from rank 0's parameters (before any file is written: a rank lost here
@@ -125,7 +130,9 @@ class Run {
       try {
         writer_.emplace(setup_.run_dir, setup_.checkpoint.empty() ? -1 : setup_.start_step);
         writer_->write_config(setup_.config_json);
-        writer_->write_env(collect_env(device_, threads_));
+        nlohmann::json env = collect_env(device_, threads_);
+        env["gemm_path"] = setup_.gemm_paths;
+        writer_->write_env(env);
       } catch (const RunError& e) {
         writer_.reset();
         std::error_code ec;
@@ -192,6 +199,7 @@ class Run {
       profiler_ = std::make_unique<StepProfiler>();
       profiler_->start();
     }
+    const CpuSample cpu_before = cpu_sample();
     const double t0 = synchronized_now_s(device_);
     torch::Tensor batch;
     {
@@ -201,6 +209,7 @@ class Run {
     const torch::Tensor loss = setup_.trainer->step(batch);
     const double loss_value = loss.item<double>();  // synchronizes on CUDA
     const double t1 = synchronized_now_s(device_);
+    const CpuSample cpu_after = cpu_sample();
     ++step_;
     const int64_t done = step_ - setup_.start_step;
     const bool warm = done <= cfg_.warmup_steps;
@@ -218,6 +227,7 @@ class Run {
       }
     } else {
       timed_ms_.push_back((t1 - t0) * 1e3);
+      interference_.push_back(interference(cpu_before, cpu_after));
       if (sync_) comm_ms_.push_back(sync_->last_wait_s() * 1e3);
     }
     win_.loss_sum += loss_value;
@@ -325,10 +335,14 @@ class Run {
         {"sequences_per_s", seq_s},  // all ranks together
         {"tokens_per_s", seq_s * cfg_.seq_len},
         {"flops_per_token", setup_.flops_per_token},
-        {"mfu", or_null(peak.flops_per_s > 0, seq_s * cfg_.seq_len * setup_.flops_per_token /
-                                                  (peak.flops_per_s * world_()))},
+        {"mfu", or_null(mfu_.has_value(), mfu_.value_or(0.0))},
+        {"peak_unreliable", peak_unreliable_},
+        {"achieved_flops_per_s", or_null(stats.count > 0, achieved_flops_s_)},
         {"peak_flops", or_null(peak.flops_per_s > 0, peak.flops_per_s)},
         {"peak_flops_source", peak.source},
+        {"peak_probe", peak.probe},  // gemm_probe: shapes, best rates, trials; else null
+        {"gemm_path", setup_.gemm_paths.at("model_gemms")},
+        {"noise", noise_},
         {"peak_memory_bytes", peak_memory_bytes(device_)},
         {"warmup_seconds", warmup_s_},
         // null for eager runs: nothing was compiled (0.0 would read as a compiler that took
@@ -349,8 +363,37 @@ class Run {
     };
   }
 
+  // MFU against the peak, never above 100%: a run faster than its peak means the peak (a probe
+  // on a busy machine, a --peak_tflops guess) is wrong, and the summary says so instead.
+  void judge_speed_(const StepStats& stats) {
+    if (stats.count == 0) return;
+    const double seq_s = global_batch_() * 1e3 / stats.median_ms;
+    achieved_flops_s_ = seq_s * cfg_.seq_len * setup_.flops_per_token / world_();
+    const PeakFlops& peak = setup_.peak;
+    if (peak.flops_per_s > 0) {
+      const double mfu = achieved_flops_s_ / peak.flops_per_s;
+      peak_unreliable_ = mfu > 1.0;
+      if (!peak_unreliable_) mfu_ = mfu;
+    }
+    std::vector<double> step_s;
+    for (double ms : timed_ms_) step_s.push_back(ms / 1e3);
+    noise_ = noise_summary(step_s, interference_, online_cpus(), proc_stat_tick_s());
+    if (!rank0_()) return;
+    if (peak_unreliable_) {
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), "%.1f GFLOP/s, above the peak of %.1f GFLOP/s",
+                    achieved_flops_s_ / 1e9, peak.flops_per_s / 1e9);
+      log_warn("MFU not shown: the run's model FLOP rate (" + std::string(buf) + " from " +
+               peak.source + ") exceeds its peak, so the peak is unreliable (summary.json " +
+               "peak_unreliable); give the machine's peak with --peak_tflops");
+    }
+    const std::string unstable = noise_warning(noise_);
+    if (!unstable.empty()) log_warn(unstable);
+  }
+
   RunResult finish_() {
     const StepStats stats = step_stats(timed_ms_);
+    judge_speed_(stats);
     nlohmann::json summary = summary_(stats);
     if (dist_ && error_.empty()) {
       try {
@@ -397,7 +440,12 @@ class Run {
   std::unique_ptr<Progress> progress_;
 
   int64_t step_ = 0, fused_groups_ = 0;
-  std::vector<double> timed_ms_, comm_ms_;  // per timed step
+  std::vector<double> timed_ms_, comm_ms_;      // per timed step
+  std::vector<StepInterference> interference_;  // per timed step: other work's CPU time
+  std::optional<double> mfu_;                   // null when unknown or above the peak
+  bool peak_unreliable_ = false;
+  double achieved_flops_s_ = 0;  // model FLOPs per second of one process (median step)
+  nlohmann::json noise_;         // cpu_noise.h's summary
   Window win_;
   double run_start_ = 0, elapsed_before_ = 0, warmup_s_ = 0, compile_s_ = 0;
   double final_train_loss_ = NAN, valid_loss_ = NAN;

@@ -5,7 +5,9 @@
 
 #include <cstdio>
 
+#include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/log.h"
+#include "trainbench/model/flops.h"
 #include "trainbench/report/env_info.h"
 
 #ifdef TB_WITH_CUDA
@@ -38,6 +40,49 @@ void warn_about_setup(int threads, int local_world) {
              std::to_string(available_cores()) + " available cores (--threads" +
              (local_world > 1 ? " per process" : "") + ")");
   }
+}
+
+nlohmann::json gemm_paths(const RunConfig& cfg, bool cuda) {
+  const CpuIsa isa = effective_isa();
+  const std::string lib =
+      cuda ? gemm_path_name(GemmPath::kCuda) : gemm_path_name(libtorch_gemm_path(isa, cfg.dtype));
+  const std::string model =
+      resolved_lowp_gemm(cfg) == "float32" ? gemm_path_name(GemmPath::kFloat32Rounded) : lib;
+  return {{"dtype", cfg.dtype},
+          {"model_gemms", model},
+          {"attention", model},
+          {"libtorch", lib},
+          {"native_gemm", cuda || has_native_gemm(isa, cfg.dtype)},
+          {"cpu_isa", isa_names(isa)}};
+}
+
+std::string warn_about_lowp_gemm(const RunConfig& cfg, const nlohmann::json& paths) {
+  const std::string path = paths.at("model_gemms");
+  if (path != gemm_path_name(GemmPath::kReference) &&
+      path != gemm_path_name(GemmPath::kOnednnEmulated)) {
+    return "";
+  }
+  // The FF-in GEMM of this model, rows cut down by the probe itself (a reference GEMM at about
+  // 1 GFLOP/s must not hold the start for long).
+  const GemmShape ff{cfg.batch_size * cfg.seq_len, cfg.d_model, cfg.ff_dim};
+  const auto low = cfg.dtype == "float16" ? torch::kHalf : torch::kBFloat16;
+  const double slow = gemm_rate(low, false, ff, 3, 0.3);
+  const double fast = gemm_rate(torch::kFloat, false, ff, 3, 0.3);
+  char ratio[32];
+  std::snprintf(ratio, sizeof(ratio), "%.1fx", slow > 0 ? fast / slow : 0.0);
+  const bool fused = cfg.compile == "fused";
+  const std::string line =
+      cfg.dtype + " has no native GEMM on this CPU (it lacks " + native_gemm_needs(cfg.dtype) +
+      "): LibTorch's " +
+      (path == "reference" ? std::string("reference GEMM (one thread)")
+                           : std::string("oneDNN GEMM (emulated through float32)")) +
+      " took " + ratio +
+      " the time of float32 in a probe at this model's FF shape; for speed use " +
+      (fused ? "--lowp_gemm auto|float32 (float32 GEMMs of " + cfg.dtype + " operands)"
+             : "--compile fused (float32 GEMMs of " + cfg.dtype + " operands)") +
+      " or --dtype float32";
+  log_warn(line);
+  return line;
 }
 
 uint64_t rank_step_seed(int64_t seed, int rank, int64_t step) {

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "trainbench/app/run_parts.h"
 #include "trainbench/core/log.h"
 #include "trainbench/core/timing.h"
 #include "trainbench/model/flops.h"
@@ -84,6 +85,12 @@ RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, Di
   s.compile_s = script ? synchronized_now_s(device) - build_start : 0.0;
   s.params = count_parameters(s.trainer->model());
   s.device_name = device_name(device);
+  s.gemm_paths = gemm_paths(cfg, device.is_cuda());
+  if (!device.is_cuda() && cfg.peak_tflops <= 0 && rank0) {
+    log_info("measuring the GEMM peak for MFU (" +
+             s.gemm_paths.at("model_gemms").get<std::string>() +
+             " at this model's shapes, about 2 s; --peak_tflops skips it)");
+  }
   s.peak = resolve_peak_flops(cfg, device, s.device_name);
   s.flops_per_token = flops_per_token(cfg);
 
@@ -92,6 +99,7 @@ RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, Di
   resolved.threads = threads;
   resolved.valid_bytes = valid_bytes;
   resolved.dropout_impl = resolved_dropout_impl(cfg);
+  resolved.lowp_gemm = resolved_lowp_gemm(cfg);
   if (dist) resolved.dist_backend = dist->backend();
   s.config_json = resolved;
   s.config_json["run_dir"] = s.run_dir;

@@ -74,6 +74,11 @@ void validate(const RunConfig& cfg) {
     const std::string why = kernels::cpu_kernels_unavailable();
     if (!why.empty()) throw ConfigError(why);
   }
+  if (cfg.lowp_gemm == "float32" && cfg.compile != "fused") {
+    throw ConfigError("--lowp_gemm: 'float32' is not allowed with --compile " + cfg.compile +
+                      " (eager and TorchScript runs measure LibTorch's own GEMMs); use "
+                      "--compile fused or --lowp_gemm auto");
+  }
   if (cfg.compile == "torchscript" && cfg.warmup_steps < kProfilingSteps) {
     throw ConfigError(
         "--warmup_steps: " + std::to_string(cfg.warmup_steps) +

@@ -12,6 +12,7 @@
 #include <torch/version.h>
 #include <nlohmann/json.hpp>
 
+#include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/flags.h"
 
 namespace trainbench {
@@ -48,6 +49,14 @@ std::string resolved_dropout_impl(const RunConfig& cfg) {
   if (cfg.compile == "fused") return "fused";  // the fused kernels draw their own masks
   const bool eager_handcraft = cfg.model == "handcraft" && cfg.compile == "none";
   return eager_handcraft && resolved_device(cfg) == "cpu" ? "parallel" : "native";
+}
+
+std::string resolved_lowp_gemm(const RunConfig& cfg) {
+  const bool applies =
+      cfg.compile == "fused" && cfg.dtype != "float32" && resolved_device(cfg) == "cpu";
+  if (!applies) return "native";
+  if (cfg.lowp_gemm != "auto") return cfg.lowp_gemm;
+  return has_native_gemm(effective_isa(), cfg.dtype) ? "native" : "float32";
 }
 
 std::string run_dir_name(const RunConfig& cfg) {

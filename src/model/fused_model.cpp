@@ -24,7 +24,10 @@ FusedDropout fused_dropout_(double p) {
 class FusedBlockImpl : public BlockLayers {
  public:
   explicit FusedBlockImpl(const ModelOptions& o)
-      : BlockLayers(o), heads_(o.num_heads), flash_(o.flash) {}
+      : BlockLayers(o),
+        heads_(o.num_heads),
+        flash_(o.flash),
+        route_(o.float32_gemm ? GemmRoute::kFloat32 : GemmRoute::kNative) {}
 
   // The residual stream between blocks: r (float32 [N, d], or undefined before the first
   // block) plus the pending branch (the previous FF output [N, d] and its bias, or the
@@ -38,14 +41,14 @@ class FusedBlockImpl : public BlockLayers {
     auto h1 =
         drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias, fused_dropout_(p),
                             cdt);  // {r [N, d] f32, y [N, d] cdt}
-    const Tensor qkv_rows = torch::addmm(qkv->bias.to(cdt), h1[1], qkv->weight.to(cdt).t());
-    const Tensor attn = attention_(qkv_rows, seq);                 // [N, d] cdt
-    const Tensor proj = torch::mm(attn, out->weight.to(cdt).t());  // [N, d], bias later
+    const Tensor qkv_rows = fused_linear(h1[1], qkv->weight.to(cdt), qkv->bias, route_);
+    const Tensor attn = attention_(qkv_rows, seq);                                  // [N, d] cdt
+    const Tensor proj = fused_linear(attn, out->weight.to(cdt), Tensor(), route_);  // bias later
     auto h2 =
         drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p), cdt);
     const Tensor hidden =
-        linear_relu_dropout(h2[1], ff1->weight.to(cdt), ff1->bias, fused_dropout_(p));
-    return {h2[0], torch::mm(hidden, ff2->weight.to(cdt).t()), ff2->bias};
+        linear_relu_dropout(h2[1], ff1->weight.to(cdt), ff1->bias, fused_dropout_(p), route_);
+    return {h2[0], fused_linear(hidden, ff2->weight.to(cdt), Tensor(), route_), ff2->bias};
   }
 
  private:
@@ -56,15 +59,29 @@ class FusedBlockImpl : public BlockLayers {
     const auto parts = qkv_rows.view({b, seq, 3, heads_, hd}).unbind(2);
     const Tensor q = parts[0].transpose(1, 2), k = parts[1].transpose(1, 2),
                  v = parts[2].transpose(1, 2);
-    // Flash: LibTorch's CPU flash kernel (blockwise, no [B, H, S, S] tensor); else the fused
-    // causal softmax over scores in the compute dtype.
-    const Tensor o = flash_ ? at::scaled_dot_product_attention(q, k, v, {}, 0.0, true)
-                            : causal_attention(q, k, v);  // [B, H, S, hd]
-    return o.transpose(1, 2).reshape({n, d});             // [B, S, H, hd] → [N, d]
+    // Flash: LibTorch's CPU flash kernel (blockwise, no [B, H, S, S] tensor), in float32 on the
+    // float32 GEMM route (its bfloat16 blocks would run LibTorch's reference GEMM; autograd then
+    // keeps float32 q, k, v); else the fused causal softmax over scores in the compute dtype.
+    Tensor o;
+    if (!flash_) {
+      o = causal_attention(q, k, v, route_);  // [B, H, S, hd]
+    } else if (route_ == GemmRoute::kFloat32 && q.scalar_type() != torch::kFloat &&
+               q.scalar_type() != torch::kDouble) {
+      // Outside autocast, which would cast the float32 inputs back (the trainer's forward runs
+      // under it).
+      const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+      o = at::scaled_dot_product_attention(q.to(torch::kFloat), k.to(torch::kFloat),
+                                           v.to(torch::kFloat), {}, 0.0, true)
+              .to(q.scalar_type());
+    } else {
+      o = at::scaled_dot_product_attention(q, k, v, {}, 0.0, true);
+    }
+    return o.transpose(1, 2).reshape({n, d});  // [B, S, H, hd] → [N, d]
   }
 
   int64_t heads_;
   bool flash_;
+  GemmRoute route_;
 };
 TORCH_MODULE(FusedBlock);
 
@@ -79,8 +96,7 @@ class FusedModel : public ByteModelBase {
   Tensor forward(const Tensor& bytes) override {
     const Tensor x = trunk_(bytes);  // [N, d] cdt, batch-major
     const int64_t s = bytes.size(0), b = bytes.size(1);
-    const Tensor logits =
-        torch::addmm(head_->bias.to(x.scalar_type()), x, head_->weight.to(x.scalar_type()).t());
+    const Tensor logits = fused_linear(x, head_->weight.to(x.scalar_type()), head_->bias, route_());
     return logits.view({b, s, kVocabSize}).transpose(0, 1);
   }
 
@@ -88,7 +104,7 @@ class FusedModel : public ByteModelBase {
   Tensor loss(const Tensor& bytes) override {
     const Tensor x = trunk_(bytes);
     const Tensor targets = bytes.t().reshape({-1});  // row b*S + s predicts bytes[s, b]
-    return head_cross_entropy(x, head_->weight.to(x.scalar_type()), head_->bias, targets)
+    return head_cross_entropy(x, head_->weight.to(x.scalar_type()), head_->bias, targets, route_())
         .to(torch::kFloat);
   }
 
@@ -96,6 +112,9 @@ class FusedModel : public ByteModelBase {
   Tensor body(const Tensor& x) override { return x; }  // unused: forward is the fused one
 
  private:
+  GemmRoute route_() const {
+    return options_.float32_gemm ? GemmRoute::kFloat32 : GemmRoute::kNative;
+  }
   // The activations' dtype: the run's compute dtype, or the parameters' own (float64 tests).
   c10::ScalarType cdt_() const {
     return options_.compute_dtype == torch::kFloat ? pos_.scalar_type() : options_.compute_dtype;

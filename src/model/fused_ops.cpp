@@ -48,8 +48,66 @@ void set_dropout_(Args& a, double p, uint64_t key) {
   a.threshold = k::math::dropout_threshold(p);
   a.scale = p > 0 ? k::math::dropout_scale(p) : 1.0;
 }
+// The GEMMs of the ops, on the run's route (fused_ops.h): a bfloat16/float16 product on the
+// float32 route is a float32 GEMM of the same values, rounded once to the operands' dtype.
+bool upcast_(GemmRoute r, const Tensor& t) {
+  return r == GemmRoute::kFloat32 &&
+         (t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf);
+}
+// The float32 products run outside autocast, which would cast them back to the dtype (the
+// trainer's forward runs under it).
+Tensor mm_(const Tensor& a, const Tensor& b, GemmRoute r) {
+  if (!upcast_(r, a)) return torch::mm(a, b);
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+  return torch::mm(a.to(torch::kFloat), b.to(torch::kFloat)).to(a.scalar_type());
+}
+Tensor bmm_(const Tensor& a, const Tensor& b, GemmRoute r) {
+  if (!upcast_(r, a)) return torch::bmm(a, b);
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+  return torch::bmm(a.to(torch::kFloat), b.to(torch::kFloat)).to(a.scalar_type());
+}
+GemmRoute route_of_(AutogradContext* ctx) {
+  return static_cast<GemmRoute>(ctx->saved_data["route"].toInt());
+}
+
 // Column partial sums [chunks, width] → [width].
 Tensor chunk_sums_(const Tensor& partials) { return partials.sum(0); }
+
+struct FusedLinear : torch::autograd::Function<FusedLinear> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
+                        int64_t route) {
+    RECORD_FUNCTION("fused::linear", std::vector<c10::IValue>());
+    const auto r = static_cast<GemmRoute>(route);
+    Tensor y;
+    if (!present_(b)) {
+      y = mm_(x, w.t(), r);  // [N, out]
+    } else if (upcast_(r, x)) {
+      const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+      y = torch::addmm(b.to(torch::kFloat), x.to(torch::kFloat), w.t().to(torch::kFloat))
+              .to(x.scalar_type());
+    } else {
+      y = torch::addmm(b.to(x.scalar_type()), x, w.t());
+    }
+    ctx->save_for_backward({x, w});
+    ctx->saved_data["route"] = route;
+    ctx->saved_data["has_bias"] = present_(b);
+    ctx->saved_data["bias_dtype"] = static_cast<int64_t>(b.scalar_type());
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    RECORD_FUNCTION("fused::linear_backward", std::vector<c10::IValue>());
+    const auto saved = ctx->get_saved_variables();
+    const Tensor &x = saved[0], &w = saved[1];
+    const GemmRoute r = route_of_(ctx);
+    const Tensor dy = grads[0].to(x.scalar_type()).contiguous();  // [N, out]
+    Tensor dx = x.requires_grad() ? mm_(dy, w, r) : Tensor();     // [N, in]
+    Tensor dw = mm_(dy.t(), x, r);                                // [out, in]
+    const auto bias_dtype = static_cast<c10::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
+    Tensor db = ctx->saved_data["has_bias"].toBool() ? dy.sum(0, false, bias_dtype) : Tensor();
+    return {dx, dw, db, Tensor()};
+  }
+};
 
 struct DropAddLn : torch::autograd::Function<DropAddLn> {
   static variable_list forward(AutogradContext* ctx, const Tensor& resid_in,
@@ -142,9 +200,9 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
 
 struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
-                        double p, int64_t key) {
+                        double p, int64_t key, int64_t route) {
     RECORD_FUNCTION("fused::linear_relu_dropout", std::vector<c10::IValue>());
-    Tensor out = torch::mm(x, w.t());  // [N, f]
+    Tensor out = mm_(x, w.t(), static_cast<GemmRoute>(route));  // [N, f]
     k::BiasReluDropoutArgs a;
     a.rows = out.size(0);
     a.cols = out.size(1);
@@ -157,6 +215,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     ctx->save_for_backward({x, w, out});
     ctx->saved_data["scale"] = a.scale;
     ctx->saved_data["bias_dtype"] = static_cast<int64_t>(b.scalar_type());
+    ctx->saved_data["route"] = route;
     return out;
   }
 
@@ -180,19 +239,22 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.dt = k::dt_of(out.scalar_type());
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, out);
-    Tensor dx = x.requires_grad() ? torch::mm(da, w) : Tensor();  // [N, in]
-    Tensor dw = torch::mm(da.t(), x);                             // [f, in]
-    return {dx, dw, chunk_sums_(partials), Tensor(), Tensor()};
+    const GemmRoute r = route_of_(ctx);
+    Tensor dx = x.requires_grad() ? mm_(da, w, r) : Tensor();  // [N, in]
+    Tensor dw = mm_(da.t(), x, r);                             // [f, in]
+    return {dx, dw, chunk_sums_(partials), Tensor(), Tensor(), Tensor()};
   }
 };
 
 struct CausalAttention : torch::autograd::Function<CausalAttention> {
   // q, k, v: [BH, S, hd] contiguous.
-  static Tensor forward(AutogradContext* ctx, const Tensor& q, const Tensor& kk, const Tensor& v) {
+  static Tensor forward(AutogradContext* ctx, const Tensor& q, const Tensor& kk, const Tensor& v,
+                        int64_t route) {
     RECORD_FUNCTION("fused::causal_attention", std::vector<c10::IValue>());
     const int64_t bh = q.size(0), s = q.size(1), hd = q.size(2);
     const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-    Tensor prob = torch::bmm(q, kk.transpose(1, 2));  // [BH, S, S] scores, then probabilities
+    const auto r = static_cast<GemmRoute>(route);
+    Tensor prob = bmm_(q, kk.transpose(1, 2), r);  // [BH, S, S] scores, then probabilities
     k::CausalSoftmaxArgs a;
     a.rows = bh * s;
     a.seq = s;
@@ -202,7 +264,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     run_(a, prob);
     ctx->save_for_backward({q, kk, v, prob});
     ctx->saved_data["scale"] = scale;
-    return torch::bmm(prob, v);  // [BH, S, hd]
+    ctx->saved_data["route"] = route;
+    return bmm_(prob, v, r);  // [BH, S, hd]
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -210,7 +273,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const auto saved = ctx->get_saved_variables();
     const Tensor &q = saved[0], &kk = saved[1], &v = saved[2], &prob = saved[3];
     const Tensor dout = grads[0].to(prob.scalar_type()).contiguous();
-    Tensor ds = torch::bmm(dout, v.transpose(1, 2));  // dP, then the score gradient
+    const GemmRoute r = route_of_(ctx);
+    Tensor ds = bmm_(dout, v.transpose(1, 2), r);  // dP, then the score gradient
     k::CausalSoftmaxGradArgs a;
     a.rows = prob.size(0) * prob.size(1);
     a.seq = prob.size(1);
@@ -219,19 +283,19 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     a.dt = k::dt_of(prob.scalar_type());
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, prob);
-    Tensor dq = torch::bmm(ds, kk);
-    Tensor dk = torch::bmm(ds.transpose(1, 2), q);
-    Tensor dv = torch::bmm(prob.transpose(1, 2), dout);
-    return {dq, dk, dv};
+    Tensor dq = bmm_(ds, kk, r);
+    Tensor dk = bmm_(ds.transpose(1, 2), q, r);
+    Tensor dv = bmm_(prob.transpose(1, 2), dout, r);
+    return {dq, dk, dv, Tensor()};
   }
 };
 
 struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
-                        const Tensor& targets_in) {
+                        const Tensor& targets_in, int64_t route) {
     RECORD_FUNCTION("fused::head_cross_entropy", std::vector<c10::IValue>());
     const Tensor targets = targets_in.contiguous();
-    Tensor logits = torch::mm(x, w.t());  // [N, V], the loss gradient on return
+    Tensor logits = mm_(x, w.t(), static_cast<GemmRoute>(route));  // [N, V], the loss gradient
     const int64_t n = logits.size(0);
     Tensor partials = torch::empty({k::num_chunks(n)}, logits.options().dtype(b.scalar_type()));
     k::HeadCrossEntropyArgs a;
@@ -245,6 +309,7 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     a.dt = k::dt_of(logits.scalar_type());
     run_(a, logits);
     ctx->save_for_backward({x, w, logits});
+    ctx->saved_data["route"] = route;
     return partials.sum() / static_cast<double>(n);
   }
 
@@ -254,10 +319,11 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     const Tensor &x = saved[0], &w = saved[1], &dlogits = saved[2];
     // d loss: a scalar (1, or the loss scale of a float16 run).
     const Tensor dl = dlogits * grads[0].to(dlogits.scalar_type());
-    Tensor dx = x.requires_grad() ? torch::mm(dl, w) : Tensor();  // [N, d]
-    Tensor dw = torch::mm(dl.t(), x);                             // [V, d]
+    const GemmRoute r = route_of_(ctx);
+    Tensor dx = x.requires_grad() ? mm_(dl, w, r) : Tensor();  // [N, d]
+    Tensor dw = mm_(dl.t(), x, r);                             // [V, d]
     Tensor db = dl.sum(0, /*keepdim=*/false, grads[0].scalar_type());
-    return {dx, dw, db, Tensor()};
+    return {dx, dw, db, Tensor(), Tensor()};
   }
 };
 
@@ -270,19 +336,26 @@ std::vector<Tensor> drop_add_layer_norm(const Tensor& resid, const Tensor& branc
                           opt_(beta, branch), drop.p, static_cast<int64_t>(drop.key), out_dtype);
 }
 
-Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, FusedDropout drop) {
-  return LinearReluDropout::apply(x, w, b, drop.p, static_cast<int64_t>(drop.key));
+Tensor fused_linear(const Tensor& x, const Tensor& w, const Tensor& b, GemmRoute route) {
+  return FusedLinear::apply(x, w, opt_(b, x), static_cast<int64_t>(route));
 }
 
-Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
+Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, FusedDropout drop,
+                           GemmRoute route) {
+  return LinearReluDropout::apply(x, w, b, drop.p, static_cast<int64_t>(drop.key),
+                                  static_cast<int64_t>(route));
+}
+
+Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, GemmRoute route) {
   const int64_t b = q.size(0), h = q.size(1), s = q.size(2), hd = q.size(3);
   auto flat = [&](const Tensor& t) { return t.reshape({b * h, s, hd}).contiguous(); };
-  return CausalAttention::apply(flat(q), flat(k), flat(v)).view({b, h, s, hd});
+  return CausalAttention::apply(flat(q), flat(k), flat(v), static_cast<int64_t>(route))
+      .view({b, h, s, hd});
 }
 
-Tensor head_cross_entropy(const Tensor& x, const Tensor& w, const Tensor& b,
-                          const Tensor& targets) {
-  return HeadCrossEntropy::apply(x, w, b, targets);
+Tensor head_cross_entropy(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& targets,
+                          GemmRoute route) {
+  return HeadCrossEntropy::apply(x, w, b, targets, static_cast<int64_t>(route));
 }
 
 }  // namespace trainbench

@@ -20,6 +20,7 @@ ModelOptions ModelOptions::from_config(const RunConfig& cfg) {
   o.parallel_dropout = resolved_dropout_impl(cfg) == "parallel";
   if (cfg.dtype == "bfloat16") o.compute_dtype = torch::kBFloat16;
   if (cfg.dtype == "float16") o.compute_dtype = torch::kHalf;
+  o.float32_gemm = resolved_lowp_gemm(cfg) == "float32";
   return o;
 }
 

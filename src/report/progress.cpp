@@ -127,8 +127,10 @@ std::string summary_table(const nlohmann::json& config, const nlohmann::json& su
      << " | " << num_or_dash_(summary["sequences_per_s"], 1) << " | "
      << num_or_dash_(summary["tokens_per_s"], 0) << " | " << num_or_dash_(st["median"], 1) << " ("
      << num_or_dash_(st["min"], 1) << "-" << num_or_dash_(st["max"], 1) << ") | "
-     << num_or_dash_(summary["mfu"], 1, 100.0) << "% | "
-     << num_or_dash_(summary["peak_memory_bytes"], 0, 1.0 / (1 << 20)) << " | "
+     << (summary.value("peak_unreliable", false) ? std::string("unreliable peak")
+         : summary["mfu"].is_number()            ? num_or_dash_(summary["mfu"], 1, 100.0) + "%"
+                                                 : "-")
+     << " | " << num_or_dash_(summary["peak_memory_bytes"], 0, 1.0 / (1 << 20)) << " | "
      << num_or_dash_(summary["final_train_loss"], 4) << " | "
      << num_or_dash_(summary["final_valid_bpb"], 4) << " | " << summary["status"].get<std::string>()
      << " |\n";

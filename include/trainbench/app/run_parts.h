@@ -24,6 +24,17 @@ uint64_t rank_step_seed(int64_t seed, int rank, int64_t step);
 // Warnings about the set-up (a non-Release build, cores left idle).
 void warn_about_setup(int threads, int local_world);
 
+// Which GEMM path each part of the step takes for the run's dtype (env.json "gemm_path"):
+// {"dtype", "model_gemms" (the Linear and head GEMMs), "attention" (scores and values, or the
+// flash kernel's blocks), "libtorch" (LibTorch's own path for the dtype on this CPU), "cpu_isa"
+// (the instruction sets they were chosen from, after ONEDNN_MAX_CPU_ISA), "native_gemm"}.
+nlohmann::json gemm_paths(const RunConfig& cfg, bool cuda);
+
+// One warning line when the run's GEMMs in bfloat16/float16 have no native instructions on
+// this CPU: the missing instructions, the slowdown against float32 measured by a short probe at
+// the model's FF shape, and the alternatives. Returns the line ("" when none applies).
+std::string warn_about_lowp_gemm(const RunConfig& cfg, const nlohmann::json& paths);
+
 // The multi-process part of summary.json: per-rank step and communication times, gathered with
 // one all-reduce, and whether every replica holds the same parameters.
 nlohmann::json dist_summary(DistContext& dist, const GradSync& sync, LanguageModel& model,

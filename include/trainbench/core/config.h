@@ -27,7 +27,11 @@ struct RunConfig {
   int64_t num_heads = 8;              // attention heads; d_model % num_heads == 0
   int64_t ff_dim = 2048;              // feed-forward hidden width
   double dropout = 0.1;               // dropout on embeddings, residual branches and FF hidden
-  std::string dropout_impl = "auto";  // auto | native | parallel (see dropout.h)
+  std::string dropout_impl = "auto";  // auto | native | parallel | fused (see dropout.h)
+  // --compile fused with bfloat16/float16 on the CPU: GEMMs in the dtype itself (native) or as
+  // float32 GEMMs of operands rounded to it (float32); auto: native where the CPU has the
+  // dtype's dot-product instructions (core/cpu_isa.h), else float32.
+  std::string lowp_gemm = "auto";  // auto | native | float32
   int64_t batch_size = 100;           // sequences per step
   double lr = 1e-3;                   // Adam learning rate (no schedule)
   int64_t steps = 5000;               // optimizer steps, warm-up included
@@ -76,6 +80,10 @@ std::string resolved_device(const RunConfig& cfg);
 // The dropout kernel a run uses: "parallel" (dropout.h) for eager handcraft models on the CPU
 // under "auto", else "native" (torch::dropout).
 std::string resolved_dropout_impl(const RunConfig& cfg);
+
+// The GEMM route of a run's fused model: "float32" or "native" ("auto" resolved; "native" for
+// every run that is not --compile fused with bfloat16/float16 on the CPU).
+std::string resolved_lowp_gemm(const RunConfig& cfg);
 
 // Reference run-folder name: {save_dir}_{model}_layer{N}_{dtype}[_compiled|_fused][_flash]
 // (_compiled: TorchScript, as the reference names its compiled runs).

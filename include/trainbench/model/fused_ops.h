@@ -16,6 +16,14 @@
 
 namespace trainbench {
 
+// How the fused ops run a GEMM whose operands are bfloat16/float16 (--lowp_gemm): in the dtype
+// itself (LibTorch's oneDNN path), or as a float32 GEMM of the same operands (exact in float32)
+// with the result rounded to the dtype, which is what the native instructions compute (float32
+// accumulation, one rounding of the output). The second is the fast one on CPUs without
+// AVX512-BF16/AMX (LibTorch's bfloat16 GEMM is then a one-thread reference loop). Tensors kept
+// for backward stay in the dtype either way; only the GEMMs' own operand copies are float32.
+enum class GemmRoute { kNative, kFloat32 };
+
 // Dropout as the fused kernels apply it: probability p, key from dropout_key() (p == 0: off).
 struct FusedDropout {
   double p = 0;
@@ -26,6 +34,11 @@ struct FusedDropout {
 // itself in `out_dtype` when gamma is undefined). resid [N, d] accumulation dtype (float32, or
 // float64) or undefined (r' = dropout(branch + bias)); branch [N, d] any float dtype; bias,
 // gamma, beta [d] accumulation dtype or undefined. Returns {r' [N, d] accumulation, y [N, d]}.
+// x w^T (+ b): x [N, in], w [out, in] (same dtype), b [out] accumulation dtype or undefined →
+// [N, out] in x's dtype. Saves x and w (the input's own dtype).
+torch::Tensor fused_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                           GemmRoute route = GemmRoute::kNative);
+
 std::vector<torch::Tensor> drop_add_layer_norm(const torch::Tensor& resid,
                                                const torch::Tensor& branch,
                                                const torch::Tensor& bias,
@@ -36,19 +49,21 @@ std::vector<torch::Tensor> drop_add_layer_norm(const torch::Tensor& resid,
 // dropout(relu(x w^T + b)): x [N, in], w [f, in] (same dtype), b [f] accumulation dtype.
 // Saves x, w and the output only (the mask is regenerated, the output tells where ReLU was on).
 torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& w,
-                                  const torch::Tensor& b, FusedDropout drop);
+                                  const torch::Tensor& b, FusedDropout drop,
+                                  GemmRoute route = GemmRoute::kNative);
 
 // Causal attention with explicit scores in the activation dtype: q, k, v [B, H, S, hd] →
 // [B, H, S, hd]; scores and probabilities [B*H, S, S] in one buffer, softmax fused with the
 // scale and the causal mask (no mask tensor) in one pass each way.
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v);
+                               const torch::Tensor& v, GemmRoute route = GemmRoute::kNative);
 
 // Mean cross-entropy of x w^T + b against targets: x [N, d], w [V, d] (same dtype), b [V]
 // accumulation dtype, targets [N] int64 → scalar in the accumulation dtype. The logits buffer
 // [N, V] (activation dtype) is turned into the loss gradient row by row in the forward pass and
 // is all that is kept: no float32 logits, no softmax tensor.
 torch::Tensor head_cross_entropy(const torch::Tensor& x, const torch::Tensor& w,
-                                 const torch::Tensor& b, const torch::Tensor& targets);
+                                 const torch::Tensor& b, const torch::Tensor& targets,
+                                 GemmRoute route = GemmRoute::kNative);
 
 }  // namespace trainbench

@@ -29,6 +29,9 @@ struct ModelOptions {
   // fused (--compile fused): the activations' dtype (float32, or bfloat16 / float16 for those
   // runs); parameters stay in their own dtype (float32 master weights).
   c10::ScalarType compute_dtype = c10::ScalarType::Float;
+  // fused: bfloat16/float16 GEMMs as float32 GEMMs of operands rounded to the dtype
+  // (--lowp_gemm float32, the route for CPUs without the dtype's dot-product instructions).
+  bool float32_gemm = false;
 
   static ModelOptions from_config(const RunConfig& cfg);
 };

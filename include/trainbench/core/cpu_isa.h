@@ -1,0 +1,62 @@
+// The CPU's instruction sets that decide how fast a GEMM in each dtype can run, and the GEMM
+// path LibTorch and bench's fused model take for that dtype on this CPU.
+// LibTorch 2.11 on x86: float32 GEMMs go to MKL; bfloat16 ones to oneDNN when the CPU has
+// AVX-512 (BW+VL+DQ) or AVX-NE-CONVERT (native with AVX512-BF16 or AMX-BF16, emulated through
+// float32 FMAs without them), else to LibTorch's reference GEMM (scalar loops, one thread:
+// pytorch#151934); float16 likewise with AVX512-FP16 / AMX-FP16 / AVX-NE-CONVERT.
+// ONEDNN_MAX_CPU_ISA caps what oneDNN (and so LibTorch's bfloat16 check) sees: bench applies
+// the same cap, so `ONEDNN_MAX_CPU_ISA=AVX2` reproduces an AVX2-only machine's routes on any
+// CPU (the tests use it to force them).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace trainbench {
+
+struct CpuIsa {
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  bool avx512_bf16 = false;     // VDPBF16PS: bfloat16 dot products
+  bool avx512_fp16 = false;     // float16 arithmetic
+  bool amx_bf16 = false;        // AMX tiles with bfloat16 (implies AMX-TILE)
+  bool amx_fp16 = false;        // AMX tiles with float16
+  bool avx_ne_convert = false;  // bfloat16/float16 conversions on AVX2 (oneDNN's avx2_vnni_2)
+};
+
+// What the CPU and the operating system offer (CPUID, with XGETBV for the AVX/AVX-512/AMX
+// register state), before any cap.
+CpuIsa hardware_isa();
+// `isa` as oneDNN sees it under ONEDNN_MAX_CPU_ISA=`cap` (SSE41, AVX, AVX2, AVX2_VNNI,
+// AVX2_VNNI_2, AVX512_CORE, AVX512_CORE_VNNI, AVX512_CORE_BF16, AVX512_CORE_FP16,
+// AVX512_CORE_AMX, AVX512_CORE_AMX_FP16, the AVX10_1_512* names, ALL; case-insensitive; empty
+// or unknown: no cap): every set above the cap is off.
+CpuIsa capped_isa(CpuIsa isa, const std::string& cap);
+// hardware_isa() capped by the ONEDNN_MAX_CPU_ISA environment variable: what the run's GEMMs
+// see. The value of the variable (or "") in *cap when cap is given.
+CpuIsa effective_isa(std::string* cap = nullptr);
+
+// The names of the sets that are on, in a fixed order ("avx2", "fma", ..., "amx_fp16").
+std::vector<std::string> isa_names(const CpuIsa& isa);
+
+// How a GEMM in a dtype runs.
+enum class GemmPath {
+  kMklFloat32,      // float32 in MKL
+  kOnednnNative,    // oneDNN with the dtype's dot-product instructions (AVX512-BF16/AMX, ...)
+  kOnednnEmulated,  // oneDNN converting to float32 on AVX-512 or AVX-NE-CONVERT
+  kReference,       // LibTorch's reference GEMM: scalar loops on one thread
+  kFloat32Rounded,  // bench's fused model: MKL float32 on operands rounded to the dtype
+  kCuda,            // cuBLAS / cuDNN on a GPU
+};
+// "mkl_float32", "onednn_native", "onednn_emulated", "reference", "float32_rounded", "cuda".
+const char* gemm_path_name(GemmPath p);
+
+// The path of LibTorch's own GEMM for `dtype` (float32 | bfloat16 | float16) on this CPU.
+GemmPath libtorch_gemm_path(const CpuIsa& isa, const std::string& dtype);
+// True when the CPU has dot-product instructions for `dtype` (float32 always; bfloat16:
+// AVX512-BF16 or AMX-BF16; float16: AVX512-FP16 or AMX-FP16).
+bool has_native_gemm(const CpuIsa& isa, const std::string& dtype);
+// The instructions a native GEMM in `dtype` needs, in words: "AVX512-BF16 or AMX-BF16".
+std::string native_gemm_needs(const std::string& dtype);
+
+}  // namespace trainbench
