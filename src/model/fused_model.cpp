@@ -21,6 +21,14 @@ FusedDropout fused_dropout_(double p) {
   return p > 0 ? FusedDropout{p, dropout_key()} : FusedDropout{};
 }
 
+// A weight as the GEMMs read it: cast to the compute dtype once per step, and on the float32
+// route held in float32 (the dtype's values, so that each GEMM does not convert it again).
+Tensor rounded_weight_(const Tensor& w, c10::ScalarType cdt, GemmRoute route) {
+  const Tensor low = w.to(cdt);
+  const bool lowp = cdt == torch::kBFloat16 || cdt == torch::kHalf;
+  return route == GemmRoute::kFloat32 && lowp ? low.to(torch::kFloat) : low;
+}
+
 class FusedBlockImpl : public BlockLayers {
  public:
   explicit FusedBlockImpl(const ModelOptions& o)
@@ -41,14 +49,15 @@ class FusedBlockImpl : public BlockLayers {
     auto h1 =
         drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias, fused_dropout_(p),
                             cdt);  // {r [N, d] f32, y [N, d] cdt}
-    const Tensor qkv_rows = fused_linear(h1[1], qkv->weight.to(cdt), qkv->bias, route_);
-    const Tensor attn = attention_(qkv_rows, seq);                                  // [N, d] cdt
-    const Tensor proj = fused_linear(attn, out->weight.to(cdt), Tensor(), route_);  // bias later
+    const Tensor qkv_rows = fused_linear(h1[1], weight_(qkv, cdt), qkv->bias, route_);
+    const Tensor attn = attention_(qkv_rows, seq);  // [N, d] cdt
+    const Tensor proj =
+        fused_linear(attn, weight_(out, cdt), Tensor(), route_, true);  // bias later
     auto h2 =
         drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p), cdt);
     const Tensor hidden =
-        linear_relu_dropout(h2[1], ff1->weight.to(cdt), ff1->bias, fused_dropout_(p), route_);
-    return {h2[0], fused_linear(hidden, ff2->weight.to(cdt), Tensor(), route_), ff2->bias};
+        linear_relu_dropout(h2[1], weight_(ff1, cdt), ff1->bias, fused_dropout_(p), route_);
+    return {h2[0], fused_linear(hidden, weight_(ff2, cdt), Tensor(), route_, true), ff2->bias};
   }
 
  private:
@@ -79,6 +88,10 @@ class FusedBlockImpl : public BlockLayers {
     return o.transpose(1, 2).reshape({n, d});  // [B, S, H, hd] → [N, d]
   }
 
+  Tensor weight_(const torch::nn::Linear& l, c10::ScalarType cdt) const {
+    return rounded_weight_(l->weight, cdt, route_);
+  }
+
   int64_t heads_;
   bool flash_;
   GemmRoute route_;
@@ -96,7 +109,8 @@ class FusedModel : public ByteModelBase {
   Tensor forward(const Tensor& bytes) override {
     const Tensor x = trunk_(bytes);  // [N, d] cdt, batch-major
     const int64_t s = bytes.size(0), b = bytes.size(1);
-    const Tensor logits = fused_linear(x, head_->weight.to(x.scalar_type()), head_->bias, route_());
+    const Tensor logits = fused_linear(x, rounded_weight_(head_->weight, x.scalar_type(), route_()),
+                                       head_->bias, route_());
     return logits.view({b, s, kVocabSize}).transpose(0, 1);
   }
 
@@ -104,7 +118,8 @@ class FusedModel : public ByteModelBase {
   Tensor loss(const Tensor& bytes) override {
     const Tensor x = trunk_(bytes);
     const Tensor targets = bytes.t().reshape({-1});  // row b*S + s predicts bytes[s, b]
-    return head_cross_entropy(x, head_->weight.to(x.scalar_type()), head_->bias, targets, route_())
+    return head_cross_entropy(x, rounded_weight_(head_->weight, x.scalar_type(), route_()),
+                              head_->bias, targets, route_())
         .to(torch::kFloat);
   }
 

@@ -54,17 +54,21 @@ bool upcast_(GemmRoute r, const Tensor& t) {
   return r == GemmRoute::kFloat32 &&
          (t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf);
 }
-// The float32 products run outside autocast, which would cast them back to the dtype (the
-// trainer's forward runs under it).
-Tensor mm_(const Tensor& a, const Tensor& b, GemmRoute r) {
-  if (!upcast_(r, a)) return torch::mm(a, b);
+// An operand as the route's GEMM reads it: a float32 copy on the float32 route (made once when
+// it feeds two GEMMs), else the tensor itself.
+Tensor up_(const Tensor& t, GemmRoute r) { return upcast_(r, t) ? t.to(torch::kFloat) : t; }
+// The product of operands from up_(), in the dtype `out`: a float32 result is rounded once.
+// It runs outside autocast, which would cast float32 operands back to the dtype (the trainer's
+// forward runs under it).
+Tensor gemm_(const Tensor& a, const Tensor& b, c10::ScalarType out) {
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-  return torch::mm(a.to(torch::kFloat), b.to(torch::kFloat)).to(a.scalar_type());
+  const Tensor y = a.dim() == 3 ? torch::bmm(a, b) : torch::mm(a, b);
+  return y.scalar_type() == out ? y : y.to(out);
 }
-Tensor bmm_(const Tensor& a, const Tensor& b, GemmRoute r) {
-  if (!upcast_(r, a)) return torch::bmm(a, b);
-  const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-  return torch::bmm(a.to(torch::kFloat), b.to(torch::kFloat)).to(a.scalar_type());
+// a @ b in a's dtype (b may be a float32 copy of rounded values already: the fused model's
+// weights on the float32 route, whose gradient autograd then rounds as it casts it back).
+Tensor mm_(const Tensor& a, const Tensor& b, GemmRoute r) {
+  return gemm_(up_(a, r), up_(b, r), a.scalar_type());
 }
 GemmRoute route_of_(AutogradContext* ctx) {
   return static_cast<GemmRoute>(ctx->saved_data["route"].toInt());
@@ -75,16 +79,17 @@ Tensor chunk_sums_(const Tensor& partials) { return partials.sum(0); }
 
 struct FusedLinear : torch::autograd::Function<FusedLinear> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
-                        int64_t route) {
+                        int64_t route, bool keep_float32) {
     RECORD_FUNCTION("fused::linear", std::vector<c10::IValue>());
     const auto r = static_cast<GemmRoute>(route);
+    const bool up = upcast_(r, x);
+    const auto out = up && keep_float32 ? torch::kFloat : x.scalar_type();
     Tensor y;
     if (!present_(b)) {
-      y = mm_(x, w.t(), r);  // [N, out]
-    } else if (upcast_(r, x)) {
+      y = gemm_(up_(x, r), up_(w, r).t(), out);  // [N, out]
+    } else if (up) {
       const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-      y = torch::addmm(b.to(torch::kFloat), x.to(torch::kFloat), w.t().to(torch::kFloat))
-              .to(x.scalar_type());
+      y = torch::addmm(b.to(torch::kFloat), x.to(torch::kFloat), w.t().to(torch::kFloat)).to(out);
     } else {
       y = torch::addmm(b.to(x.scalar_type()), x, w.t());
     }
@@ -100,12 +105,14 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
     const auto saved = ctx->get_saved_variables();
     const Tensor &x = saved[0], &w = saved[1];
     const GemmRoute r = route_of_(ctx);
-    const Tensor dy = grads[0].to(x.scalar_type()).contiguous();  // [N, out]
-    Tensor dx = x.requires_grad() ? mm_(dy, w, r) : Tensor();     // [N, in]
-    Tensor dw = mm_(dy.t(), x, r);                                // [out, in]
+    // The float32 route reads the output gradient in float32 (exact for a rounded one).
+    const Tensor dy =
+        grads[0].to(upcast_(r, x) ? torch::kFloat : x.scalar_type()).contiguous();     // [N, out]
+    Tensor dx = x.requires_grad() ? gemm_(dy, up_(w, r), x.scalar_type()) : Tensor();  // [N, in]
+    Tensor dw = gemm_(dy.t(), up_(x, r), w.scalar_type());                             // [out, in]
     const auto bias_dtype = static_cast<c10::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
     Tensor db = ctx->saved_data["has_bias"].toBool() ? dy.sum(0, false, bias_dtype) : Tensor();
-    return {dx, dw, db, Tensor()};
+    return {dx, dw, db, Tensor(), Tensor()};
   }
 };
 
@@ -240,8 +247,9 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, out);
     const GemmRoute r = route_of_(ctx);
-    Tensor dx = x.requires_grad() ? mm_(da, w, r) : Tensor();  // [N, in]
-    Tensor dw = mm_(da.t(), x, r);                             // [f, in]
+    const Tensor da_up = up_(da, r);
+    Tensor dx = x.requires_grad() ? gemm_(da_up, up_(w, r), x.scalar_type()) : Tensor();  // [N, in]
+    Tensor dw = gemm_(da_up.t(), up_(x, r), w.scalar_type());                             // [f, in]
     return {dx, dw, chunk_sums_(partials), Tensor(), Tensor(), Tensor()};
   }
 };
@@ -254,7 +262,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const int64_t bh = q.size(0), s = q.size(1), hd = q.size(2);
     const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
     const auto r = static_cast<GemmRoute>(route);
-    Tensor prob = bmm_(q, kk.transpose(1, 2), r);  // [BH, S, S] scores, then probabilities
+    Tensor prob = mm_(q, kk.transpose(1, 2), r);  // [BH, S, S] scores, then probabilities
     k::CausalSoftmaxArgs a;
     a.rows = bh * s;
     a.seq = s;
@@ -265,7 +273,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     ctx->save_for_backward({q, kk, v, prob});
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["route"] = route;
-    return bmm_(prob, v, r);  // [BH, S, hd]
+    return mm_(prob, v, r);  // [BH, S, hd]
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -274,7 +282,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const Tensor &q = saved[0], &kk = saved[1], &v = saved[2], &prob = saved[3];
     const Tensor dout = grads[0].to(prob.scalar_type()).contiguous();
     const GemmRoute r = route_of_(ctx);
-    Tensor ds = bmm_(dout, v.transpose(1, 2), r);  // dP, then the score gradient
+    const Tensor dout_up = up_(dout, r);
+    Tensor ds = gemm_(dout_up, up_(v, r).transpose(1, 2), dout.scalar_type());  // dP, then dS
     k::CausalSoftmaxGradArgs a;
     a.rows = prob.size(0) * prob.size(1);
     a.seq = prob.size(1);
@@ -283,9 +292,11 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     a.dt = k::dt_of(prob.scalar_type());
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, prob);
-    Tensor dq = bmm_(ds, kk, r);
-    Tensor dk = bmm_(ds.transpose(1, 2), q, r);
-    Tensor dv = bmm_(prob.transpose(1, 2), dout, r);
+    const Tensor ds_up = up_(ds, r);
+    const auto dt = prob.scalar_type();
+    Tensor dq = gemm_(ds_up, up_(kk, r), dt);
+    Tensor dk = gemm_(ds_up.transpose(1, 2), up_(q, r), dt);
+    Tensor dv = gemm_(up_(prob, r).transpose(1, 2), dout_up, dt);
     return {dq, dk, dv, Tensor()};
   }
 };
@@ -320,8 +331,9 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     // d loss: a scalar (1, or the loss scale of a float16 run).
     const Tensor dl = dlogits * grads[0].to(dlogits.scalar_type());
     const GemmRoute r = route_of_(ctx);
-    Tensor dx = x.requires_grad() ? mm_(dl, w, r) : Tensor();  // [N, d]
-    Tensor dw = mm_(dl.t(), x, r);                             // [V, d]
+    const Tensor dl_up = up_(dl, r);
+    Tensor dx = x.requires_grad() ? gemm_(dl_up, up_(w, r), x.scalar_type()) : Tensor();  // [N, d]
+    Tensor dw = gemm_(dl_up.t(), up_(x, r), w.scalar_type());                             // [V, d]
     Tensor db = dl.sum(0, /*keepdim=*/false, grads[0].scalar_type());
     return {dx, dw, db, Tensor(), Tensor()};
   }
@@ -336,8 +348,9 @@ std::vector<Tensor> drop_add_layer_norm(const Tensor& resid, const Tensor& branc
                           opt_(beta, branch), drop.p, static_cast<int64_t>(drop.key), out_dtype);
 }
 
-Tensor fused_linear(const Tensor& x, const Tensor& w, const Tensor& b, GemmRoute route) {
-  return FusedLinear::apply(x, w, opt_(b, x), static_cast<int64_t>(route));
+Tensor fused_linear(const Tensor& x, const Tensor& w, const Tensor& b, GemmRoute route,
+                    bool keep_float32) {
+  return FusedLinear::apply(x, w, opt_(b, x), static_cast<int64_t>(route), keep_float32);
 }
 
 Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, FusedDropout drop,

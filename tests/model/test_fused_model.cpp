@@ -95,6 +95,26 @@ TEST(FusedModel, Bfloat16AndFloat16TrackFloat32Within0p1Nats) {
   EXPECT_NEAR(tail(f16), tail(f32), 0.1);
 }
 
+// --lowp_gemm float32 (the route for CPUs without bfloat16 instructions): bfloat16 training
+// tracks float32 and eager bfloat16 step by step, as the native route does.
+TEST(FusedModel, Float32GemmRouteInBfloat16TracksFloat32AndEagerBfloat16) {
+  RunConfig c = small_(false, 0.1);
+  c.compile = "fused";
+  const auto f32 = testing::train_losses(c, 40);
+  c.dtype = "bfloat16";
+  c.lowp_gemm = "float32";
+  ASSERT_EQ(resolved_lowp_gemm(c), "float32");
+  ASSERT_TRUE(ModelOptions::from_config(c).float32_gemm);
+  const auto routed = testing::train_losses(c, 40);
+  c.compile = "none";
+  c.lowp_gemm = "auto";
+  const auto eager = testing::train_losses(c, 40);
+  for (size_t i = 0; i < routed.size(); ++i) {
+    EXPECT_NEAR(routed[i], f32[i], 0.1) << "step " << i + 1;
+    EXPECT_NEAR(routed[i], eager[i], 0.1) << "step " << i + 1;
+  }
+}
+
 TEST(FusedModel, DropoutIsDeterministicPerSeedAndOffInEvaluation) {
   RunConfig c = small_(false, 0.1);
   c.compile = "fused";

@@ -176,6 +176,94 @@ TEST(FusedOps, Bfloat16OpsTrackTheirFloat32ValuesWithinBfloat16Tolerance) {
   EXPECT_LT(rel_err(causal_attention(qb, qb, qb), a32), 3e-2);
 }
 
+// --lowp_gemm float32: a bfloat16 GEMM is the float32 product of the same values, rounded once
+// to bfloat16 (forward and backward), and the op's output and gradients stay bfloat16.
+TEST(FusedOps, Float32RouteIsTheFloat32ProductOfTheSameOperandsRoundedOnce) {
+  torch::manual_seed(3);
+  const Tensor x = leaf(torch::randn({37, 33}).to(torch::kBFloat16));
+  const Tensor w = leaf(torch::randn({20, 33}).to(torch::kBFloat16));
+  const Tensor b = leaf(torch::randn({20}));
+  const Tensor y = fused_linear(x, w, b, GemmRoute::kFloat32);
+  EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+  const Tensor xf = x.detach().to(torch::kFloat), wf = w.detach().to(torch::kFloat);
+  EXPECT_TRUE(torch::equal(y, torch::addmm(b.detach(), xf, wf.t()).to(torch::kBFloat16)));
+  const Tensor dy = torch::randn({37, 20}).to(torch::kBFloat16);
+  y.backward(dy);
+  EXPECT_EQ(x.grad().scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(x.grad(), torch::mm(dy.to(torch::kFloat), wf).to(torch::kBFloat16)));
+  EXPECT_TRUE(torch::equal(w.grad(), torch::mm(dy.to(torch::kFloat).t(), xf).to(torch::kBFloat16)));
+  EXPECT_NEAR(b.grad().sum().item<double>(), dy.to(torch::kFloat).sum().item<double>(), 1e-3);
+  // float32 and float64 operands take their own GEMM on either route.
+  const Tensor x32 = torch::randn({5, 4}), w32 = torch::randn({3, 4});
+  EXPECT_TRUE(
+      torch::equal(fused_linear(x32, w32, {}, GemmRoute::kFloat32), torch::mm(x32, w32.t())));
+}
+
+// Every op on the two GEMM routes in bfloat16: the same values within bfloat16's rounding, and
+// both close to the float32 result; forward and every input gradient.
+TEST(FusedOps, BothGemmRoutesAgreeInBfloat16ForEveryOp) {
+  torch::manual_seed(5);
+  const auto bf = torch::kBFloat16;
+  using Op = std::function<Tensor(const std::vector<Tensor>&, GemmRoute)>;
+  struct Case {
+    const char* name;
+    std::vector<Tensor> inputs;  // float32 values; the first `low` are cast to bfloat16
+    size_t low;
+    Op op;
+  };
+  const Tensor t = torch::randint(0, 256, {48}, torch::kLong);
+  const std::vector<Case> cases = {
+      {"linear",
+       {torch::randn({48, 24}), torch::randn({40, 24}) * 0.2, torch::randn({40})},
+       2,
+       [](const std::vector<Tensor>& v, GemmRoute r) { return fused_linear(v[0], v[1], v[2], r); }},
+      {"linear_relu_dropout",
+       {torch::randn({48, 24}), torch::randn({40, 24}) * 0.2, torch::randn({40})},
+       2,
+       [](const std::vector<Tensor>& v, GemmRoute r) {
+         return linear_relu_dropout(v[0], v[1], v[2], {0.2, 9}, r);
+       }},
+      {"causal_attention",
+       {torch::randn({2, 2, 24, 8}), torch::randn({2, 2, 24, 8}), torch::randn({2, 2, 24, 8})},
+       3,
+       [](const std::vector<Tensor>& v, GemmRoute r) {
+         return causal_attention(v[0], v[1], v[2], r);
+       }},
+      {"head_cross_entropy",
+       {torch::randn({48, 24}), torch::randn({256, 24}) * 0.2, torch::zeros({256})},
+       2,
+       [&](const std::vector<Tensor>& v, GemmRoute r) {
+         return head_cross_entropy(v[0], v[1], v[2], t, r);
+       }},
+  };
+  for (const Case& c : cases) {
+    std::vector<Tensor> outs, grads;
+    for (int variant = 0; variant < 3; ++variant) {  // float32, bf16 native, bf16 float32 route
+      std::vector<Tensor> in;
+      for (size_t i = 0; i < c.inputs.size(); ++i) {
+        in.push_back(leaf(variant > 0 && i < c.low ? c.inputs[i].to(bf) : c.inputs[i]));
+      }
+      const Tensor out = c.op(in, variant == 2 ? GemmRoute::kFloat32 : GemmRoute::kNative);
+      if (variant > 0 && out.dim() > 0) {
+        EXPECT_EQ(out.scalar_type(), bf) << c.name;
+      }
+      const Tensor up = torch::randn(out.sizes(), torch::TensorOptions().dtype(torch::kFloat))
+                            .to(out.scalar_type());
+      (out.dim() > 0 ? (out * up).sum() : out).backward();
+      outs.push_back(out.detach());
+      const auto g = grads_of(in);
+      grads.insert(grads.end(), g.begin(), g.end());
+    }
+    EXPECT_LT(rel_err(outs[2], outs[1]), 2e-2) << c.name;
+    EXPECT_LT(rel_err(outs[2], outs[0]), 3e-2) << c.name;
+    const size_t n = c.inputs.size();
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_LT(rel_err(grads[2 * n + i], grads[n + i]), 5e-2) << c.name << " input " << i;
+      EXPECT_LT(rel_err(grads[2 * n + i], grads[i]), 5e-2) << c.name << " input " << i;
+    }
+  }
+}
+
 // Central differences of a scalar function of `x` (float64) against x's analytic gradient.
 double max_fd_error(const std::function<Tensor()>& f, const Tensor& x) {
   x.mutable_grad() = Tensor();
@@ -221,6 +309,12 @@ TEST(FusedOps, Float64GradientsMatchFiniteDifferences) {
   const Tensor tg = torch::randint(0, 256, {5}, torch::kLong);
   auto ce = [&] { return head_cross_entropy(hx, hw, hb, tg); };
   for (const Tensor& t : {hx, hw, hb}) EXPECT_LT(max_fd_error(ce, t), 1e-6);
+  const Tensor lx = leaf(torch::randn({4, 3}, o)), lw = leaf(torch::randn({5, 3}, o)),
+               lb = leaf(torch::randn({5}, o)), up4 = torch::randn({4, 5}, o);
+  for (GemmRoute route : {GemmRoute::kNative, GemmRoute::kFloat32}) {
+    auto lin = [&] { return (fused_linear(lx, lw, lb, route) * up4).sum(); };
+    for (const Tensor& t : {lx, lw, lb}) EXPECT_LT(max_fd_error(lin, t), 1e-6);
+  }
 }
 
 }  // namespace

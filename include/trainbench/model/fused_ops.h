@@ -34,10 +34,13 @@ struct FusedDropout {
 // itself in `out_dtype` when gamma is undefined). resid [N, d] accumulation dtype (float32, or
 // float64) or undefined (r' = dropout(branch + bias)); branch [N, d] any float dtype; bias,
 // gamma, beta [d] accumulation dtype or undefined. Returns {r' [N, d] accumulation, y [N, d]}.
-// x w^T (+ b): x [N, in], w [out, in] (same dtype), b [out] accumulation dtype or undefined →
-// [N, out] in x's dtype. Saves x and w (the input's own dtype).
+// x w^T (+ b): x [N, in], w [out, in] (x's dtype, or on the float32 route float32 holding
+// values of x's dtype), b [out] accumulation dtype or undefined → [N, out] in x's dtype.
+// Saves x and w as they are. The other GEMM ops take w the same way. keep_float32: on the
+// float32 route the product is returned unrounded in float32 (a residual branch, which the next
+// drop_add_layer_norm reads in any dtype and nothing keeps), and its gradient is read so.
 torch::Tensor fused_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
-                           GemmRoute route = GemmRoute::kNative);
+                           GemmRoute route = GemmRoute::kNative, bool keep_float32 = false);
 
 std::vector<torch::Tensor> drop_add_layer_norm(const torch::Tensor& resid,
                                                const torch::Tensor& branch,

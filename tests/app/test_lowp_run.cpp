@@ -1,0 +1,176 @@
+// bfloat16/float16 on CPUs without their GEMM instructions, end to end: forced with
+// ONEDNN_MAX_CPU_ISA=AVX2 (LibTorch then takes its reference GEMM, as on an AVX2-only CPU), the
+// eager run warns once with the measured slowdown and the fused run takes the float32 route;
+// the route and the CPU's sets are in env.json and config.json; MFU is never above 100%; a run
+// that shared its CPU with other work says so.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "test_util.h"
+#include "trainbench/core/cpu_isa.h"
+#include "trainbench/report/report.h"
+#include "trainbench/report/results.h"
+
+namespace trainbench {
+namespace {
+
+const char* kTiny =
+    "--num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4 "
+    "--steps 4 --warmup_steps 1 --log_every 2 --eval_every 0 --eval_batches 1 --threads 1 "
+    "--device cpu";
+const char* kAvx2 = "ONEDNN_MAX_CPU_ISA=AVX2 ";
+
+size_t count_(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+class LowpRun : public ::testing::Test {
+ protected:
+  std::string run_(const std::string& env, const std::string& flags, const std::string& name,
+                   testing::CommandResult* out = nullptr) {
+    const std::string prefix = dir / name;
+    const auto r = testing::run_command(env + TB_BENCH_EXE + std::string(" ") + kTiny + " " +
+                                        flags + " --save_dir " + prefix);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    if (out) *out = r;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+      if (e.path().filename().string().rfind(name + "_", 0) == 0) return e.path().string();
+    }
+    ADD_FAILURE() << "no run folder for " << name << "\n" << r.output;
+    return "";
+  }
+  testing::TempDir dir;
+};
+
+TEST_F(LowpRun, EagerBfloat16WithoutNativeGemmWarnsOnceWithTheSlowdownAndTheWayOut) {
+  testing::CommandResult r;
+  const std::string run = run_(kAvx2, "--dtype bfloat16", "eager", &r);
+  EXPECT_EQ(count_(r.output,
+                   "bfloat16 has no native GEMM on this CPU (it lacks AVX512-BF16 or "
+                   "AMX-BF16): LibTorch's reference GEMM (one thread) took "),
+            1u)
+      << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("took [0-9]+\\.[0-9]x the time of float32 "
+                                                     "in a probe at this model's FF shape; for "
+                                                     "speed use --compile fused")))
+      << r.output;
+  const nlohmann::json env = read_json_file(run + "/env.json");
+  EXPECT_EQ(env["gemm_path"]["model_gemms"], "reference");
+  EXPECT_EQ(env["gemm_path"]["libtorch"], "reference");
+  EXPECT_EQ(env["gemm_path"]["native_gemm"], false);
+  for (const auto& s : env["gemm_path"]["cpu_isa"]) {
+    EXPECT_EQ(s.get<std::string>().find("avx512"), std::string::npos) << s;  // capped
+  }
+  EXPECT_EQ(read_json_file(run + "/config.json")["lowp_gemm"], "native");  // LibTorch's own
+  EXPECT_EQ(read_json_file(run + "/summary.json")["gemm_path"], "reference");
+}
+
+TEST_F(LowpRun, Float16IsWarnedAboutWithItsOwnInstructions) {
+  testing::CommandResult r;
+  run_(kAvx2, "--dtype float16", "half", &r);
+  EXPECT_EQ(count_(r.output,
+                   "float16 has no native GEMM on this CPU (it lacks AVX512-FP16 or "
+                   "AMX-FP16)"),
+            1u)
+      << r.output;
+}
+
+TEST_F(LowpRun, FusedBfloat16TakesTheFloat32RouteWithoutAWarning) {
+  testing::CommandResult r;
+  const std::string run = run_(kAvx2, "--dtype bfloat16 --compile fused", "fused", &r);
+  EXPECT_EQ(r.output.find("no native GEMM"), std::string::npos) << r.output;
+  EXPECT_EQ(read_json_file(run + "/config.json")["lowp_gemm"], "float32");
+  EXPECT_EQ(read_json_file(run + "/env.json")["gemm_path"]["model_gemms"], "float32_rounded");
+  EXPECT_EQ(read_json_file(run + "/summary.json")["gemm_path"], "float32_rounded");
+  EXPECT_EQ(read_run(run).label, "libtorch handcraft fused float32-gemm");
+  // Forcing the native route there is LibTorch's slow path again, and says so.
+  testing::CommandResult forced;
+  const std::string native =
+      run_(kAvx2, "--dtype bfloat16 --compile fused --lowp_gemm native", "forced", &forced);
+  EXPECT_EQ(read_json_file(native + "/config.json")["lowp_gemm"], "native");
+  EXPECT_NE(forced.output.find("for speed use --lowp_gemm auto|float32"), std::string::npos)
+      << forced.output;
+}
+
+TEST_F(LowpRun, AutoOnThisCpuFollowsItsInstructionSets) {
+  const std::string run = run_("", "--dtype bfloat16 --compile fused", "auto");
+  const bool native = has_native_gemm(hardware_isa(), "bfloat16");
+  EXPECT_EQ(read_json_file(run + "/config.json")["lowp_gemm"], native ? "native" : "float32");
+  EXPECT_EQ(read_json_file(run + "/env.json")["gemm_path"]["native_gemm"], native);
+}
+
+TEST_F(LowpRun, Float32RouteOutsideTheFusedPathIsRefusedInOneLine) {
+  const auto r = testing::run_bench(std::string(kTiny) + " --dtype bfloat16 --lowp_gemm float32" +
+                                    " --save_dir " + (dir / "x"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(count_(r.output, "\n"), 1u) << r.output;
+  EXPECT_NE(r.output.find("--lowp_gemm: 'float32' is not allowed with --compile none"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST_F(LowpRun, MfuIsNeverAboveOneHundredPercent) {
+  testing::CommandResult r;
+  // A peak far below what the run achieves: the peak is called unreliable, no MFU printed.
+  const std::string low = run_("", "--peak_tflops 0.000001", "low", &r);
+  const nlohmann::json s = read_json_file(low + "/summary.json");
+  EXPECT_TRUE(s["mfu"].is_null());
+  EXPECT_EQ(s["peak_unreliable"], true);
+  EXPECT_GT(s["achieved_flops_per_s"].get<double>(), 1e6);
+  EXPECT_NE(r.output.find("MFU not shown: the run's model FLOP rate"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("| unreliable peak |"), std::string::npos) << r.output;
+  // The probe: the model's shapes on the run's path, kept in summary.json.
+  const std::string probed = run_("", "--peak_tflops 0", "probed");
+  const nlohmann::json p = read_json_file(probed + "/summary.json");
+  EXPECT_EQ(p["peak_flops_source"], "gemm_probe");
+  EXPECT_EQ(p["peak_probe"]["shapes"].size(), 3u);
+  EXPECT_EQ(p["peak_probe"]["gemm_path"], "mkl_float32");
+  if (p["mfu"].is_number()) {
+    EXPECT_LE(p["mfu"].get<double>(), 1.0);
+    EXPECT_EQ(p["peak_unreliable"], false);
+  } else {
+    EXPECT_EQ(p["peak_unreliable"], true);
+  }
+}
+
+// Two busy loops on the machine's cores while a run trains: most timed steps are disturbed,
+// summary.json says so and bench warns; a report shows the figure.
+TEST_F(LowpRun, ARunThatSharedTheCpuSaysItSeemsUnstable) {
+  std::vector<pid_t> loops;
+  for (long i = 0; i < sysconf(_SC_NPROCESSORS_ONLN); ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      volatile uint64_t spin = 0;
+      for (;;) spin = spin + 1;
+    }
+    loops.push_back(pid);
+  }
+  testing::CommandResult r;
+  const std::string run =
+      run_("", "--steps 8 --d_model 128 --ff_dim 512 --seq_len 128 --batch_size 8 --threads 0",
+           "busy", &r);
+  for (pid_t pid : loops) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  const nlohmann::json n = read_json_file(run + "/summary.json")["noise"];
+  EXPECT_GE(n["disturbed_step_share"].get<double>(), 0.5) << n.dump();
+  EXPECT_GT(n["other_cpu_share"].get<double>(), 0.2) << n.dump();
+  EXPECT_EQ(n["unstable"], true);
+  EXPECT_EQ(count_(r.output, "the benchmark seems unstable: "), 1u) << r.output;
+  ReportOptions o;
+  EXPECT_NE(render_report({read_run(run)}, o).find("% disturbed"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainbench
