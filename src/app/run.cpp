@@ -8,13 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <optional>
 
 #include "trainbench/app/run_parts.h"
 #include "trainbench/app/run_setup.h"
-#include "trainbench/core/cpu_noise.h"
 #include "trainbench/core/log.h"
 #include "trainbench/core/signals.h"
 #include "trainbench/core/timing.h"
@@ -335,14 +333,14 @@ class Run {
         {"sequences_per_s", seq_s},  // all ranks together
         {"tokens_per_s", seq_s * cfg_.seq_len},
         {"flops_per_token", setup_.flops_per_token},
-        {"mfu", or_null(mfu_.has_value(), mfu_.value_or(0.0))},
-        {"peak_unreliable", peak_unreliable_},
-        {"achieved_flops_per_s", or_null(stats.count > 0, achieved_flops_s_)},
+        {"mfu", speed_.mfu},
+        {"peak_unreliable", speed_.peak_unreliable},
+        {"achieved_flops_per_s", or_null(stats.count > 0, speed_.achieved_flops_per_s)},
         {"peak_flops", or_null(peak.flops_per_s > 0, peak.flops_per_s)},
         {"peak_flops_source", peak.source},
         {"peak_probe", peak.probe},  // gemm_probe: shapes, best rates, trials; else null
         {"gemm_path", setup_.gemm_paths.at("model_gemms")},
-        {"noise", noise_},
+        {"noise", speed_.noise},
         {"peak_memory_bytes", peak_memory_bytes(device_)},
         {"warmup_seconds", warmup_s_},
         // null for eager runs: nothing was compiled (0.0 would read as a compiler that took
@@ -363,37 +361,11 @@ class Run {
     };
   }
 
-  // MFU against the peak, never above 100%: a run faster than its peak means the peak (a probe
-  // on a busy machine, a --peak_tflops guess) is wrong, and the summary says so instead.
-  void judge_speed_(const StepStats& stats) {
-    if (stats.count == 0) return;
-    const double seq_s = global_batch_() * 1e3 / stats.median_ms;
-    achieved_flops_s_ = seq_s * cfg_.seq_len * setup_.flops_per_token / world_();
-    const PeakFlops& peak = setup_.peak;
-    if (peak.flops_per_s > 0) {
-      const double mfu = achieved_flops_s_ / peak.flops_per_s;
-      peak_unreliable_ = mfu > 1.0;
-      if (!peak_unreliable_) mfu_ = mfu;
-    }
-    std::vector<double> step_s;
-    for (double ms : timed_ms_) step_s.push_back(ms / 1e3);
-    noise_ = noise_summary(step_s, interference_, online_cpus(), proc_stat_tick_s());
-    if (!rank0_()) return;
-    if (peak_unreliable_) {
-      char buf[96];
-      std::snprintf(buf, sizeof(buf), "%.1f GFLOP/s, above the peak of %.1f GFLOP/s",
-                    achieved_flops_s_ / 1e9, peak.flops_per_s / 1e9);
-      log_warn("MFU not shown: the run's model FLOP rate (" + std::string(buf) + " from " +
-               peak.source + ") exceeds its peak, so the peak is unreliable (summary.json " +
-               "peak_unreliable); give the machine's peak with --peak_tflops");
-    }
-    const std::string unstable = noise_warning(noise_);
-    if (!unstable.empty()) log_warn(unstable);
-  }
-
   RunResult finish_() {
     const StepStats stats = step_stats(timed_ms_);
-    judge_speed_(stats);
+    speed_ =
+        judge_speed(stats, timed_ms_, interference_, setup_.peak,
+                    global_batch_() * cfg_.seq_len * setup_.flops_per_token / world_(), rank0_());
     nlohmann::json summary = summary_(stats);
     if (dist_ && error_.empty()) {
       try {
@@ -442,10 +414,7 @@ class Run {
   int64_t step_ = 0, fused_groups_ = 0;
   std::vector<double> timed_ms_, comm_ms_;      // per timed step
   std::vector<StepInterference> interference_;  // per timed step: other work's CPU time
-  std::optional<double> mfu_;                   // null when unknown or above the peak
-  bool peak_unreliable_ = false;
-  double achieved_flops_s_ = 0;  // model FLOPs per second of one process (median step)
-  nlohmann::json noise_;         // cpu_noise.h's summary
+  SpeedJudgement speed_;                        // MFU, its peak's reliability, noise
   Window win_;
   double run_start_ = 0, elapsed_before_ = 0, warmup_s_ = 0, compile_s_ = 0;
   double final_train_loss_ = NAN, valid_loss_ = NAN;

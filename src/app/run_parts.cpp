@@ -85,6 +85,34 @@ std::string warn_about_lowp_gemm(const RunConfig& cfg, const nlohmann::json& pat
   return line;
 }
 
+SpeedJudgement judge_speed(const StepStats& stats, const std::vector<double>& step_ms,
+                           const std::vector<StepInterference>& interference, const PeakFlops& peak,
+                           double flops_per_step, bool warn) {
+  SpeedJudgement j;
+  if (stats.count == 0) return j;
+  j.achieved_flops_per_s = flops_per_step * 1e3 / stats.median_ms;
+  if (peak.flops_per_s > 0) {
+    const double mfu = j.achieved_flops_per_s / peak.flops_per_s;
+    j.peak_unreliable = mfu > 1.0;
+    if (!j.peak_unreliable) j.mfu = mfu;
+  }
+  std::vector<double> step_s;
+  for (double ms : step_ms) step_s.push_back(ms / 1e3);
+  j.noise = noise_summary(step_s, interference, online_cpus(), proc_stat_tick_s());
+  if (!warn) return j;
+  if (j.peak_unreliable) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%.1f GFLOP/s, above the peak of %.1f GFLOP/s",
+                  j.achieved_flops_per_s / 1e9, peak.flops_per_s / 1e9);
+    log_warn("MFU not shown: the run's model FLOP rate (" + std::string(buf) + " from " +
+             peak.source + ") exceeds its peak, so the peak is unreliable (summary.json " +
+             "peak_unreliable); give the machine's peak with --peak_tflops");
+  }
+  const std::string unstable = noise_warning(j.noise);
+  if (!unstable.empty()) log_warn(unstable);
+  return j;
+}
+
 uint64_t rank_step_seed(int64_t seed, int rank, int64_t step) {
   uint64_t z = static_cast<uint64_t>(seed) * 0x9e3779b97f4a7c15ULL ^
                static_cast<uint64_t>(rank) << 40 ^ static_cast<uint64_t>(step);

@@ -41,6 +41,9 @@ RunRecord read_run(const std::string& dir) {
       const std::string path = compile_path(config.at("compile"));
       if (path == "torchscript") r.label += " compiled";
       if (path == "fused") r.label += " fused";
+      if (path == "fused" && config.value("lowp_gemm", std::string()) == "float32") {
+        r.label += " float32-gemm";
+      }
     }
     if (on("flash")) r.label += " flash";
     if (on("fused_adam")) r.label += " fused_adam";
@@ -75,6 +78,11 @@ RunRecord read_run(const std::string& dir) {
     *field = summary.contains(key) && summary[key].is_number() ? summary[key] : nullptr;
   }
   if (summary.contains("profile") && summary["profile"].is_object()) r.profile = summary["profile"];
+  if (summary.contains("gemm_path") && summary["gemm_path"].is_string()) {
+    r.gemm_path = summary["gemm_path"];
+  }
+  r.peak_unreliable = summary.value("peak_unreliable", false) == true;
+  if (summary.contains("noise") && summary["noise"].is_object()) r.noise = summary["noise"];
   return r;
 }
 
@@ -118,6 +126,20 @@ std::string profile_table_(const std::vector<RunRecord>& runs) {
     os << " " << num_(r->profile.value("step_ms", nlohmann::json()), 1) << " |";
   os << "\n";
   return os.str();
+}
+
+// "unreliable" where the run outran its peak, else the MFU in percent.
+std::string mfu_text_(const RunRecord& r) {
+  return r.peak_unreliable ? "unreliable" : num_(r.mfu, 1, 100);
+}
+
+// "cv 3%, 10% disturbed" from summary.json's noise; "-" without it.
+std::string noise_text_(const RunRecord& r) {
+  if (!r.noise.is_object()) return "-";
+  std::string t = "cv " + num_(r.noise.value("step_time_cv", nlohmann::json()), 0, 100) + "%, " +
+                  num_(r.noise.value("disturbed_step_share", nlohmann::json()), 0, 100) +
+                  "% disturbed";
+  return r.noise.value("unstable", false) ? t + " (unstable)" : t;
 }
 
 bool completed_(const RunRecord& r) {
@@ -199,15 +221,16 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
     os << "\n";
   }
   const bool comm = any_communication_(runs);
-  os << "\n| configuration | dtype | layers | batch | seq/s | tokens/s | MFU % | peak MB | warm-up "
-        "s | compile s | valid bpb | "
+  os << "\n| configuration | dtype | layers | batch | seq/s | tokens/s | MFU % | GEMM | noise | "
+        "peak MB | warm-up s | compile s | valid bpb | "
      << (comm ? "comm ms/step | comm share | " : "")
-     << "status | folder |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+     << "status | folder |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
      << (comm ? "---|---|" : "") << "\n";
   for (const RunRecord& r : runs) {
     os << "| " << r.label << " | " << r.dtype << " | " << r.num_layer << " | " << r.batch_size
        << " | " << num_(r.sequences_per_s, 2) << " | " << num_(r.tokens_per_s, 0) << " | "
-       << num_(r.mfu, 1, 100) << " | " << num_(r.peak_memory_bytes, 0, 1.0 / (1 << 20)) << " | "
+       << mfu_text_(r) << " | " << (r.gemm_path.empty() ? "-" : r.gemm_path) << " | "
+       << noise_text_(r) << " | " << num_(r.peak_memory_bytes, 0, 1.0 / (1 << 20)) << " | "
        << num_(r.warmup_seconds, 1) << " | " << num_(r.compile_seconds, 1) << " | "
        << num_(r.final_valid_bpb, 4) << " | ";
     if (comm) {
@@ -224,7 +247,8 @@ std::string csv_(const std::vector<RunRecord>& runs) {
   std::ostringstream os;
   const bool comm = any_communication_(runs);
   os << "configuration,dtype,num_layer,batch_size,sequences_per_s,tokens_per_s,mfu,"
-        "peak_memory_bytes,final_valid_bpb,"
+        "peak_unreliable,gemm_path,step_time_cv,disturbed_step_share,peak_memory_bytes,"
+        "final_valid_bpb,"
      << (comm ? "communication_ms,communication_share," : "") << "status,dir\n";
   auto field = [](const nlohmann::json& v) { return v.is_number() ? v.dump() : std::string(); };
   auto quoted = [](const std::string& s) {
@@ -235,7 +259,12 @@ std::string csv_(const std::vector<RunRecord>& runs) {
   for (const RunRecord& r : runs) {
     os << quoted(r.label) << "," << r.dtype << "," << r.num_layer << "," << r.batch_size << ","
        << field(r.sequences_per_s) << "," << field(r.tokens_per_s) << "," << field(r.mfu) << ","
-       << field(r.peak_memory_bytes) << "," << field(r.final_valid_bpb) << ",";
+       << (r.peak_unreliable ? "true" : "false") << "," << r.gemm_path << ","
+       << field(r.noise.is_object() ? r.noise.value("step_time_cv", nlohmann::json()) : nullptr)
+       << ","
+       << field(r.noise.is_object() ? r.noise.value("disturbed_step_share", nlohmann::json())
+                                    : nullptr)
+       << "," << field(r.peak_memory_bytes) << "," << field(r.final_valid_bpb) << ",";
     if (comm) os << field(r.communication_ms) << "," << field(r.communication_share) << ",";
     os << r.status << "," << quoted(r.dir) << "\n";
   }
@@ -249,17 +278,21 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
   j["baseline"] = baseline;
   j["runs"] = nlohmann::json::array();
   for (const RunRecord& r : runs) {
-    j["runs"].push_back({{"configuration", r.label},
-                         {"dtype", r.dtype},
-                         {"num_layer", r.num_layer},
-                         {"batch_size", r.batch_size},
-                         {"sequences_per_s", r.sequences_per_s},
-                         {"tokens_per_s", r.tokens_per_s},
-                         {"mfu", r.mfu},
-                         {"peak_memory_bytes", r.peak_memory_bytes},
-                         {"final_valid_bpb", r.final_valid_bpb},
-                         {"status", r.status},
-                         {"dir", r.dir}});
+    j["runs"].push_back(
+        {{"configuration", r.label},
+         {"dtype", r.dtype},
+         {"num_layer", r.num_layer},
+         {"batch_size", r.batch_size},
+         {"sequences_per_s", r.sequences_per_s},
+         {"tokens_per_s", r.tokens_per_s},
+         {"mfu", r.mfu},
+         {"peak_unreliable", r.peak_unreliable},
+         {"gemm_path", r.gemm_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gemm_path)},
+         {"noise", r.noise},
+         {"peak_memory_bytes", r.peak_memory_bytes},
+         {"final_valid_bpb", r.final_valid_bpb},
+         {"status", r.status},
+         {"dir", r.dir}});
     if (r.communication_ms.is_number()) {
       j["runs"].back()["communication_ms"] = r.communication_ms;
       j["runs"].back()["communication_share"] = r.communication_share;

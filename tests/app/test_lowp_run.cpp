@@ -37,8 +37,9 @@ class LowpRun : public ::testing::Test {
   std::string run_(const std::string& env, const std::string& flags, const std::string& name,
                    testing::CommandResult* out = nullptr) {
     const std::string prefix = dir / name;
-    const auto r = testing::run_command(env + TB_BENCH_EXE + std::string(" ") + kTiny + " " +
-                                        flags + " --save_dir " + prefix);
+    const auto r =
+        testing::run_command(env + TB_BENCH_EXE + std::string(" ") +
+                             testing::merge_flags(kTiny, flags) + " --save_dir " + prefix);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     if (out) *out = r;
     for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
@@ -129,6 +130,8 @@ TEST_F(LowpRun, MfuIsNeverAboveOneHundredPercent) {
   EXPECT_NE(r.output.find("MFU not shown: the run's model FLOP rate"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("| unreliable peak |"), std::string::npos) << r.output;
+  EXPECT_NE(render_report({read_run(low)}, ReportOptions{}).find(" | unreliable | "),
+            std::string::npos);
   // The probe: the model's shapes on the run's path, kept in summary.json.
   const std::string probed = run_("", "--peak_tflops 0", "probed");
   const nlohmann::json p = read_json_file(probed + "/summary.json");

@@ -75,8 +75,9 @@ TEST_F(ReportTest, SpeedTableHasDtypeRowsConfigurationColumnsAndRatios) {
   // The interrupted torch float32 run is shown as such and never enters a ratio.
   EXPECT_NE(md.find("| float32 | interrupted | 672 | 736 | - | - |"), std::string::npos) << md;
   EXPECT_NE(
-      md.find("| libtorch torch | float32 | 8 | 100 | 100.00 | 25600 | 25.0 | 3 | - | - | - | "
-              "interrupted |"),
+      md.find(
+          "| libtorch torch | float32 | 8 | 100 | 100.00 | 25600 | 25.0 | - | - | 3 | - | - | - | "
+          "interrupted |"),
       std::string::npos)
       << md;
 }
@@ -115,9 +116,10 @@ TEST_F(ReportTest, CsvAndJsonCarryTheSameRuns) {
   o.format = "csv";
   const std::string csv = render_report(runs, o);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);  // header + 5 runs
-  EXPECT_NE(csv.find("\"libtorch handcraft\",bfloat16,8,100,1273.0,325888.0,0.25,3145728,1.5,"
-                     "completed,"),
-            std::string::npos)
+  EXPECT_NE(
+      csv.find("\"libtorch handcraft\",bfloat16,8,100,1273.0,325888.0,0.25,false,,,,3145728,1.5,"
+               "completed,"),
+      std::string::npos)
       << csv;
   o.format = "json";
   const auto j = nlohmann::json::parse(render_report(runs, o));

@@ -8,9 +8,11 @@
 #include <torch/types.h>
 #include <nlohmann/json.hpp>
 
+#include "trainbench/core/cpu_noise.h"
 #include "trainbench/core/timing.h"
 #include "trainbench/dist/dist.h"
 #include "trainbench/dist/grad_sync.h"
+#include "trainbench/model/flops.h"
 #include "trainbench/model/model.h"
 
 namespace trainbench {
@@ -34,6 +36,21 @@ nlohmann::json gemm_paths(const RunConfig& cfg, bool cuda);
 // this CPU: the missing instructions, the slowdown against float32 measured by a short probe at
 // the model's FF shape, and the alternatives. Returns the line ("" when none applies).
 std::string warn_about_lowp_gemm(const RunConfig& cfg, const nlohmann::json& paths);
+
+// What the timed steps say about the figures: MFU (null when no peak is known, or when the run's
+// model FLOP rate exceeds the peak: then peak_unreliable, since a run cannot beat its machine's
+// peak), and cpu_noise.h's summary of the steps' interference. flops_per_step: the model FLOPs
+// of one step of one process (global batch * seq_len * flops_per_token / world). warn: print
+// the one-line warnings (rank 0).
+struct SpeedJudgement {
+  nlohmann::json mfu;  // number or null
+  bool peak_unreliable = false;
+  double achieved_flops_per_s = 0;  // one process's model FLOP rate at the median step
+  nlohmann::json noise;             // null without timed steps
+};
+SpeedJudgement judge_speed(const StepStats& stats, const std::vector<double>& step_ms,
+                           const std::vector<StepInterference>& interference, const PeakFlops& peak,
+                           double flops_per_step, bool warn);
 
 // The multi-process part of summary.json: per-rank step and communication times, gathered with
 // one all-reduce, and whether every replica holds the same parameters.

@@ -13,8 +13,8 @@ namespace trainbench {
 // One run folder as the report sees it.
 struct RunRecord {
   std::string dir;
-  // configuration column: "{framework} {model}[ compiled][ flash][ fused_adam][ cuda_graph]
-  // [ xN processes[ all-reduce after backward]]"
+  // configuration column: "{framework} {model}[ compiled|fused[ float32-gemm]][ flash][
+  // fused_adam][ cuda_graph] [ xN processes[ all-reduce after backward]]"
   std::string label;
   std::string dtype;
   int64_t num_layer = 0;
@@ -29,6 +29,11 @@ struct RunRecord {
   nlohmann::json communication_ms, communication_share;
   // --profile_steps: summary.json's "profile" (time by op category), or null.
   nlohmann::json profile;
+  // The GEMM path of the model's GEMMs (summary.json "gemm_path": reference, onednn_native,
+  // float32_rounded, ...; "" for older folders and the peers).
+  std::string gemm_path;
+  bool peak_unreliable = false;  // the run was faster than its peak: no MFU
+  nlohmann::json noise;          // summary.json "noise" (core/cpu_noise.h), or null
 };
 
 // Reads config.json + summary.json of `dir`. Throws RunError naming the folder and the problem
