@@ -158,23 +158,28 @@ BENCHMARK(BM_OpLinearReluDropout)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime();
 
 void BM_OpCausalAttention(benchmark::State& s) {
   const auto t = dtype_(s);
-  const bool fused = s.range(1) == 1;
+  const bool fused = s.range(1) >= 1;
   auto make = [&] { return torch::randn({8, kHeads, kSeq, kD / kHeads}).to(t).requires_grad_(); };
   const Tensor q = make(), kk = make(), v = make();
   const Tensor mask = trainbench::causal_mask(kSeq, torch::TensorOptions());
   for (auto _ : s) {
     Tensor o;
     if (fused) {
-      o = trainbench::causal_attention(q, kk, v);
+      // 1: the whole S x S products (block = S), 2: only the blocks at or below the diagonal.
+      o = trainbench::causal_attention(q, kk, v, trainbench::GemmRoute::kNative,
+                                       s.range(1) == 1 ? q.size(2) : trainbench::kCausalBlock);
     } else {
       const Tensor scores = torch::matmul(q, kk.transpose(-2, -1)) * 0.125;
       o = torch::matmul(torch::softmax(scores + mask, -1).to(t), v);
     }
     o.sum().backward();
   }
-  s.SetLabel(std::string(fused ? "fused " : "eager ") + (s.range(0) == 0 ? "float32" : "bfloat16"));
+  s.SetLabel(std::string(s.range(1) == 0   ? "eager "
+                         : s.range(1) == 1 ? "fused full-square "
+                                           : "fused causal-blocks ") +
+             (s.range(0) == 0 ? "float32" : "bfloat16"));
 }
-BENCHMARK(BM_OpCausalAttention)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime();
+BENCHMARK(BM_OpCausalAttention)->ArgsProduct({{0, 1}, {0, 1, 2}})->UseRealTime();
 
 void BM_OpHeadCrossEntropy(benchmark::State& s) {
   const auto t = dtype_(s);

@@ -10,6 +10,7 @@
 #include "trainbench/gpu/fused_cuda.h"
 #include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/kernels/fused_math.h"
+#include "trainbench/model/causal_gemm.h"
 
 namespace trainbench {
 namespace {
@@ -257,12 +258,17 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
 struct CausalAttention : torch::autograd::Function<CausalAttention> {
   // q, k, v: [BH, S, hd] contiguous.
   static Tensor forward(AutogradContext* ctx, const Tensor& q, const Tensor& kk, const Tensor& v,
-                        int64_t route) {
+                        int64_t route, int64_t block) {
     RECORD_FUNCTION("fused::causal_attention", std::vector<c10::IValue>());
     const int64_t bh = q.size(0), s = q.size(1), hd = q.size(2);
     const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
     const auto r = static_cast<GemmRoute>(route);
-    Tensor prob = mm_(q, kk.transpose(1, 2), r);  // [BH, S, S] scores, then probabilities
+    // [BH, S, S] scores, then probabilities; in float32 only the blocks at or below the
+    // diagonal are multiplied (causal_gemm.h), and the softmax writes zeros above the mask.
+    const Tensor q_up = up_(q, r);
+    if (block <= 0) block = causal_block_for(q_up.scalar_type(), s);
+    Tensor prob = torch::empty({bh, s, s}, q.options());
+    causal_scores(prob, q_up, up_(kk, r), block);
     k::CausalSoftmaxArgs a;
     a.rows = bh * s;
     a.seq = s;
@@ -273,6 +279,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     ctx->save_for_backward({q, kk, v, prob});
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["route"] = route;
+    ctx->saved_data["block"] = block;
     return mm_(prob, v, r);  // [BH, S, hd]
   }
 
@@ -283,7 +290,10 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const Tensor dout = grads[0].to(prob.scalar_type()).contiguous();
     const GemmRoute r = route_of_(ctx);
     const Tensor dout_up = up_(dout, r);
-    Tensor ds = gemm_(dout_up, up_(v, r).transpose(1, 2), dout.scalar_type());  // dP, then dS
+    const auto dt = prob.scalar_type();
+    const int64_t block = ctx->saved_data["block"].toInt();
+    Tensor ds = torch::empty_like(prob);  // dP, then the score gradient
+    causal_scores(ds, dout_up, up_(v, r), block);
     k::CausalSoftmaxGradArgs a;
     a.rows = prob.size(0) * prob.size(1);
     a.seq = prob.size(1);
@@ -293,11 +303,10 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, prob);
     const Tensor ds_up = up_(ds, r);
-    const auto dt = prob.scalar_type();
     Tensor dq = gemm_(ds_up, up_(kk, r), dt);
     Tensor dk = gemm_(ds_up.transpose(1, 2), up_(q, r), dt);
     Tensor dv = gemm_(up_(prob, r).transpose(1, 2), dout_up, dt);
-    return {dq, dk, dv, Tensor()};
+    return {dq, dk, dv, Tensor(), Tensor()};
   }
 };
 
@@ -359,10 +368,11 @@ Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, Fu
                                   static_cast<int64_t>(route));
 }
 
-Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, GemmRoute route) {
+Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, GemmRoute route,
+                        int64_t block) {
   const int64_t b = q.size(0), h = q.size(1), s = q.size(2), hd = q.size(3);
   auto flat = [&](const Tensor& t) { return t.reshape({b * h, s, hd}).contiguous(); };
-  return CausalAttention::apply(flat(q), flat(k), flat(v), static_cast<int64_t>(route))
+  return CausalAttention::apply(flat(q), flat(k), flat(v), static_cast<int64_t>(route), block)
       .view({b, h, s, hd});
 }
 

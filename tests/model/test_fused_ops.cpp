@@ -176,6 +176,28 @@ TEST(FusedOps, Bfloat16OpsTrackTheirFloat32ValuesWithinBfloat16Tolerance) {
   EXPECT_LT(rel_err(causal_attention(qb, qb, qb), a32), 3e-2);
 }
 
+// The score products in blocks below the diagonal (causal_gemm.h) give what the whole products
+// give: forward and every input gradient, at block sizes that do and do not divide the length.
+TEST(FusedOps, CausalBlocksGiveTheWholeProductsValuesAndGradients) {
+  torch::manual_seed(13);
+  for (int64_t seq : {1, 3, 7, 130}) {
+    auto make = [&] { return leaf(torch::randn({2, 2, seq, 8})); };
+    const Tensor q = make(), k = make(), v = make(), up = torch::randn({2, 2, seq, 8});
+    (causal_attention(q, k, v, GemmRoute::kNative, seq) * up).sum().backward();
+    const auto whole = grads_of({q, k, v});
+    const Tensor out_whole = causal_attention(q, k, v, GemmRoute::kNative, seq).detach();
+    for (int64_t block : {1, 2, 64, 128}) {
+      const Tensor out = causal_attention(q, k, v, GemmRoute::kNative, block);
+      EXPECT_LT(rel_err(out, out_whole), 1e-6) << "seq " << seq << " block " << block;
+      (out * up).sum().backward();
+      const auto g = grads_of({q, k, v});
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_LT(rel_err(g[i], whole[i]), 1e-5) << "seq " << seq << " block " << block;
+      }
+    }
+  }
+}
+
 // --lowp_gemm float32: a bfloat16 GEMM is the float32 product of the same values, rounded once
 // to bfloat16 (forward and backward), and the op's output and gradients stay bfloat16.
 TEST(FusedOps, Float32RouteIsTheFloat32ProductOfTheSameOperandsRoundedOnce) {
@@ -304,6 +326,8 @@ TEST(FusedOps, Float64GradientsMatchFiniteDifferences) {
                v = leaf(torch::randn({1, 2, 4, 3}, o)), up3 = torch::randn({1, 2, 4, 3}, o);
   auto at = [&] { return (causal_attention(q, k, v) * up3).sum(); };
   for (const Tensor& t : {q, k, v}) EXPECT_LT(max_fd_error(at, t), 1e-6);
+  auto at_blocks = [&] { return (causal_attention(q, k, v, GemmRoute::kNative, 3) * up3).sum(); };
+  for (const Tensor& t : {q, k, v}) EXPECT_LT(max_fd_error(at_blocks, t), 1e-6);
   const Tensor hx = leaf(torch::randn({5, 4}, o)), hw = leaf(torch::randn({256, 4}, o)),
                hb = leaf(torch::randn({256}, o));
   const Tensor tg = torch::randint(0, 256, {5}, torch::kLong);

@@ -14,6 +14,8 @@
 
 #include <torch/types.h>
 
+#include "trainbench/model/causal_gemm.h"
+
 namespace trainbench {
 
 // How the fused ops run a GEMM whose operands are bfloat16/float16 (--lowp_gemm): in the dtype
@@ -57,9 +59,12 @@ torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& w
 
 // Causal attention with explicit scores in the activation dtype: q, k, v [B, H, S, hd] →
 // [B, H, S, hd]; scores and probabilities [B*H, S, S] in one buffer, softmax fused with the
-// scale and the causal mask (no mask tensor) in one pass each way.
+// scale and the causal mask (no mask tensor) in one pass each way. The score products multiply
+// only the blocks of `block` query rows at or below the diagonal (causal_gemm.h; 0: the block
+// for the GEMM dtype, causal_block_for; >= S: the whole product).
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, GemmRoute route = GemmRoute::kNative);
+                               const torch::Tensor& v, GemmRoute route = GemmRoute::kNative,
+                               int64_t block = 0);
 
 // Mean cross-entropy of x w^T + b against targets: x [N, d], w [V, d] (same dtype), b [V]
 // accumulation dtype, targets [N] int64 → scalar in the accumulation dtype. The logits buffer
