@@ -26,7 +26,7 @@ void start_from_recorded_(RunConfig& cfg, const cxxopts::ParseResult& parsed) {
   try {
     from_json(read_json_file(file), recorded);
   } catch (const std::exception& e) {  // not JSON, or a field of the wrong type
-    throw ConfigError("--resume: '" + file + "' cannot be read as a run's flags: " + e.what());
+    throw ConfigError("--resume: '" + file + "': " + json_message(e));
   }
   if (parsed.count("preset")) apply_preset(recorded, parsed["preset"].as<std::string>());
   // Testing aids belong to the session that set them: a resumed run would crash again.

@@ -124,7 +124,8 @@ class Run {
   void open_files_() {
     std::string files_error;
     if (rank0_()) {
-      const bool existed = std::filesystem::exists(setup_.run_dir);
+      // The hold created the folder when it was new (run_lock.h).
+      const bool existed = !setup_.lock.created() && std::filesystem::exists(setup_.run_dir);
       try {
         writer_.emplace(setup_.run_dir, setup_.checkpoint.empty() ? -1 : setup_.start_step);
         writer_->write_config(setup_.config_json);

@@ -2,6 +2,8 @@
 #include "trainbench/app/run_setup.h"
 
 #include <cstdio>
+#include <filesystem>
+#include <tuple>
 
 #include "trainbench/app/run_parts.h"
 #include "trainbench/core/log.h"
@@ -59,15 +61,27 @@ RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, Di
   RunSetup s;
   const int world = dist ? dist->world_size() : 1;
   const bool rank0 = !dist || dist->rank() == 0;
-  // Data first: a bad corpus is a usage error and must leave nothing on disk.
+  s.run_dir = cfg.resume.empty() ? run_dir_name(cfg) : cfg.resume;
+  if (rank0) {
+    // Refused before anything is written: a folder holding results (unless --overwrite 1), or
+    // one another live bench process holds (a second run, a resume of a live run, a sweep
+    // entry that overlaps in time). The emptiness is checked again under the hold, since
+    // another run may have finished in between; --overwrite 1 clears the old files only under
+    // the hold.
+    std::error_code ec;
+    const bool not_a_folder =
+        std::filesystem::exists(s.run_dir, ec) && !std::filesystem::is_directory(s.run_dir, ec);
+    if (cfg.resume.empty() && (!cfg.overwrite || not_a_folder)) check_run_dir(s.run_dir, false);
+    s.lock = RunFolderLock::acquire(s.run_dir, /*create=*/cfg.resume.empty());
+    if (cfg.resume.empty()) check_run_dir(s.run_dir, cfg.overwrite);
+  }
+  // Then the data: a bad corpus is a usage error, and a folder the hold created goes again.
   s.corpus = cfg.data.empty() ? embedded_corpus() : open_corpus(cfg.data);
   if (!device.is_cuda()) check_memory_(cfg, s.corpus.size(), local_processes);
   if (cfg.data.empty()) log_info("data: no --data given, using the embedded generated corpus");
   const int64_t valid_bytes = resolved_valid_bytes(cfg, s.corpus.size());
   s.split = split_corpus(s.corpus.size(), valid_bytes, cfg.seq_len, cfg.batch_size * world,
                          s.corpus.source());
-  s.run_dir = cfg.resume.empty() ? run_dir_name(cfg) : cfg.resume;
-  if (cfg.resume.empty() && rank0) check_run_dir(s.run_dir, cfg.overwrite);
   s.checkpoint = cfg.resume.empty() ? "" : latest_checkpoint(s.run_dir);
   if (!cfg.resume.empty() && s.checkpoint.empty()) {
     throw ConfigError("--resume: '" + s.run_dir +
@@ -124,7 +138,7 @@ RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, Di
       throw ConfigError("--resume: these flags differ from the run in '" + s.run_dir +
                         "': " + keys + "; resume with the run's own values (see its config.json)");
     }
-    s.start_step = load_checkpoint(s.checkpoint, *s.trainer);
+    std::tie(s.checkpoint, s.start_step) = load_newest_whole_checkpoint(s.run_dir, *s.trainer);
     if (s.start_step >= cfg.steps) {
       throw ConfigError("--steps: " + std::to_string(cfg.steps) +
                         " is not past the checkpoint at step " + std::to_string(s.start_step) +

@@ -103,10 +103,46 @@ void to_json(nlohmann::json& j, const RunConfig& cfg) {
   }
 }
 
+std::string json_message(const std::exception& e) {
+  std::string m = e.what();
+  if (m.rfind("[json.exception.", 0) == 0) {
+    const size_t end = m.find("] ");
+    if (end != std::string::npos) m = m.substr(end + 2);
+  }
+  return m;
+}
+
+namespace {
+
+// What a flag's config.json value must be, in words, and whether `v` is one.
+std::pair<const char*, bool> expected_(const FlagSpec& f, const nlohmann::json& v) {
+  switch (f.kind) {
+    case FlagKind::kInt:
+      return {"an integer", v.is_number_integer()};
+    case FlagKind::kNumber:
+      return {"a number", v.is_number()};
+    case FlagKind::kBool:
+      return {"true or false (or 0/1)", v.is_boolean() || v.is_number_integer()};
+    case FlagKind::kText:
+      // --compile was a switch in older folders: 0/1 and false/true still name its paths.
+      return {"a string", v.is_string() || (std::string(f.name) == "compile" &&
+                                            (v.is_boolean() || v.is_number_integer()))};
+  }
+  return {"", true};
+}
+
+}  // namespace
+
 void from_json(const nlohmann::json& j, RunConfig& cfg) {
+  if (!j.is_object()) throw ConfigError("not a JSON object of flags");
   for (const FlagSpec& f : flag_table()) {
     if (!j.contains(f.name)) continue;
     const nlohmann::json& v = j.at(f.name);
+    const auto [want, ok] = expected_(f, v);
+    if (!ok) {
+      throw ConfigError("field '" + std::string(f.name) + "' is " + v.type_name() + " (" +
+                        v.dump() + "); expected " + want);
+    }
     std::visit(
         [&](auto member) {
           using T = std::decay_t<decltype(cfg.*member)>;

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <type_traits>
 
 #include <cxxopts.hpp>
 
@@ -18,6 +19,24 @@
 #include "trainbench/report/results.h"
 
 namespace trainbench {
+
+namespace {
+
+// A contract field of a run's file: present and of its type, or a RunError naming the file and
+// the field ("'DIR/config.json': field 'num_layer' is string; expected number_integer").
+template <typename T>
+T field_(const nlohmann::json& j, const std::string& file, const char* key) {
+  if (!j.contains(key)) throw RunError("'" + file + "': field '" + key + "' is missing");
+  const nlohmann::json& v = j.at(key);
+  const bool ok = std::is_same_v<T, std::string> ? v.is_string() : v.is_number_integer();
+  if (!ok) {
+    throw RunError("'" + file + "': field '" + key + "' is " + v.type_name() + " (" + v.dump() +
+                   "); expected " + (std::is_same_v<T, std::string> ? "a string" : "an integer"));
+  }
+  return v.get<T>();
+}
+
+}  // namespace
 
 RunRecord read_run(const std::string& dir) {
   const nlohmann::json config = read_json_file(dir + "/config.json");
@@ -32,7 +51,8 @@ RunRecord read_run(const std::string& dir) {
   r.dir = dir;
   try {
     const std::string framework = config.value("framework", std::string("libtorch"));
-    r.label = framework + " " + config.at("model").get<std::string>();
+    const std::string cfile = dir + "/config.json", sfile = dir + "/summary.json";
+    r.label = framework + " " + field_<std::string>(config, cfile, "model");
     // Switches are true/false in bench's config.json, 0/1 in the peers' and older ones.
     auto on = [&](const char* key) { return config.contains(key) && switch_on(config.at(key)); };
     // bench's TorchScript path and the peers' torch.compile / jax.jit read "compiled"; bench's
@@ -55,16 +75,16 @@ RunRecord read_run(const std::string& dir) {
     if (world > 1 && config.contains("dist_overlap") && !on("dist_overlap")) {
       r.label += " all-reduce after backward";
     }
-    r.dtype = config.at("dtype").get<std::string>();
-    r.num_layer = config.at("num_layer").get<int64_t>();
-    r.batch_size = config.at("batch_size").get<int64_t>();
+    r.dtype = field_<std::string>(config, cfile, "dtype");
+    r.num_layer = field_<int64_t>(config, cfile, "num_layer");
+    r.batch_size = field_<int64_t>(config, cfile, "batch_size");
     r.shape = std::to_string(r.num_layer) + " layers, d_model " +
               std::to_string(config.value("d_model", int64_t{0})) + ", seq_len " +
               std::to_string(config.value("seq_len", int64_t{0})) + ", batch " +
               std::to_string(r.batch_size);
-    r.status = summary.at("status").get<std::string>();
+    r.status = field_<std::string>(summary, sfile, "status");
   } catch (const nlohmann::json::exception& e) {
-    throw RunError("'" + dir + "': a contract field is missing or mistyped (" + e.what() + ")");
+    throw RunError("'" + dir + "': a field is mistyped (" + json_message(e) + ")");
   }
   for (auto [field, key] : {std::pair{&r.sequences_per_s, "sequences_per_s"},
                             {&r.tokens_per_s, "tokens_per_s"},

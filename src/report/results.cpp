@@ -10,7 +10,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "trainbench/core/config.h"
 #include "trainbench/core/errors.h"
+#include "trainbench/report/run_lock.h"
 
 namespace trainbench {
 
@@ -24,7 +26,12 @@ void check_run_dir(const std::string& dir, bool overwrite) {
     throw ConfigError("--save_dir: run folder '" + dir +
                       "' exists and is not a folder; choose another --save_dir");
   }
-  if (fs::is_empty(dir, ec)) return;
+  // The lock file (run_lock.h) alone is not a result.
+  bool empty = true;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename() != kLockFile) empty = false;
+  }
+  if (empty) return;
   if (overwrite) {
     // The previous run's files go, so none of them (an old summary, an old checkpoint that a
     // later --resume would pick) can be mistaken for this run's.
@@ -65,7 +72,7 @@ nlohmann::json read_json_file(const std::string& path) {
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw RunError("'" + path + "' is not valid JSON: " + e.what());
+    throw RunError("'" + path + "' is not valid JSON: " + json_message(e));
   }
 }
 

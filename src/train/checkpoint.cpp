@@ -13,8 +13,13 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <vector>
 
+#include <zlib.h>
+
+#include "trainbench/core/errors.h"
 #include "trainbench/core/flags.h"
+#include "trainbench/core/log.h"
 
 namespace trainbench {
 
@@ -45,13 +50,23 @@ std::vector<std::string> checkpoints_(const std::string& run_dir) {
 // LibTorch's file writer throws a second time from its destructor when a write fails (a full
 // disk, a file size limit), which ends the process in std::terminate; here a failed write is
 // remembered, the rest of the archive is passed over, and the error comes back afterwards.
-std::string write_archive_(torch::serialize::OutputArchive& archive, const std::string& path) {
+// The bytes written and their CRC-32 go to *sum (the checkpoint's record, see kSumSuffix).
+struct Sum {
+  uint64_t bytes = 0;
+  uint32_t crc = 0;
+};
+std::string write_archive_(torch::serialize::OutputArchive& archive, const std::string& path,
+                           Sum* sum) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return std::strerror(errno);
   int error = 0;
+  *sum = Sum{};
   try {
     archive.save_to([&](const void* data, size_t n) -> size_t {
       const char* p = static_cast<const char*>(data);
+      sum->bytes += n;
+      sum->crc = static_cast<uint32_t>(
+          crc32(sum->crc, reinterpret_cast<const Bytef*>(p), static_cast<uInt>(n)));
       for (size_t left = n; left > 0 && error == 0;) {
         const ssize_t w = ::write(fd, p, left);
         if (w < 0 && errno == EINTR) continue;
@@ -66,6 +81,52 @@ std::string write_archive_(torch::serialize::OutputArchive& archive, const std::
   }
   if (::close(fd) != 0 && error == 0) error = errno;
   return error ? std::strerror(error) : "";
+}
+
+// checkpoint-N.pt.sum: "bytes crc32" of checkpoint-N.pt, written (temp + rename) before the
+// checkpoint is moved into place, so a resume can tell a truncated or altered checkpoint from
+// a whole one without LibTorch's zip reader.
+const char* kSumSuffix = ".sum";
+
+void write_sum_(const std::string& path, const Sum& sum) {
+  const std::string file = path + kSumSuffix, tmp = file + ".tmp";
+  char text[64];
+  std::snprintf(text, sizeof(text), "%llu %08x\n", static_cast<unsigned long long>(sum.bytes),
+                static_cast<unsigned>(sum.crc));
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  const bool ok = f && std::fputs(text, f) >= 0 && std::fclose(f) == 0;
+  if (!ok || std::rename(tmp.c_str(), file.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw RunError("cannot write checkpoint record '" + file + "'");
+  }
+}
+
+// Why the checkpoint at `path` is not whole ("" when it is, or when it has no record: a folder
+// from before records, left to LibTorch's own archive checks).
+std::string damage_(const std::string& path) {
+  FILE* f = std::fopen((path + kSumSuffix).c_str(), "r");
+  if (!f) return "";
+  unsigned long long want_bytes = 0;
+  unsigned want_crc = 0;
+  const int got = std::fscanf(f, "%llu %x", &want_bytes, &want_crc);
+  std::fclose(f);
+  if (got != 2) return "its record " + path + kSumSuffix + " is unreadable";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::strerror(errno);
+  uint64_t bytes = 0;
+  uLong crc = crc32(0, nullptr, 0);
+  std::vector<unsigned char> buf(1 << 20);
+  for (ssize_t n; (n = ::read(fd, buf.data(), buf.size())) > 0;) {
+    bytes += static_cast<uint64_t>(n);
+    crc = crc32(crc, buf.data(), static_cast<uInt>(n));
+  }
+  ::close(fd);
+  if (bytes != want_bytes) {
+    return std::to_string(bytes) + " bytes where " + std::to_string(want_bytes) +
+           " were written (truncated?)";
+  }
+  if (static_cast<uint32_t>(crc) != want_crc) return "its CRC-32 differs from the one written";
+  return "";
 }
 
 }  // namespace
@@ -92,22 +153,49 @@ void save_checkpoint(const std::string& run_dir, int64_t step, Trainer& trainer,
   archive.write("scaler_skipped", c10::IValue(s.skipped_steps()));
   const std::string path = run_dir + "/" + kPrefix + std::to_string(step) + ".pt";
   const std::string tmp = path + ".tmp";
-  const std::string error = write_archive_(archive, tmp);
+  Sum sum;
+  const std::string error = write_archive_(archive, tmp, &sum);
   if (!error.empty()) {
     std::remove(tmp.c_str());
     throw RunError("cannot write checkpoint '" + path + "': " + error);
   }
+  // The record first, then the checkpoint: a checkpoint is never newer than what checks it.
+  write_sum_(path, sum);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
     throw RunError("cannot move '" + tmp + "' to '" + path + "'");
   }
   const std::vector<std::string> all = checkpoints_(run_dir);
-  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) std::remove(all[i].c_str());
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
+    std::remove(all[i].c_str());
+    std::remove((all[i] + kSumSuffix).c_str());
+  }
 }
 
 std::string latest_checkpoint(const std::string& run_dir) {
   const std::vector<std::string> all = checkpoints_(run_dir);
   return all.empty() ? std::string() : all.back();
+}
+
+std::pair<std::string, int64_t> load_newest_whole_checkpoint(const std::string& run_dir,
+                                                             Trainer& trainer) {
+  const std::vector<std::string> all = checkpoints_(run_dir);
+  std::string skipped;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    std::string why = damage_(*it);
+    if (why.empty()) {
+      try {
+        return {*it, load_checkpoint(*it, trainer)};
+      } catch (const std::exception& e) {
+        why = error_text(e);
+      }
+    }
+    log_warn("checkpoint '" + *it + "' is damaged (" + why +
+             "); left in place, resuming from an older one");
+    skipped += (skipped.empty() ? "" : "; ") + *it + ": " + why;
+  }
+  throw ConfigError("--resume: '" + run_dir + "' holds no checkpoint that reads whole (" + skipped +
+                    "); start the run again");
 }
 
 int64_t load_checkpoint(const std::string& path, Trainer& trainer) {

@@ -14,6 +14,7 @@
 #include "trainbench/data/sampler.h"
 #include "trainbench/dist/dist.h"
 #include "trainbench/model/flops.h"
+#include "trainbench/report/run_lock.h"
 #include "trainbench/train/trainer.h"
 
 namespace trainbench {
@@ -22,6 +23,7 @@ struct RunSetup {
   ByteCorpus corpus;
   DataSplit split;
   std::string run_dir;
+  RunFolderLock lock;      // rank 0's hold on run_dir for the whole run (report/run_lock.h)
   std::string checkpoint;  // the checkpoint to resume from, or empty
   int64_t start_step = 0;  // steps already trained (resume), else 0
   std::string backend;     // "eager" or the script executor's description

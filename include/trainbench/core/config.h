@@ -32,9 +32,9 @@ struct RunConfig {
   // float32 GEMMs of operands rounded to it (float32); auto: native where the CPU has the
   // dtype's dot-product instructions (core/cpu_isa.h), else float32.
   std::string lowp_gemm = "auto";  // auto | native | float32
-  int64_t batch_size = 100;           // sequences per step
-  double lr = 1e-3;                   // Adam learning rate (no schedule)
-  int64_t steps = 5000;               // optimizer steps, warm-up included
+  int64_t batch_size = 100;        // sequences per step
+  double lr = 1e-3;                // Adam learning rate (no schedule)
+  int64_t steps = 5000;            // optimizer steps, warm-up included
 
   std::string data;              // raw file or .zip; empty: the embedded generated corpus
   int64_t valid_bytes = -1;      // held-out tail; -1: min(5,000,000, 5% of the corpus)
@@ -102,7 +102,13 @@ bool same_setting(const nlohmann::json& a, const nlohmann::json& b);
 // which their "framework" tells apart).
 std::string compile_path(const nlohmann::json& value);
 
+// A JSON library error in words: nlohmann's "[json.exception.parse_error.101] parse error at
+// line 1, column 2: ..." without its bracketed tag.
+std::string json_message(const std::exception& e);
+
 void to_json(nlohmann::json& j, const RunConfig& cfg);
+// Throws ConfigError naming the field and what it should hold ("field 'num_layer' is a string;
+// expected an integer") for a value of the wrong type.
 void from_json(const nlohmann::json& j, RunConfig& cfg);
 
 }  // namespace trainbench

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,13 @@ void save_checkpoint(const std::string& run_dir, int64_t step, Trainer& trainer,
 
 // The newest checkpoint file in run_dir, or "" when there is none.
 std::string latest_checkpoint(const std::string& run_dir);
+
+// Restores trainer from the newest checkpoint in run_dir that reads whole (its size and CRC-32
+// match the record written with it, and LibTorch reads it); each newer damaged one is named in
+// a warning line and left in place. Returns {path, step}; throws ConfigError (exit 2) naming
+// every checkpoint and why when none reads whole.
+std::pair<std::string, int64_t> load_newest_whole_checkpoint(const std::string& run_dir,
+                                                             Trainer& trainer);
 
 // Restores trainer and the default RNG from a checkpoint; returns its step.
 int64_t load_checkpoint(const std::string& path, Trainer& trainer);

@@ -1,0 +1,190 @@
+// One run folder, one writer (report/run_lock.h): runs that collide lose nothing, a killed
+// holder frees its folder at once, a damaged newest checkpoint does not end a resume, and a
+// file bench reads back names the field that is wrong.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "test_util.h"
+#include "trainbench/app/run.h"
+#include "trainbench/core/log.h"
+#include "trainbench/report/results.h"
+
+namespace trainbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kTiny =
+    " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
+    " --warmup_steps 1 --eval_every 0 --eval_batches 1 --threads 1 --device cpu"
+    " --peak_tflops 1";
+
+size_t lines_(const std::string& text) {
+  size_t n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+// Starts bench in the background; returns its pid.
+pid_t start_bench_(const std::string& args, const std::string& log) {
+  const auto r = testing::run_command(std::string(TB_BENCH_EXE) + " " + args + " < /dev/null > " +
+                                      log + " 2>&1 & echo $!");
+  return static_cast<pid_t>(std::stol(r.output));
+}
+
+// Waits (up to 60 s) until `path` exists.
+bool wait_for_(const std::string& path) {
+  for (int i = 0; i < 600 && !fs::exists(path); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return fs::exists(path);
+}
+
+TEST(RunFolder, TwoRunsStartedTogetherGiveOneRunAndOneOneLineRefusal) {
+  testing::TempDir dir;
+  const std::string args = kTiny + " --steps 200 --log_every 10 --save_dir " + (dir / "r");
+  const std::string cmd = std::string(TB_BENCH_EXE) + " " + args;
+  const auto r = testing::run_command(
+      "( " + cmd + " > " + (dir / "a.log") + " 2>&1; echo a $? >> " + (dir / "a.log") + " ) & ( " +
+      cmd + " > " + (dir / "b.log") + " 2>&1; echo b $? >> " + (dir / "b.log") + " ) & wait");
+  const std::string a = testing::read_file(dir / "a.log"), b = testing::read_file(dir / "b.log");
+  const bool a_won = a.find("a 0") != std::string::npos;
+  const std::string& lost = a_won ? b : a;
+  EXPECT_NE((a_won ? b : a).find(a_won ? "b 2" : "a 2"), std::string::npos) << a << b;
+  EXPECT_EQ(lines_(lost), 2u) << lost;  // the refusal, then the exit status echoed
+  const bool in_use = lost.find("' is in use by bench pid ") != std::string::npos;
+  const bool finished = lost.find("already holds results") != std::string::npos;
+  EXPECT_TRUE(in_use || finished) << lost;
+  const std::string run = dir / "r_handcraft_layer1_float32";
+  const auto steps = testing::window_values(run, "step");
+  ASSERT_EQ(steps.size(), 20u);  // every window once
+  for (size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i], 10.0 * (i + 1));
+  EXPECT_EQ(read_json_file(run + "/summary.json")["status"], "completed");
+}
+
+TEST(RunFolder, AResumeOfALiveRunIsRefusedAndAKilledHolderFreesItAtOnce) {
+  testing::TempDir dir;
+  const std::string run = dir / "live_handcraft_layer1_float32";
+  const pid_t pid = start_bench_(kTiny + " --steps 1000000 --log_every 5 --checkpoint_every 5" +
+                                     " --save_dir " + (dir / "live"),
+                                 dir / "live.log");
+  ASSERT_TRUE(wait_for_(run + "/checkpoint-5.pt")) << testing::read_file(dir / "live.log");
+  const std::string before = testing::read_file(run + "/config.json");
+  const auto refused = testing::run_bench("--resume " + run + " --steps 1000001");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_EQ(lines_(refused.output), 1u) << refused.output;
+  EXPECT_NE(refused.output.find("is in use by bench pid " + std::to_string(pid) + " on host "),
+            std::string::npos)
+      << refused.output;
+  EXPECT_EQ(testing::read_file(run + "/config.json"), before);
+  // SIGKILL: no handler runs, the kernel drops the hold with the process.
+  kill(pid, SIGKILL);
+  for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  int newest = 0;
+  for (const auto& e : fs::directory_iterator(run)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("checkpoint-", 0) == 0 && e.path().extension() == ".pt") {
+      newest = std::max(newest, std::stoi(name.substr(11)));
+    }
+  }
+  const auto resumed =
+      testing::run_bench("--resume " + run + " --steps " + std::to_string(newest + 2));
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(read_json_file(run + "/summary.json")["steps_done"], newest + 2);
+}
+
+// Twenty steps with checkpoints at 10 and 20, the newest one damaged, then a resume to forty:
+// the run continues from step 10 and its losses are the straight run's, bit for bit.
+class DamagedCheckpoint : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DamagedCheckpoint, ResumeContinuesFromThePreviousOneWithTheStraightRunsLosses) {
+  log_set_quiet(true);
+  testing::TempDir dir;
+  RunConfig c = testing::tiny_config();
+  c.dropout = 0.1;
+  c.log_every = 1;
+  c.steps = 40;
+  c.save_dir = dir / "straight";
+  const RunResult straight = run_benchmark(c);
+  c.save_dir = dir / "split";
+  c.steps = 20;
+  c.checkpoint_every = 10;
+  const RunResult first = run_benchmark(c);
+  const std::string newest = first.run_dir + "/checkpoint-20.pt";
+  const auto size = fs::file_size(newest);
+  if (std::string(GetParam()) == "truncated") {
+    fs::resize_file(newest, size / 2);
+  } else {
+    std::fstream f(newest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(size / 2));
+    char byte = 0;
+    f.read(&byte, 1);
+    byte = static_cast<char>(byte ^ 0x10);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    f.write(&byte, 1);
+  }
+  // No new checkpoints, so that the rotation does not remove the damaged one.
+  const auto r =
+      testing::run_bench("--resume " + first.run_dir + " --steps 40 --checkpoint_every 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("checkpoint '" + newest + "' is damaged ("), std::string::npos)
+      << r.output;
+  EXPECT_NE(
+      r.output.find("resuming " + first.run_dir + " from " + first.run_dir + "/checkpoint-10.pt"),
+      std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(newest));  // left in place
+  const auto a = testing::window_values(straight.run_dir),
+             b = testing::window_values(first.run_dir);
+  ASSERT_EQ(a.size(), 40u);
+  ASSERT_EQ(b.size(), 40u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i + 1;
+  // With every checkpoint damaged: one line, exit 2.
+  fs::resize_file(first.run_dir + "/checkpoint-10.pt", 10);
+  const auto none = testing::run_bench("--resume " + first.run_dir + " --steps 50");
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("holds no checkpoint that reads whole ("), std::string::npos)
+      << none.output;
+  log_set_quiet(false);
+}
+
+INSTANTIATE_TEST_SUITE_P(RunFolder, DamagedCheckpoint, ::testing::Values("truncated", "bitflip"));
+
+TEST(RunFolder, AWrongTypedConfigFieldIsNamedInOneLine) {
+  testing::TempDir dir;
+  const auto first = testing::run_bench(kTiny + " --steps 4 --log_every 2 --checkpoint_every 2" +
+                                        " --save_dir " + (dir / "r"));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::string run = dir / "r_handcraft_layer1_float32";
+  nlohmann::json cfg = read_json_file(run + "/config.json");
+  cfg["num_layer"] = "two";
+  testing::write_file(run + "/config.json", cfg.dump());
+  const auto r = testing::run_bench("--resume " + run);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(lines_(r.output), 1u) << r.output;
+  EXPECT_NE(r.output.find("config.json': field 'num_layer' is string (\"two\"); expected an "
+                          "integer"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("json.exception"), std::string::npos) << r.output;
+  testing::write_file(run + "/config.json", "{\"num_layer\": 2,");
+  const auto broken = testing::run_bench("--resume " + run);
+  EXPECT_EQ(broken.exit_code, 2);
+  EXPECT_NE(broken.output.find("is not valid JSON: parse error at line 1, column"),
+            std::string::npos)
+      << broken.output;
+  const auto report = testing::run_bench("report " + run);
+  EXPECT_EQ(report.output.find("json.exception"), std::string::npos) << report.output;
+}
+
+}  // namespace
+}  // namespace trainbench
