@@ -74,7 +74,21 @@ endif()
 # The wheel has no libkineto (the profiler is inside libtorch_cpu); give TorchConfig's lookup a
 # library it already links so it does not warn about the missing one.
 set(kineto_LIBRARY "${tb_prefix}/../../lib/libtorch_cpu.so" CACHE FILEPATH "")
+# TorchConfig finds its Caffe2 package with PATHS, which CMake searches only after the system's
+# prefixes: with Debian's libtorch-dev installed (/usr/lib/x86_64-linux-gnu/cmake/Caffe2, as
+# python3-torch pulls in) that one won, and bench linked LibTorch 1.13 beside the wheel's. Every
+# package TorchConfig pulls in comes from the venv.
+set(Caffe2_DIR "${tb_prefix}/Caffe2" CACHE PATH "Caffe2 package of the venv's torch" FORCE)
 find_package(Torch REQUIRED CONFIG PATHS "${tb_prefix}/Torch" NO_DEFAULT_PATH)
+foreach(tb_pkg Torch Caffe2)
+  get_filename_component(tb_pkg_dir "${${tb_pkg}_DIR}" REALPATH)
+  get_filename_component(tb_want "${tb_prefix}" REALPATH)
+  string(FIND "${tb_pkg_dir}" "${tb_want}" tb_at)
+  if(NOT tb_at EQUAL 0)
+    message(FATAL_ERROR "trainbench: ${tb_pkg} came from ${tb_pkg_dir}, not from the venv's "
+                        "torch (${tb_want}); remove the other LibTorch from CMAKE_PREFIX_PATH")
+  endif()
+endforeach()
 
 set(TB_WITH_CUDA OFF)
 if(TB_TORCH_CUDA AND TARGET torch_cuda)

@@ -39,12 +39,25 @@ pid_t start_bench_(const std::string& args, const std::string& log) {
   return static_cast<pid_t>(std::stol(r.output));
 }
 
-// Waits (up to 60 s) until `path` exists.
-bool wait_for_(const std::string& path) {
-  for (int i = 0; i < 600 && !fs::exists(path); ++i) {
+// The newest checkpoint step in `run` (0: none).
+int newest_checkpoint_(const std::string& run) {
+  int newest = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("checkpoint-", 0) == 0 && e.path().extension() == ".pt") {
+      newest = std::max(newest, std::stoi(name.substr(11)));
+    }
+  }
+  return newest;
+}
+
+// Waits (up to 60 s) until `run` holds a checkpoint (the rotation removes old ones quickly).
+bool wait_for_checkpoint_(const std::string& run) {
+  for (int i = 0; i < 600 && newest_checkpoint_(run) == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return fs::exists(path);
+  return newest_checkpoint_(run) > 0;
 }
 
 TEST(RunFolder, TwoRunsStartedTogetherGiveOneRunAndOneOneLineRefusal) {
@@ -75,7 +88,7 @@ TEST(RunFolder, AResumeOfALiveRunIsRefusedAndAKilledHolderFreesItAtOnce) {
   const pid_t pid = start_bench_(kTiny + " --steps 1000000 --log_every 5 --checkpoint_every 5" +
                                      " --save_dir " + (dir / "live"),
                                  dir / "live.log");
-  ASSERT_TRUE(wait_for_(run + "/checkpoint-5.pt")) << testing::read_file(dir / "live.log");
+  ASSERT_TRUE(wait_for_checkpoint_(run)) << testing::read_file(dir / "live.log");
   const std::string before = testing::read_file(run + "/config.json");
   const auto refused = testing::run_bench("--resume " + run + " --steps 1000001");
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
@@ -89,13 +102,7 @@ TEST(RunFolder, AResumeOfALiveRunIsRefusedAndAKilledHolderFreesItAtOnce) {
   for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  int newest = 0;
-  for (const auto& e : fs::directory_iterator(run)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("checkpoint-", 0) == 0 && e.path().extension() == ".pt") {
-      newest = std::max(newest, std::stoi(name.substr(11)));
-    }
-  }
+  const int newest = newest_checkpoint_(run);
   const auto resumed =
       testing::run_bench("--resume " + run + " --steps " + std::to_string(newest + 2));
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;

@@ -78,5 +78,26 @@ TEST(Configure, ACudaToolkitThatDoesNotMatchTheWheelIsRefused) {
       << r.output;
 }
 
+// A system LibTorch beside the venv's (Debian's libtorch-dev, which python3-torch pulls in, puts
+// its Caffe2Config.cmake under the system prefix): the configure takes the venv's packages
+// only. The stand-in refuses to be used, so a configure that picked it fails.
+TEST(Configure, ASystemLibTorchBesideTheVenvIsNotPickedUp) {
+  testing::TempDir dir;
+  for (const char* pkg : {"Caffe2", "Torch"}) {
+    const std::string d = dir / ("prefix/lib/cmake/" + std::string(pkg));
+    testing::run_command("mkdir -p " + d);
+    testing::write_file(
+        d + "/" + pkg + "Config.cmake",
+        std::string("message(FATAL_ERROR \"the system ") + pkg + " package was used\")\n");
+  }
+  const auto r =
+      configure(dir, "-DCMAKE_PREFIX_PATH=" + (dir / "prefix") + " -DTB_BUILD_TESTS=OFF");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("package was used"), std::string::npos) << r.output;
+  const std::string cache = testing::read_file(dir / "build/CMakeCache.txt");
+  EXPECT_NE(cache.find("Caffe2_DIR:PATH=" TB_SOURCE_DIR "/.venv/"), std::string::npos)
+      << cache.substr(cache.find("Caffe2_DIR"), 200);
+}
+
 }  // namespace
 }  // namespace trainbench
