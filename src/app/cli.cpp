@@ -2,6 +2,7 @@
 // set_flag, so that a malformed value gets the same one-line error shape as one out of range.
 #include "trainbench/app/cli.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -38,6 +39,34 @@ void start_from_recorded_(RunConfig& cfg, const cxxopts::ParseResult& parsed) {
 
 }  // namespace
 
+std::string closest_flag(const std::string& name) {
+  // Levenshtein distance, two rows.
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+      }
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  };
+  std::string best;
+  size_t best_d = 3;
+  for (const FlagSpec& f : flag_table()) {
+    const std::string cand = f.name;
+    size_t d = distance(name, cand);
+    if (name.size() >= 3 && cand.rfind(name, 0) == 0) d = std::min<size_t>(d, 1);
+    if (d < best_d) {
+      best_d = d;
+      best = cand;
+    }
+  }
+  return best;
+}
+
 CliResult parse_cli(int argc, const char* const* argv) {
   cxxopts::Options options("bench",
                            "trainbench: byte-level transformer training benchmark (LibTorch)");
@@ -45,6 +74,7 @@ CliResult parse_cli(int argc, const char* const* argv) {
   const RunConfig defaults;
   auto adder = options.add_options();
   adder("h,help", "print this help and exit");
+  adder("version", "print bench's version (source revision, LibTorch) and exit");
   adder("export_corpus",
         "write the embedded corpus to this file and exit (for the Python/JAX "
         "peers, which then read the same bytes with --data)",
@@ -63,9 +93,13 @@ CliResult parse_cli(int argc, const char* const* argv) {
     if (arg.rfind("--", 0) != 0) continue;
     const size_t eq = arg.find('=');
     const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    const bool known = name == "help" || name == "export_corpus" || find_flag(name);
+    const bool known =
+        name == "help" || name == "version" || name == "export_corpus" || find_flag(name);
     if (!known) {
-      throw ConfigError("--" + name + ": unknown flag; see bench --help for the allowed flags");
+      const std::string near = closest_flag(name);
+      throw ConfigError("--" + name + ": unknown flag" +
+                        (near.empty() ? "" : "; did you mean --" + near + "?") +
+                        " (see bench --help for the allowed flags)");
     }
     const std::string value = eq != std::string::npos ? arg.substr(eq + 1)
                               : i + 1 < argc          ? std::string(argv[i + 1])
@@ -90,6 +124,10 @@ CliResult parse_cli(int argc, const char* const* argv) {
   }
   if (parsed.count("help")) {
     out.help = true;
+    return out;
+  }
+  if (parsed.count("version")) {
+    out.version = true;
     return out;
   }
   if (parsed.count("export_corpus")) out.export_corpus = parsed["export_corpus"].as<std::string>();

@@ -40,6 +40,11 @@ int main(int argc, char** argv) {
       std::cout << cli.help_text;
       return 0;
     }
+    if (cli.version) {
+      std::cout << "bench (trainbench) " << source_revision() << ", LibTorch " << libtorch_version()
+                << ", " << build_type() << " build\n";
+      return 0;
+    }
     if (!cli.export_corpus.empty()) {
       export_embedded_corpus(cli.export_corpus);
       std::cout << "wrote the embedded corpus (" << kEmbeddedCorpusBytes << " bytes) to "

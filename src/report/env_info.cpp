@@ -2,8 +2,10 @@
 #include "trainbench/report/env_info.h"
 
 #include <sched.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -13,6 +15,9 @@
 #include <ATen/Version.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
+
+#include "trainbench/core/cpu_isa.h"
+#include "trainbench/core/cpu_noise.h"
 
 #ifdef TB_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -131,7 +136,58 @@ std::string git_revision_() {
   return out.empty() ? TB_GIT_REVISION : out;
 }
 
+// The first value of each /proc/cpuinfo key (the first processor's).
+std::string cpuinfo_field_(const std::string& key) {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key, 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const auto begin = line.find_first_not_of(' ', colon + 1);
+    return begin == std::string::npos ? "" : line.substr(begin);
+  }
+  return "";
+}
+
+// The machine beside the device: CPU identity and instruction sets, memory, OS and kernel, the
+// load when the run started and the command line (what pyperf records with a result).
+void machine_facts_(nlohmann::json& j) {
+  const CpuIsa hw = hardware_isa();
+  j["cpu"] = {{"vendor", cpuinfo_field_("vendor_id")},
+              {"family", cpuinfo_field_("cpu family")},
+              {"model", cpuinfo_field_("model\t")},
+              {"stepping", cpuinfo_field_("stepping")},
+              {"model_name", cpuinfo_field_("model name")},
+              {"isa", isa_names(hw)},
+              {"online_cpus", online_cpus()}};
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    if (line.rfind("MemTotal:", 0) == 0) {
+      j["memory_bytes"] = static_cast<int64_t>(std::stod(line.substr(9)) * 1024);
+    }
+  }
+  std::ifstream os_release("/etc/os-release");
+  for (std::string line; std::getline(os_release, line);) {
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+      j["os"] = v;
+    }
+  }
+  struct utsname u {};
+  if (uname(&u) == 0) j["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  double load[3] = {0, 0, 0};
+  if (getloadavg(load, 3) == 3) j["load_average"] = {load[0], load[1], load[2]};
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  nlohmann::json args = nlohmann::json::array();
+  for (std::string arg; std::getline(cmdline, arg, '\0');) args.push_back(arg);
+  j["command_line"] = args;
+}
+
 }  // namespace
+
+std::string source_revision() { return git_revision_(); }
+std::string libtorch_version() { return TORCH_VERSION; }
 
 nlohmann::json collect_env(const torch::Device& device, int num_threads) {
   nlohmann::json j;
@@ -185,6 +241,7 @@ nlohmann::json collect_env(const torch::Device& device, int num_threads) {
   gethostname(host, sizeof(host) - 1);
   j["hostname"] = host;
   j["started_at"] = utc_now_iso8601();
+  machine_facts_(j);
   return j;
 }
 

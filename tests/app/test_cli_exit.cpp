@@ -116,8 +116,14 @@ TEST(Cli, BadFlagsExitTwoWithOneLineAndCreateNothing) {
        "bench: error: --batch_size: 'ten' is not an integer; allowed: an "
        "integer\n"},
       {"--bogus 1",
-       "bench: error: --bogus: unknown flag; see bench --help for the allowed "
-       "flags\n"},
+       "bench: error: --bogus: unknown flag (see bench --help for the allowed "
+       "flags)\n"},
+      {"--num_layers 2",
+       "bench: error: --num_layers: unknown flag; did you mean --num_layer? (see bench --help "
+       "for the allowed flags)\n"},
+      {"--lowp_gem float32",
+       "bench: error: --lowp_gem: unknown flag; did you mean --lowp_gemm? (see bench --help "
+       "for the allowed flags)\n"},
       {"stray",
        "bench: error: unexpected argument 'stray'; flags take the form --name value "
        "(see bench --help)\n"},
@@ -194,19 +200,26 @@ TEST(Cli, CompiledRunRecordsItsBackendAndSavesTheNetwork) {
   EXPECT_GT(fs::file_size(dir / "net.pt"), 10'000u);
 }
 
-// A signal from outside: the current step finishes, the files are written and parse, the
-// status says interrupted and the exit status is 128 + the signal.
-TEST(Cli, SigintAndSigtermStopTheRunWithItsFilesWhole) {
-  for (const auto& [sig, code] : {std::pair<std::string, int>{"INT", 130}, {"TERM", 143}}) {
+// A signal from outside (SIGHUP: a closed terminal, as SIGTERM): acknowledged at once, the
+// current step finishes, the files are written and parse, the status says interrupted and the
+// exit status is 128 + the signal.
+TEST(Cli, SigintSigtermAndSighupStopTheRunWithItsFilesWhole) {
+  for (const auto& [sig, code] :
+       {std::pair<std::string, int>{"INT", 130}, {"TERM", 143}, {"HUP", 129}}) {
     testing::TempDir dir;
     const std::string run_dir = dir / "r_handcraft_layer1_float32";
     const auto r = testing::run_command(
         "bash -c '" + std::string(TB_BENCH_EXE) +
         testing::merge_flags(kTiny, " --steps 100000 --save_dir " + (dir / "r")) +
-        " >/dev/null 2>&1 & pid=$!; for i in $(seq 600); do [ -s " + run_dir +
+        " >/dev/null 2>" + (dir / "err") + " & pid=$!; for i in $(seq 600); do [ -s " + run_dir +
         "/metrics.jsonl ] && break; sleep 0.05; done; kill -" + sig +
         " $pid; wait $pid; echo exit=$?'");
     EXPECT_NE(r.output.find("exit=" + std::to_string(code)), std::string::npos) << r.output;
+    EXPECT_NE(testing::read_file(dir / "err")
+                  .find("bench: stopping after this step and writing "
+                        "the results so far (again to quit now)"),
+              std::string::npos)
+        << sig;
     const auto summary = nlohmann::json::parse(testing::read_file(run_dir + "/summary.json"));
     EXPECT_EQ(summary["status"], "interrupted");
     EXPECT_EQ(summary["stop_signal"], code - 128);
@@ -260,6 +273,15 @@ TEST(Cli, DivergedRunExitsOne) {
   const auto r = run_bench(std::string(kTiny) + " --fault_nan_step 2 --save_dir " + (dir / "r"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("diverged"), std::string::npos);
+}
+
+TEST(Cli, VersionNamesTheRevisionAndLibTorchAndRunsNothing) {
+  testing::TempDir dir;
+  const auto r = run_bench("--version --save_dir " + (dir / "r"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("bench (trainbench) "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", LibTorch 2."), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
 }  // namespace

@@ -150,6 +150,19 @@ TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
   for (const std::string& var : thread_env_vars()) {
     EXPECT_TRUE(env["thread_env"].contains(var)) << var;
   }
+  // The machine beside the device, as pyperf records it.
+  EXPECT_FALSE(env["cpu"]["vendor"].get<std::string>().empty()) << env["cpu"];
+  EXPECT_FALSE(env["cpu"]["family"].get<std::string>().empty()) << env["cpu"];
+  EXPECT_FALSE(env["cpu"]["model"].get<std::string>().empty()) << env["cpu"];
+  EXPECT_TRUE(env["cpu"]["isa"].is_array());
+  EXPECT_GT(env["memory_bytes"].get<int64_t>(), int64_t{1} << 30);
+  EXPECT_EQ(env["kernel"].get<std::string>().rfind("Linux ", 0), 0u) << env["kernel"];
+  EXPECT_FALSE(env["os"].get<std::string>().empty());
+  EXPECT_EQ(env["load_average"].size(), 3u);
+  EXPECT_NE(env["command_line"][0].get<std::string>().find("trainbench_tests"), std::string::npos)
+      << env["command_line"];
+  EXPECT_EQ(env["gemm_path"]["dtype"], "float32");
+  EXPECT_EQ(env["gemm_path"]["model_gemms"], "mkl_float32");
 }
 
 TEST_F(RunTest, InjectedNanStopsTheRunAsDiverged) {

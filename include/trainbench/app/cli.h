@@ -10,6 +10,7 @@ namespace trainbench {
 struct CliResult {
   RunConfig config;
   bool help = false;          // --help was given: print help_text and exit 0
+  bool version = false;       // --version was given: print the version line and exit 0
   std::string help_text;      // the full usage text
   std::string export_corpus;  // --export_corpus FILE: write the embedded corpus there and exit
 };
@@ -17,5 +18,9 @@ struct CliResult {
 // Parses argv. Unknown flags, malformed numbers and bad preset names throw ConfigError.
 // Does not call validate(): the caller does that once.
 CliResult parse_cli(int argc, const char* const* argv);
+
+// The known flag closest to an unknown `name` (an edit distance of at most 2, or one that
+// starts with it), or "" when none is close: "num_layers" → "num_layer".
+std::string closest_flag(const std::string& name);
 
 }  // namespace trainbench

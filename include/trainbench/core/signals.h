@@ -1,4 +1,4 @@
-// Graceful stop: the first SIGINT/SIGTERM asks the run to finish its current step and write its
+// Graceful stop: the first SIGINT/SIGTERM/SIGHUP asks the run to finish its current step and write its
 // files with status "interrupted"; a second one exits at once (every file already written is
 // whole: JSON files are replaced atomically and metrics lines go out in single writes).
 #pragma once
@@ -14,7 +14,7 @@ class StopSignalGuard {
   StopSignalGuard& operator=(const StopSignalGuard&) = delete;
 };
 
-// The signal number that asked to stop (SIGINT or SIGTERM), or 0.
+// The signal number that asked to stop (SIGINT, SIGTERM or SIGHUP), or 0.
 int stop_signal();
 
 }  // namespace trainbench

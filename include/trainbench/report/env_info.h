@@ -31,6 +31,11 @@ double available_memory_bytes();
 // ISO-8601 UTC timestamp, e.g. 2026-11-30T10:23:40Z.
 std::string utc_now_iso8601();
 
+// The source tree's git revision ("-dirty" with uncommitted changes), as env.json records it.
+std::string source_revision();
+// LibTorch's version, e.g. "2.11.0".
+std::string libtorch_version();
+
 // "Release", "Debug", ... as configured by CMake.
 std::string build_type();
 
