@@ -43,6 +43,8 @@ struct Window {
   double loss_sum = 0, seconds = 0;
   int64_t steps = 0;
   bool has_warmup = false;
+  double timed_loss_sum = 0;  // the timed steps alone (no warm-up or profiled step)
+  int64_t timed_steps = 0;
 };
 
 class Run {
@@ -229,6 +231,10 @@ class Run {
       interference_.push_back(interference(cpu_before, cpu_after));
       if (sync_) comm_ms_.push_back(sync_->last_wait_s() * 1e3);
     }
+    if (!warm && !profiled) {
+      win_.timed_loss_sum += loss_value;
+      ++win_.timed_steps;
+    }
     win_.loss_sum += loss_value;
     win_.seconds += t1 - t0;
     win_.has_warmup |= warm;
@@ -297,6 +303,7 @@ class Run {
 
   void flush_window_(double now) {
     final_train_loss_ = win_.loss_sum / win_.steps;
+    if (win_.timed_steps > 0) final_timed_loss_ = win_.timed_loss_sum / win_.timed_steps;
     const double seq_s = global_batch_() * win_.steps / win_.seconds;
     metric_({{"step", step_},
              {"loss", final_train_loss_},
@@ -353,6 +360,8 @@ class Run {
         {"session", {{"first_step", start + 1}, {"last_step", step_}, {"seconds", session_s}}},
         {"total_seconds", elapsed_before_ + session_s},
         {"final_train_loss", final_train_loss_},
+        // Bits per byte over the last window's timed steps, beside final_valid_bpb in one unit.
+        {"final_train_bpb", final_timed_loss_ / std::log(2.0)},
         {"final_valid_loss", valid_loss_},
         {"final_valid_bpb", valid_loss_ / std::log(2.0)},
         {"loss_scale", or_null(scaler.enabled(), scaler.enabled() ? scaler.scale() : 0.0)},
@@ -418,7 +427,7 @@ class Run {
   SpeedJudgement speed_;                        // MFU, its peak's reliability, noise
   Window win_;
   double run_start_ = 0, elapsed_before_ = 0, warmup_s_ = 0, compile_s_ = 0;
-  double final_train_loss_ = NAN, valid_loss_ = NAN;
+  double final_train_loss_ = NAN, final_timed_loss_ = NAN, valid_loss_ = NAN;
   std::unique_ptr<StepProfiler> profiler_;  // --profile_steps, while it records
   double profile_s_ = 0;
   nlohmann::json profile_;                    // its breakdown (null without --profile_steps)

@@ -119,7 +119,7 @@ std::string summary_table(const nlohmann::json& config, const nlohmann::json& su
   const std::string processes = world > 1 ? " x" + std::to_string(world) : "";
   os << "| model | dtype | layers | flash | compile | device | seq/s | tokens/s | step ms (median, "
         "min-max) "
-        "| MFU | peak MB | train loss | valid bpb | status |\n"
+        "| MFU | peak MB | train bpb | valid bpb | status |\n"
      << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
      << "| " << config["model"].get<std::string>() << " | " << config["dtype"].get<std::string>()
      << " | " << config["num_layer"] << " | " << switch_(config["flash"]) << " | "
@@ -131,7 +131,7 @@ std::string summary_table(const nlohmann::json& config, const nlohmann::json& su
          : summary["mfu"].is_number()            ? num_or_dash_(summary["mfu"], 1, 100.0) + "%"
                                                  : "-")
      << " | " << num_or_dash_(summary["peak_memory_bytes"], 0, 1.0 / (1 << 20)) << " | "
-     << num_or_dash_(summary["final_train_loss"], 4) << " | "
+     << num_or_dash_(summary.value("final_train_bpb", nlohmann::json()), 4) << " | "
      << num_or_dash_(summary["final_valid_bpb"], 4) << " | " << summary["status"].get<std::string>()
      << " |\n";
   return os.str();

@@ -91,6 +91,7 @@ RunRecord read_run(const std::string& dir) {
                             {&r.mfu, "mfu"},
                             {&r.peak_memory_bytes, "peak_memory_bytes"},
                             {&r.final_valid_bpb, "final_valid_bpb"},
+                            {&r.final_train_bpb, "final_train_bpb"},
                             {&r.warmup_seconds, "warmup_seconds"},
                             {&r.compile_seconds, "compile_seconds"},
                             {&r.communication_ms, "communication_ms"},
@@ -242,9 +243,9 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
   }
   const bool comm = any_communication_(runs);
   os << "\n| configuration | dtype | layers | batch | seq/s | tokens/s | MFU % | GEMM | noise | "
-        "peak MB | warm-up s | compile s | valid bpb | "
+        "peak MB | warm-up s | compile s | train bpb | valid bpb | "
      << (comm ? "comm ms/step | comm share | " : "")
-     << "status | folder |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+     << "status | folder |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
      << (comm ? "---|---|" : "") << "\n";
   for (const RunRecord& r : runs) {
     os << "| " << r.label << " | " << r.dtype << " | " << r.num_layer << " | " << r.batch_size
@@ -252,7 +253,7 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
        << mfu_text_(r) << " | " << (r.gemm_path.empty() ? "-" : r.gemm_path) << " | "
        << noise_text_(r) << " | " << num_(r.peak_memory_bytes, 0, 1.0 / (1 << 20)) << " | "
        << num_(r.warmup_seconds, 1) << " | " << num_(r.compile_seconds, 1) << " | "
-       << num_(r.final_valid_bpb, 4) << " | ";
+       << num_(r.final_train_bpb, 4) << " | " << num_(r.final_valid_bpb, 4) << " | ";
     if (comm) {
       const std::string share = num_(r.communication_share, 1, 100);
       os << num_(r.communication_ms, 1) << " | " << (share == "-" ? share : share + "%") << " | ";
@@ -268,7 +269,7 @@ std::string csv_(const std::vector<RunRecord>& runs) {
   const bool comm = any_communication_(runs);
   os << "configuration,dtype,num_layer,batch_size,sequences_per_s,tokens_per_s,mfu,"
         "peak_unreliable,gemm_path,step_time_cv,disturbed_step_share,peak_memory_bytes,"
-        "final_valid_bpb,"
+        "final_train_bpb,final_valid_bpb,"
      << (comm ? "communication_ms,communication_share," : "") << "status,dir\n";
   auto field = [](const nlohmann::json& v) { return v.is_number() ? v.dump() : std::string(); };
   auto quoted = [](const std::string& s) {
@@ -284,7 +285,8 @@ std::string csv_(const std::vector<RunRecord>& runs) {
        << ","
        << field(r.noise.is_object() ? r.noise.value("disturbed_step_share", nlohmann::json())
                                     : nullptr)
-       << "," << field(r.peak_memory_bytes) << "," << field(r.final_valid_bpb) << ",";
+       << "," << field(r.peak_memory_bytes) << "," << field(r.final_train_bpb) << ","
+       << field(r.final_valid_bpb) << ",";
     if (comm) os << field(r.communication_ms) << "," << field(r.communication_share) << ",";
     os << r.status << "," << quoted(r.dir) << "\n";
   }

@@ -165,6 +165,25 @@ TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
   EXPECT_EQ(env["gemm_path"]["model_gemms"], "mkl_float32");
 }
 
+// The tables' train figure is in bits per byte, like the validation one, and covers the timed
+// steps only: a last window that holds warm-up steps leaves them out.
+TEST_F(RunTest, TrainBitsPerByteComeFromTheLastWindowsTimedStepsOnly) {
+  RunConfig c = config();
+  c.steps = 3;
+  c.warmup_steps = 2;
+  c.log_every = 1;
+  c.save_dir = dir / "each";
+  const RunResult each = run_benchmark(c);
+  const auto losses = testing::window_values(each.run_dir);
+  ASSERT_EQ(losses.size(), 3u);
+  c.log_every = 3;  // one window: two warm-up steps and the timed one
+  c.save_dir = dir / "one";
+  const RunResult one = run_benchmark(c);
+  EXPECT_NEAR(one.summary["final_train_bpb"].get<double>(), losses[2] / std::log(2.0), 1e-9);
+  EXPECT_NEAR(one.summary["final_train_loss"].get<double>(),
+              (losses[0] + losses[1] + losses[2]) / 3, 1e-9);
+}
+
 TEST_F(RunTest, InjectedNanStopsTheRunAsDiverged) {
   RunConfig c = config();
   c.fault_nan_step = 3;

@@ -22,6 +22,7 @@ struct RunRecord {
   std::string shape;  // "8 layers, d_model 512, seq_len 256, batch 8": runs compare only within one
   std::string status;  // completed | interrupted | diverged | failed | ...
   nlohmann::json sequences_per_s, tokens_per_s, mfu, peak_memory_bytes, final_valid_bpb;
+  nlohmann::json final_train_bpb;  // timed steps of the last window, bits per byte (or null)
   // Warm-up (excluded from timing) and the compiler's share of it (null for eager runs).
   nlohmann::json warmup_seconds, compile_seconds;
   // Multi-process runs: the exposed all-reduce wait per step (median, ms) and its share of the
