@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainbench/app/run.h"
 #include "trainbench/core/config.h"
 #include "trainbench/data/batch_loader.h"
 #include "trainbench/train/trainer.h"
@@ -182,6 +183,24 @@ inline CommandResult run_command(const std::string& command) {
 // Runs the bench binary with the given arguments.
 inline CommandResult run_bench(const std::string& args) {
   return run_command(std::string(TB_BENCH_EXE) + " " + args);
+}
+
+// The resume tests' pair from `c` (log_every 1): a 40-step run in "straight" and a 20-step run
+// with checkpoints at 10 and 20 in "split" (to be resumed to 40 and compared with the first).
+struct StraightAndSplit {
+  RunResult straight, first;
+};
+inline StraightAndSplit straight_and_split(RunConfig c, const TempDir& dir) {
+  c.log_every = 1;
+  c.steps = 40;
+  c.save_dir = dir / "straight";
+  StraightAndSplit out;
+  out.straight = run_benchmark(c);
+  c.save_dir = dir / "split";
+  c.steps = 20;
+  c.checkpoint_every = 10;
+  out.first = run_benchmark(c);
+  return out;
 }
 
 }  // namespace trainbench::testing

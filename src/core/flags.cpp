@@ -72,7 +72,8 @@ std::vector<FlagSpec> make_table_() {
                 "torch (nn::TransformerEncoder, post-LayerNorm) | handcraft (pre-LN blocks from "
                 "Linear/LayerNorm/matmul)"),
       text_flag("dtype", &C::dtype, {"float32", "float16", "bfloat16"},
-                "float32 | float16 (CUDA, loss-scaled) | bfloat16 (autocast)"),
+                "float32 | float16 (autocast, loss-scaled) | bfloat16 (autocast); on the CPU see "
+                "--lowp_gemm for CPUs without their GEMM instructions"),
       int_flag("num_layer", &C::num_layer, 1, "transformer blocks (>= 1)"),
       switch_flag("flash", &C::flash, "1: fused scaled-dot-product attention (handcraft only)"),
       with_aliases(
@@ -159,8 +160,7 @@ std::vector<FlagSpec> make_table_() {
                           "attention may use (--flash 1); a forced one that cannot run is an "
                           "error")),
       switch_flag("fused_adam", &C::fused_adam,
-                  "1: Adam as one fused multi-tensor kernel, no host sync (CUDA; CPU from "
-                  "LibTorch 2.4)"),
+                  "1: Adam as one fused multi-tensor kernel, no host sync (CUDA and CPU)"),
       resumable(
           switch_flag("cuda_graph", &C::cuda_graph,
                       "1: capture the whole step as one CUDA graph after warm-up and replay "

@@ -43,14 +43,10 @@ TEST_F(FusedRun, TwentyStepsPlusResumePlusTwentyEqualFortyStraightWithDropout) {
   RunConfig c = config();
   c.dropout = 0.1;
   c.dtype = "bfloat16";
+  const auto [straight, first] = testing::straight_and_split(c, dir);
   c.log_every = 1;
-  c.steps = 40;
-  c.save_dir = dir / "straight";
-  const RunResult straight = run_benchmark(c);
-  c.save_dir = dir / "split";
-  c.steps = 20;
   c.checkpoint_every = 10;
-  const RunResult first = run_benchmark(c);
+  c.save_dir = dir / "split";
   c.resume = first.run_dir;
   c.steps = 40;
   const RunResult resumed = run_benchmark(c);

@@ -118,14 +118,7 @@ TEST_P(DamagedCheckpoint, ResumeContinuesFromThePreviousOneWithTheStraightRunsLo
   testing::TempDir dir;
   RunConfig c = testing::tiny_config();
   c.dropout = 0.1;
-  c.log_every = 1;
-  c.steps = 40;
-  c.save_dir = dir / "straight";
-  const RunResult straight = run_benchmark(c);
-  c.save_dir = dir / "split";
-  c.steps = 20;
-  c.checkpoint_every = 10;
-  const RunResult first = run_benchmark(c);
+  const auto [straight, first] = testing::straight_and_split(c, dir);
   const std::string newest = first.run_dir + "/checkpoint-20.pt";
   const auto size = fs::file_size(newest);
   if (std::string(GetParam()) == "truncated") {

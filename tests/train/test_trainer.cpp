@@ -205,14 +205,10 @@ std::vector<std::pair<int64_t, double>> train_lines(const std::string& run_dir) 
 
 TEST_F(RunTest, TwentyStepsPlusResumePlusTwentyEqualFortyStraight) {
   RunConfig c = config();
+  const auto [straight, first] = testing::straight_and_split(c, dir);
   c.log_every = 1;
-  c.steps = 40;
-  c.save_dir = dir / "straight";
-  const RunResult straight = run_benchmark(c);
-  c.save_dir = dir / "split";
-  c.steps = 20;
   c.checkpoint_every = 10;
-  const RunResult first = run_benchmark(c);
+  c.save_dir = dir / "split";
   EXPECT_EQ(latest_checkpoint(first.run_dir), first.run_dir + "/checkpoint-20.pt");
   c.resume = first.run_dir;
   c.steps = 40;
