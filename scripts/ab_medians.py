@@ -20,4 +20,7 @@ def main(out, dtype, a, b):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0)
     main(*sys.argv[1:5])

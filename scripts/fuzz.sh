@@ -6,6 +6,9 @@
 # (Every ordinary build also links the same targets on a standalone driver, and ctest runs them
 # over their seeds: Fuzz.*.)
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60)
+# Example: scripts/fuzz.sh 30
+source "$(dirname "$0")/usage.sh"
+tb_help "$0" "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}

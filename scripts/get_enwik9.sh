@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Fetches enwik9.zip (the reference data, 1,000,000,000 bytes unpacked) into data/ for users
 # with internet access. bench reads the .zip directly: --data data/enwik9.zip
+# Example: bash scripts/get_enwik9.sh && ./build/bench --data data/enwik9.zip
+source "$(dirname "$0")/usage.sh"
+tb_help "$0" "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p data

@@ -10,11 +10,14 @@
 # Usage: scripts/gpu_bench.sh OUT_DIR
 # Environment: STEPS (150), WARMUP (20), PYTHON (python3), BUILD_DIR (build-gpu), JOBS (nproc),
 #   SKIP_TESTS=1 (reruns), MATRIX (space-separated names from the list in matrix_entry below).
+# Example: STEPS=100 scripts/gpu_bench.sh runs/h200
+source "$(dirname "$0")/usage.sh"
+tb_help "$0" "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 die() { echo "gpu_bench.sh: $*" >&2; exit 1; }
 [ $# -eq 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
-out=$1
+out=$(tb_out_dir "$1")
 PYTHON=${PYTHON:-python3}
 STEPS=${STEPS:-150}
 WARMUP=${WARMUP:-20}

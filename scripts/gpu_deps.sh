@@ -11,6 +11,9 @@
 # which only the trainbench_log target sees (src/core/log.cpp includes spdlog and no torch header);
 # cxxopts, nlohmann-json, gtest and zlib go to PREFIX/common; gloo's headers to PREFIX/gloo,
 # exported by env.sh as TB_GLOO_INCLUDE_DIR for code that needs them.
+# Example: scripts/gpu_deps.sh download   (then, on the GPU machine: scripts/gpu_deps.sh unpack)
+source "$(dirname "$0")/usage.sh"
+tb_help "$0" "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEB_DIR=${GPU_DEPS_DIR:-gpu-deps}

@@ -8,10 +8,13 @@
 # Usage: scripts/host_net_bench.sh OUT_DIR [RATE...]   (default: none 10gbit 1gbit 100mbit;
 #        "none" = no limit). Needs root (namespaces); runs one thing at a time, about 4 minutes.
 # BENCH_ARGS overrides the model (default: 2 layers at the reference width, batch 4 per rank).
+# Example: scripts/host_net_bench.sh runs/net 1gbit 100mbit
+source "$(dirname "$0")/usage.sh"
+tb_help "$0" "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: scripts/host_net_bench.sh OUT_DIR [RATE...]" >&2; exit 2; }
-out=$1; shift
+out=$(tb_out_dir "$1"); shift
 rates=("$@")
 [ ${#rates[@]} -gt 0 ] || rates=(none 10gbit 1gbit 100mbit)
 for r in "${rates[@]}"; do

@@ -6,6 +6,9 @@
 # On a fresh machine the venv step downloads about 3 GB (torch + its nvidia-* CUDA wheels) and
 # takes 5.4 GB on disk; measured: 74 s without a pip cache on the project's machines (docs/BENCHMARKS.md).
 # PYTHON=... picks the interpreter for the venv (default: python3; Python 3.11 or 3.12).
+# Example: PYTHON=python3.11 bash scripts/install_deps.sh
+source "$(dirname "$0")/usage.sh"
+tb_help "$0" "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

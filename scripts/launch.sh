@@ -5,6 +5,9 @@
 # Ctrl-C in a terminal reaches every rank directly (the ranks keep SIGINT, which a shell would
 # otherwise ignore in background jobs); SIGTERM sent to this script is passed on to every rank. Exit status: rank 0's if it failed, else the first
 # failing rank's, else 0.
+# Example: scripts/launch.sh 2 ./build/bench --preset quick --threads 1
+source "$(dirname "$0")/usage.sh"
+tb_help "$0" "$@"
 set -uo pipefail
 
 usage() {

@@ -2,6 +2,9 @@
 # Builds the suite with AddressSanitizer + UndefinedBehaviorSanitizer (TB_SANITIZE=ON, into
 # build-asan/) and runs it. LibTorch itself is not instrumented; leak checking is off because
 # LibTorch keeps global allocations alive until exit.
+# Example: bash scripts/sanitize.sh
+source "$(dirname "$0")/usage.sh"
+tb_help "$0" "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh

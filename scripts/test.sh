@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Second command of the README (and what CI runs): install what is missing, build, and run the
 # whole GoogleTest suite through CTest. Says how long each part took (stderr).
+# Example: bash scripts/test.sh   (CI runs exactly this)
+source "$(dirname "$0")/usage.sh"
+tb_help "$0" "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS

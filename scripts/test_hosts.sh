@@ -12,6 +12,9 @@
 #   test_hosts.sh down PREFIX            remove the hosts and the switch (idempotent)
 #   test_hosts.sh clean                  remove every namespace this script ever made (tbh-*)
 # PREFIX must start with "tbh-" (what `clean` removes) and be at most 10 characters.
+# Example: scripts/test_hosts.sh up tb 2 1gbit && scripts/test_hosts.sh down tb
+source "$(dirname "$0")/usage.sh"
+tb_help "$0" "$@"
 set -euo pipefail
 
 die() { echo "test_hosts.sh: $*" >&2; exit 1; }

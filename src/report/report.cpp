@@ -12,11 +12,14 @@
 #include <type_traits>
 
 #include <cxxopts.hpp>
+#include <filesystem>
+#include <fstream>
 
 #include "trainbench/core/config.h"
 #include "trainbench/core/errors.h"
 #include "trainbench/report/profile.h"
 #include "trainbench/report/results.h"
+#include "trainbench/report/run_lock.h"
 
 namespace trainbench {
 
@@ -38,9 +41,28 @@ T field_(const nlohmann::json& j, const std::string& file, const char* key) {
 
 }  // namespace
 
+// What a folder without summary.json says: its run is still training ("running": a live bench
+// holds the folder) or ended without writing one ("killed": a crash, SIGKILL, a closed
+// session), with the last step its metrics.jsonl logged.
+nlohmann::json unfinished_summary_(const std::string& dir) {
+  int64_t last = 0;
+  std::ifstream in(dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("step") && j["step"].is_number_integer()) {
+      last = std::max(last, j["step"].get<int64_t>());
+    }
+  }
+  return {{"schema_version", kSchemaVersion},
+          {"status", run_folder_in_use(dir) ? "running" : "killed"},
+          {"steps_done", last}};
+}
+
 RunRecord read_run(const std::string& dir) {
   const nlohmann::json config = read_json_file(dir + "/config.json");
-  const nlohmann::json summary = read_json_file(dir + "/summary.json");
+  const bool finished = std::filesystem::exists(dir + "/summary.json");
+  const nlohmann::json summary =
+      finished ? read_json_file(dir + "/summary.json") : unfinished_summary_(dir);
   for (const auto* j : {&config, &summary}) {
     if (!j->is_object() || !j->contains("schema_version") ||
         !(*j)["schema_version"].is_number_integer() || (*j)["schema_version"] != kSchemaVersion) {
@@ -83,6 +105,7 @@ RunRecord read_run(const std::string& dir) {
               std::to_string(config.value("seq_len", int64_t{0})) + ", batch " +
               std::to_string(r.batch_size);
     r.status = field_<std::string>(summary, sfile, "status");
+    if (!finished) r.last_step = summary.value("steps_done", int64_t{0});
   } catch (const nlohmann::json::exception& e) {
     throw RunError("'" + dir + "': a field is mistyped (" + json_message(e) + ")");
   }
@@ -258,7 +281,8 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
       const std::string share = num_(r.communication_share, 1, 100);
       os << num_(r.communication_ms, 1) << " | " << (share == "-" ? share : share + "%") << " | ";
     }
-    os << r.status << " | " << r.dir << " |\n";
+    os << r.status << (r.last_step > 0 ? " at step " + std::to_string(r.last_step) : std::string())
+       << " | " << r.dir << " |\n";
   }
   os << profile_table_(runs);
   return os.str();

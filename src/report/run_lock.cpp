@@ -19,6 +19,14 @@ namespace trainbench {
 
 namespace fs = std::filesystem;
 
+bool run_folder_in_use(const std::string& dir) {
+  const int fd = ::open((dir + "/" + kLockFile).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // drops the shared hold taken when it was free
+  return held;
+}
+
 RunFolderLock RunFolderLock::acquire(const std::string& dir, bool create) {
   RunFolderLock lock;
   lock.dir_ = dir;

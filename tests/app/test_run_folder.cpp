@@ -14,7 +14,9 @@
 #include "test_util.h"
 #include "trainbench/app/run.h"
 #include "trainbench/core/log.h"
+#include "trainbench/report/report.h"
 #include "trainbench/report/results.h"
+#include "trainbench/report/run_lock.h"
 
 namespace trainbench {
 namespace {
@@ -184,6 +186,34 @@ TEST(RunFolder, AWrongTypedConfigFieldIsNamedInOneLine) {
       << broken.output;
   const auto report = testing::run_bench("report " + run);
   EXPECT_EQ(report.output.find("json.exception"), std::string::npos) << report.output;
+}
+
+// A folder without summary.json (SIGHUP before the handler existed, SIGKILL, a crash) is listed
+// by bench report as killed with the last step it logged, or as running while a bench holds it.
+TEST(RunFolder, AReportListsAFolderWithoutSummaryAsKilledOrRunning) {
+  log_set_quiet(true);
+  testing::TempDir dir;
+  RunConfig c = testing::tiny_config();
+  c.steps = 6;
+  c.save_dir = dir / "k";
+  const RunResult r = run_benchmark(c);
+  log_set_quiet(false);
+  fs::remove(r.run_dir + "/summary.json");
+  const RunRecord killed = read_run(r.run_dir);
+  EXPECT_EQ(killed.status, "killed");
+  EXPECT_EQ(killed.last_step, 6);
+  const std::string md = render_report({killed}, ReportOptions{});
+  EXPECT_NE(md.find("| killed at step 6 | " + r.run_dir + " |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| float32 | killed |"), std::string::npos) << md;
+  {
+    const RunFolderLock live = RunFolderLock::acquire(r.run_dir, false);
+    EXPECT_TRUE(run_folder_in_use(r.run_dir));
+    EXPECT_EQ(read_run(r.run_dir).status, "running");
+  }
+  EXPECT_FALSE(run_folder_in_use(r.run_dir));
+  const auto cli = testing::run_bench("report " + r.run_dir);
+  EXPECT_EQ(cli.exit_code, 0) << cli.output;
+  EXPECT_NE(cli.output.find("killed at step 6"), std::string::npos) << cli.output;
 }
 
 }  // namespace

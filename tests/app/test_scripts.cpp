@@ -121,5 +121,46 @@ TEST(DistScaling, RunsItsFourThroughSweepAndPrintsThemThroughBenchReport) {
   EXPECT_EQ(bad.output, "dist_scaling.sh: --threads is set per run; leave it out\n");
 }
 
+// Every script answers -h/--help with its usage (the header's Usage/Example lines) and exits 0
+// without running anything: no folder is made, no install, build or run starts.
+TEST(Scripts, EveryScriptAnswersHelpAndRunsNothing) {
+  for (const auto& e : fs::directory_iterator(TB_SOURCE_DIR "/scripts")) {
+    const std::string path = e.path().string(), name = e.path().filename().string();
+    const bool sh = e.path().extension() == ".sh", py = e.path().extension() == ".py";
+    if ((!sh && !py) || name == "usage.sh") continue;
+    for (const char* flag : {"-h", "--help"}) {
+      testing::TempDir cwd;
+      const std::string run = sh ? "bash " + path : std::string(TB_PYTHON) + " " + path;
+      const auto r =
+          testing::run_command("cd " + cwd.path() + " && timeout 20 " + run + " " + flag);
+      EXPECT_EQ(r.exit_code, 0) << name << " " << flag << "\n" << r.output;
+      EXPECT_TRUE(r.output.find("sage") != std::string::npos ||
+                  r.output.find("xample") != std::string::npos)
+          << name << "\n"
+          << r.output;
+      EXPECT_TRUE(fs::is_empty(cwd.path())) << name;
+    }
+  }
+}
+
+// An argument starting with '-' is never taken for the output folder, and a relative output
+// folder is the caller's (the scripts cd to the repository).
+TEST(Scripts, AnOutputFolderIsNeverADashArgumentAndRelativeOnesAreTheCallers) {
+  testing::TempDir cwd;
+  for (const char* script : {"sweep.sh", "compare.sh", "kernel_bench.sh", "dist_scaling.sh"}) {
+    const auto r = testing::run_command("cd " + cwd.path() + " && bash " TB_SOURCE_DIR "/scripts/" +
+                                        script + " --num_layer 1");
+    EXPECT_EQ(r.exit_code, 2) << script << r.output;
+    EXPECT_NE(r.output.find("'--num_layer' is not an output folder (it starts with '-')"),
+              std::string::npos)
+        << script << r.output;
+  }
+  EXPECT_TRUE(fs::is_empty(cwd.path()));
+  const auto r = testing::run_command("cd " + cwd.path() + " && MATRIX='handcraft:float32:0:0' " +
+                                      kSweep + "rel" + kTiny + " --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(cwd / "rel/report.md")) << r.output;
+}
+
 }  // namespace
 }  // namespace trainbench

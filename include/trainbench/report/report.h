@@ -20,7 +20,8 @@ struct RunRecord {
   int64_t num_layer = 0;
   int64_t batch_size = 0;
   std::string shape;  // "8 layers, d_model 512, seq_len 256, batch 8": runs compare only within one
-  std::string status;  // completed | interrupted | diverged | failed | ...
+  std::string status;     // completed | interrupted | diverged | failed | killed | running
+  int64_t last_step = 0;  // killed/running (no summary.json): the last step metrics.jsonl logged
   nlohmann::json sequences_per_s, tokens_per_s, mfu, peak_memory_bytes, final_valid_bpb;
   nlohmann::json final_train_bpb;  // timed steps of the last window, bits per byte (or null)
   // Warm-up (excluded from timing) and the compiler's share of it (null for eager runs).

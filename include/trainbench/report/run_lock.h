@@ -13,6 +13,9 @@ namespace trainbench {
 
 inline constexpr const char* kLockFile = ".lock";
 
+// True while a live bench process holds `dir` (a run still training, or resuming).
+bool run_folder_in_use(const std::string& dir);
+
 class RunFolderLock {
  public:
   // Takes the hold on `dir`, creating the folder when `create` (and remembering that it did).
