@@ -25,113 +25,6 @@ namespace trainbench {
 
 namespace {
 
-// A contract field of a run's file: present and of its type, or a RunError naming the file and
-// the field ("'DIR/config.json': field 'num_layer' is string; expected number_integer").
-template <typename T>
-T field_(const nlohmann::json& j, const std::string& file, const char* key) {
-  if (!j.contains(key)) throw RunError("'" + file + "': field '" + key + "' is missing");
-  const nlohmann::json& v = j.at(key);
-  const bool ok = std::is_same_v<T, std::string> ? v.is_string() : v.is_number_integer();
-  if (!ok) {
-    throw RunError("'" + file + "': field '" + key + "' is " + v.type_name() + " (" + v.dump() +
-                   "); expected " + (std::is_same_v<T, std::string> ? "a string" : "an integer"));
-  }
-  return v.get<T>();
-}
-
-}  // namespace
-
-// What a folder without summary.json says: its run is still training ("running": a live bench
-// holds the folder) or ended without writing one ("killed": a crash, SIGKILL, a closed
-// session), with the last step its metrics.jsonl logged.
-nlohmann::json unfinished_summary_(const std::string& dir) {
-  int64_t last = 0;
-  std::ifstream in(dir + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("step") && j["step"].is_number_integer()) {
-      last = std::max(last, j["step"].get<int64_t>());
-    }
-  }
-  return {{"schema_version", kSchemaVersion},
-          {"status", run_folder_in_use(dir) ? "running" : "killed"},
-          {"steps_done", last}};
-}
-
-RunRecord read_run(const std::string& dir) {
-  const nlohmann::json config = read_json_file(dir + "/config.json");
-  const bool finished = std::filesystem::exists(dir + "/summary.json");
-  const nlohmann::json summary =
-      finished ? read_json_file(dir + "/summary.json") : unfinished_summary_(dir);
-  for (const auto* j : {&config, &summary}) {
-    if (!j->is_object() || !j->contains("schema_version") ||
-        !(*j)["schema_version"].is_number_integer() || (*j)["schema_version"] != kSchemaVersion) {
-      throw RunError("'" + dir + "': schema_version is not " + std::to_string(kSchemaVersion));
-    }
-  }
-  RunRecord r;
-  r.dir = dir;
-  try {
-    const std::string framework = config.value("framework", std::string("libtorch"));
-    const std::string cfile = dir + "/config.json", sfile = dir + "/summary.json";
-    r.label = framework + " " + field_<std::string>(config, cfile, "model");
-    // Switches are true/false in bench's config.json, 0/1 in the peers' and older ones.
-    auto on = [&](const char* key) { return config.contains(key) && switch_on(config.at(key)); };
-    // bench's TorchScript path and the peers' torch.compile / jax.jit read "compiled"; bench's
-    // own kernels "fused".
-    if (config.contains("compile")) {
-      const std::string path = compile_path(config.at("compile"));
-      if (path == "torchscript") r.label += " compiled";
-      if (path == "fused") r.label += " fused";
-      if (path == "fused" && config.value("lowp_gemm", std::string()) == "float32") {
-        r.label += " float32-gemm";
-      }
-    }
-    if (on("flash")) r.label += " flash";
-    if (on("fused_adam")) r.label += " fused_adam";
-    if (on("cuda_graph")) r.label += " cuda_graph";
-    // Data-parallel runs (speeds are global) get their own column, those with the all-reduce
-    // after backward (--dist_overlap 0) another; batch stays per rank.
-    const int64_t world = config.value("world_size", int64_t{1});
-    if (world > 1) r.label += " x" + std::to_string(world) + " processes";
-    if (world > 1 && config.contains("dist_overlap") && !on("dist_overlap")) {
-      r.label += " all-reduce after backward";
-    }
-    r.dtype = field_<std::string>(config, cfile, "dtype");
-    r.num_layer = field_<int64_t>(config, cfile, "num_layer");
-    r.batch_size = field_<int64_t>(config, cfile, "batch_size");
-    r.shape = std::to_string(r.num_layer) + " layers, d_model " +
-              std::to_string(config.value("d_model", int64_t{0})) + ", seq_len " +
-              std::to_string(config.value("seq_len", int64_t{0})) + ", batch " +
-              std::to_string(r.batch_size);
-    r.status = field_<std::string>(summary, sfile, "status");
-    if (!finished) r.last_step = summary.value("steps_done", int64_t{0});
-  } catch (const nlohmann::json::exception& e) {
-    throw RunError("'" + dir + "': a field is mistyped (" + json_message(e) + ")");
-  }
-  for (auto [field, key] : {std::pair{&r.sequences_per_s, "sequences_per_s"},
-                            {&r.tokens_per_s, "tokens_per_s"},
-                            {&r.mfu, "mfu"},
-                            {&r.peak_memory_bytes, "peak_memory_bytes"},
-                            {&r.final_valid_bpb, "final_valid_bpb"},
-                            {&r.final_train_bpb, "final_train_bpb"},
-                            {&r.warmup_seconds, "warmup_seconds"},
-                            {&r.compile_seconds, "compile_seconds"},
-                            {&r.communication_ms, "communication_ms"},
-                            {&r.communication_share, "communication_share"}}) {
-    *field = summary.contains(key) && summary[key].is_number() ? summary[key] : nullptr;
-  }
-  if (summary.contains("profile") && summary["profile"].is_object()) r.profile = summary["profile"];
-  if (summary.contains("gemm_path") && summary["gemm_path"].is_string()) {
-    r.gemm_path = summary["gemm_path"];
-  }
-  r.peak_unreliable = summary.value("peak_unreliable", false) == true;
-  if (summary.contains("noise") && summary["noise"].is_object()) r.noise = summary["noise"];
-  return r;
-}
-
-namespace {
-
 std::string num_(const nlohmann::json& v, int precision, double scale = 1.0) {
   if (!v.is_number()) return "-";
   std::ostringstream os;
@@ -382,9 +275,10 @@ int report_main(int argc, const char* const* argv) {
   options.custom_help("[--csv|--json] [--baseline LABEL] RUN_DIR...");
   options.add_options()("csv", "CSV detail rows instead of markdown")(
       "json", "JSON (runs and speed-up ratios) instead of markdown")(
-      "baseline", "configuration column the ratios divide by (default: the first)",
-      cxxopts::value<std::string>()->default_value(""))("h,help", "print this help")(
-      "dirs", "run folders", cxxopts::value<std::vector<std::string>>());
+      "baseline", "configuration column the ratios divide by (default: the first column)",
+      cxxopts::value<std::string>())("h,help", "print this help")(
+      "dirs", "run folders, or folders to search for them (as tensorboard --logdir)",
+      cxxopts::value<std::vector<std::string>>());
   options.parse_positional({"dirs"});
   try {
     const auto args = options.parse(argc, argv);
@@ -397,7 +291,7 @@ int report_main(int argc, const char* const* argv) {
     }
     std::vector<RunRecord> runs;
     if (args.count("dirs")) {
-      for (const auto& dir : args["dirs"].as<std::vector<std::string>>()) {
+      for (const auto& dir : run_folders(args["dirs"].as<std::vector<std::string>>())) {
         try {
           runs.push_back(read_run(dir));
         } catch (const RunError& e) {
@@ -407,11 +301,21 @@ int report_main(int argc, const char* const* argv) {
     }
     ReportOptions ro;
     ro.format = args.count("csv") ? "csv" : args.count("json") ? "json" : "markdown";
-    ro.baseline = args["baseline"].as<std::string>();
+    ro.baseline = args.count("baseline") ? args["baseline"].as<std::string>() : "";
     std::cout << render_report(runs, ro);
     return 0;
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "bench report: error: %s\n", e.what());
+    return 2;
+  } catch (const cxxopts::exceptions::no_such_option& e) {
+    // bench's own wording, without cxxopts' typographic quotes.
+    std::string name = e.what();
+    const size_t a = name.find("\xe2\x80\x98"), b = name.find("\xe2\x80\x99");
+    name = a != std::string::npos && b != std::string::npos ? name.substr(a + 3, b - a - 3) : name;
+    std::fprintf(stderr,
+                 "bench report: error: --%s: unknown flag; allowed: --csv, --json, --baseline "
+                 "LABEL, --help (see bench report --help)\n",
+                 name.c_str());
     return 2;
   } catch (const cxxopts::exceptions::exception& e) {
     std::fprintf(stderr, "bench report: error: %s; see bench report --help\n", e.what());

@@ -1,6 +1,8 @@
 // bench report on hand-made run folders: tables, ratios, unfinished and malformed runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <tuple>
 
@@ -150,6 +152,27 @@ TEST_F(ReportTest, MalformedAndMismatchedFoldersAreWarnedAboutAndSkipped) {
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.output.find("bench report: error: report: no readable run folder"),
             std::string::npos);
+}
+
+// A folder of run folders is searched (as tensorboard --logdir); report's errors and help read
+// as bench's do.
+TEST_F(ReportTest, AFolderOfRunsIsSearchedAndBadFlagsAreOneLineErrors) {
+  const std::vector<std::string> found = run_folders({root.path()});
+  EXPECT_EQ(found.size(), dirs.size());
+  for (const std::string& d : dirs) {
+    EXPECT_NE(std::find(found.begin(), found.end(), d), found.end()) << d;
+  }
+  const auto all = testing::run_bench("report " + root.path());
+  EXPECT_EQ(all.exit_code, 0) << all.output;
+  EXPECT_NE(all.output.find("| bfloat16 | 1093 | 1273 |"), std::string::npos) << all.output;
+  const auto bad = testing::run_bench("report --md " + root.path());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.output,
+            "bench report: error: --md: unknown flag; allowed: --csv, --json, --baseline LABEL, "
+            "--help (see bench report --help)\n");
+  const auto help = testing::run_bench("report --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_EQ(help.output.find("(default: \"\")"), std::string::npos) << help.output;
 }
 
 TEST_F(ReportTest, PlotScriptWritesThreePngsAndSkipsUnreadableFolders) {

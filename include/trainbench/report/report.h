@@ -53,6 +53,10 @@ struct ReportOptions {
 // has those figures. Throws ConfigError for a baseline that names no column.
 std::string render_report(const std::vector<RunRecord>& runs, const ReportOptions& options);
 
+// The run folders under `paths`: a path holding config.json is one; any other folder is
+// searched below for them (sorted), as tensorboard --logdir searches.
+std::vector<std::string> run_folders(const std::vector<std::string>& paths);
+
 // The `report` subcommand: argv after "report". Returns the exit code (0 ok, 2 usage or no
 // readable run folder); warnings for unreadable folders go to stderr.
 int report_main(int argc, const char* const* argv);

@@ -1,0 +1,147 @@
+// Run folders as the report reads them: config.json + summary.json (or, without one, a run
+// that is still going or was killed), and the search for run folders below a folder.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <type_traits>
+
+#include "trainbench/core/config.h"
+#include "trainbench/core/errors.h"
+#include "trainbench/report/report.h"
+#include "trainbench/report/results.h"
+#include "trainbench/report/run_lock.h"
+
+namespace trainbench {
+
+namespace {
+
+// A contract field of a run's file: present and of its type, or a RunError naming the file and
+// the field ("'DIR/config.json': field 'num_layer' is string; expected number_integer").
+template <typename T>
+T field_(const nlohmann::json& j, const std::string& file, const char* key) {
+  if (!j.contains(key)) throw RunError("'" + file + "': field '" + key + "' is missing");
+  const nlohmann::json& v = j.at(key);
+  const bool ok = std::is_same_v<T, std::string> ? v.is_string() : v.is_number_integer();
+  if (!ok) {
+    throw RunError("'" + file + "': field '" + key + "' is " + v.type_name() + " (" + v.dump() +
+                   "); expected " + (std::is_same_v<T, std::string> ? "a string" : "an integer"));
+  }
+  return v.get<T>();
+}
+
+}  // namespace
+
+// What a folder without summary.json says: its run is still training ("running": a live bench
+// holds the folder) or ended without writing one ("killed": a crash, SIGKILL, a closed
+// session), with the last step its metrics.jsonl logged.
+nlohmann::json unfinished_summary_(const std::string& dir) {
+  int64_t last = 0;
+  std::ifstream in(dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("step") && j["step"].is_number_integer()) {
+      last = std::max(last, j["step"].get<int64_t>());
+    }
+  }
+  return {{"schema_version", kSchemaVersion},
+          {"status", run_folder_in_use(dir) ? "running" : "killed"},
+          {"steps_done", last}};
+}
+
+RunRecord read_run(const std::string& dir) {
+  const nlohmann::json config = read_json_file(dir + "/config.json");
+  const bool finished = std::filesystem::exists(dir + "/summary.json");
+  const nlohmann::json summary =
+      finished ? read_json_file(dir + "/summary.json") : unfinished_summary_(dir);
+  for (const auto* j : {&config, &summary}) {
+    if (!j->is_object() || !j->contains("schema_version") ||
+        !(*j)["schema_version"].is_number_integer() || (*j)["schema_version"] != kSchemaVersion) {
+      throw RunError("'" + dir + "': schema_version is not " + std::to_string(kSchemaVersion));
+    }
+  }
+  RunRecord r;
+  r.dir = dir;
+  try {
+    const std::string framework = config.value("framework", std::string("libtorch"));
+    const std::string cfile = dir + "/config.json", sfile = dir + "/summary.json";
+    r.label = framework + " " + field_<std::string>(config, cfile, "model");
+    // Switches are true/false in bench's config.json, 0/1 in the peers' and older ones.
+    auto on = [&](const char* key) { return config.contains(key) && switch_on(config.at(key)); };
+    // bench's TorchScript path and the peers' torch.compile / jax.jit read "compiled"; bench's
+    // own kernels "fused".
+    if (config.contains("compile")) {
+      const std::string path = compile_path(config.at("compile"));
+      if (path == "torchscript") r.label += " compiled";
+      if (path == "fused") r.label += " fused";
+      if (path == "fused" && config.value("lowp_gemm", std::string()) == "float32") {
+        r.label += " float32-gemm";
+      }
+    }
+    if (on("flash")) r.label += " flash";
+    if (on("fused_adam")) r.label += " fused_adam";
+    if (on("cuda_graph")) r.label += " cuda_graph";
+    // Data-parallel runs (speeds are global) get their own column, those with the all-reduce
+    // after backward (--dist_overlap 0) another; batch stays per rank.
+    const int64_t world = config.value("world_size", int64_t{1});
+    if (world > 1) r.label += " x" + std::to_string(world) + " processes";
+    if (world > 1 && config.contains("dist_overlap") && !on("dist_overlap")) {
+      r.label += " all-reduce after backward";
+    }
+    r.dtype = field_<std::string>(config, cfile, "dtype");
+    r.num_layer = field_<int64_t>(config, cfile, "num_layer");
+    r.batch_size = field_<int64_t>(config, cfile, "batch_size");
+    r.shape = std::to_string(r.num_layer) + " layers, d_model " +
+              std::to_string(config.value("d_model", int64_t{0})) + ", seq_len " +
+              std::to_string(config.value("seq_len", int64_t{0})) + ", batch " +
+              std::to_string(r.batch_size);
+    r.status = field_<std::string>(summary, sfile, "status");
+    if (!finished) r.last_step = summary.value("steps_done", int64_t{0});
+  } catch (const nlohmann::json::exception& e) {
+    throw RunError("'" + dir + "': a field is mistyped (" + json_message(e) + ")");
+  }
+  for (auto [field, key] : {std::pair{&r.sequences_per_s, "sequences_per_s"},
+                            {&r.tokens_per_s, "tokens_per_s"},
+                            {&r.mfu, "mfu"},
+                            {&r.peak_memory_bytes, "peak_memory_bytes"},
+                            {&r.final_valid_bpb, "final_valid_bpb"},
+                            {&r.final_train_bpb, "final_train_bpb"},
+                            {&r.warmup_seconds, "warmup_seconds"},
+                            {&r.compile_seconds, "compile_seconds"},
+                            {&r.communication_ms, "communication_ms"},
+                            {&r.communication_share, "communication_share"}}) {
+    *field = summary.contains(key) && summary[key].is_number() ? summary[key] : nullptr;
+  }
+  if (summary.contains("profile") && summary["profile"].is_object()) r.profile = summary["profile"];
+  if (summary.contains("gemm_path") && summary["gemm_path"].is_string()) {
+    r.gemm_path = summary["gemm_path"];
+  }
+  r.peak_unreliable = summary.value("peak_unreliable", false) == true;
+  if (summary.contains("noise") && summary["noise"].is_object()) r.noise = summary["noise"];
+  return r;
+}
+
+std::vector<std::string> run_folders(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (fs::exists(p + "/config.json", ec) || !fs::is_directory(p, ec)) {
+      out.push_back(p);  // a run folder, or something read_run will name as unreadable
+      continue;
+    }
+    std::vector<std::string> found;
+    for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::end(it);
+         it.increment(ec)) {
+      if (it->is_directory(ec) && fs::exists(it->path() / "config.json", ec)) {
+        found.push_back(it->path().string());
+        it.disable_recursion_pending();  // a run folder holds no other run
+      }
+    }
+    std::sort(found.begin(), found.end());
+    if (found.empty()) out.push_back(p);  // read_run names it: no config.json
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+}  // namespace trainbench
