@@ -240,7 +240,7 @@ class Run {
     win_.has_warmup |= warm;
     ++win_.steps;
     const double tok_s = global_batch_() * cfg_.seq_len * win_.steps / win_.seconds;
-    progress_->update(step_, loss_value, tok_s, (cfg_.steps - step_) * (t1 - t0));
+    progress_->update(step_, loss_value, tok_s, t1 - t0);
     // Warm-up and the first timed steps get a line each (a slow run speaks from step 1), and
     // the first timed step a projection of the whole run.
     if (done <= cfg_.warmup_steps + kEarlyLines && step_ % cfg_.log_every != 0 &&
@@ -312,7 +312,8 @@ class Run {
              {"elapsed_s", elapsed_before_ + now - run_start_},
              {"window_steps", win_.steps},
              {"includes_warmup", win_.has_warmup}});
-    progress_->window(step_, final_train_loss_, seq_s, seq_s * cfg_.seq_len);
+    progress_->window(step_, final_train_loss_, seq_s, seq_s * cfg_.seq_len,
+                      win_.seconds / static_cast<double>(win_.steps));
     win_ = Window{};
   }
 

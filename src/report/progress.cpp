@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <iomanip>
 #include <sstream>
 
@@ -51,30 +52,47 @@ std::string format_duration(double seconds) {
 }
 
 Progress::Progress(int64_t total_steps, bool live)
-    : total_(total_steps), live_(live), tty_(live && isatty(STDERR_FILENO)) {}
+    : total_(total_steps), live_(live), tty_(live && isatty(STDERR_FILENO)), start_s_(now_s_()) {}
+
+std::string clock_utc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof(buf), "%H:%M:%SZ", &tm);
+  return buf;
+}
 
 void Progress::clear_() {
   if (drawn_) std::fprintf(stderr, "\r\033[K");
   drawn_ = false;
 }
 
-void Progress::update(int64_t step, double loss, double tokens_per_s, double eta_s) {
+void Progress::update(int64_t step, double loss, double tokens_per_s, double step_s) {
   if (!tty_) return;
   const double now = now_s_();
   if (step != total_ && now - last_draw_s_ < 0.2) return;
   last_draw_s_ = now;
-  std::fprintf(stderr, "\r\033[Kstep %lld/%lld  loss %.4f  %.0f tok/s  ETA %s",
-               static_cast<long long>(step), static_cast<long long>(total_), loss, tokens_per_s,
+  const double eta_s = static_cast<double>(total_ - step) * step_s;
+  std::fprintf(stderr,
+               "\r\033[Kstep %lld/%lld (%.0f%%)  loss %.4f  %.3f s/step  %.0f tok/s  elapsed %s  "
+               "ETA %s",
+               static_cast<long long>(step), static_cast<long long>(total_),
+               100.0 * static_cast<double>(step) / static_cast<double>(total_), loss, step_s,
+               tokens_per_s, format_duration(now - start_s_).c_str(),
                format_duration(eta_s).c_str());
   std::fflush(stderr);
   drawn_ = true;
 }
 
-void Progress::window(int64_t step, double loss, double sequences_per_s, double tokens_per_s) {
+void Progress::window(int64_t step, double loss, double sequences_per_s, double tokens_per_s,
+                      double step_s) {
   clear_();
-  log_info("step " + std::to_string(step) + "/" + std::to_string(total_) + "  loss " +
-           fmt_(loss, 4) + "  " + fmt_(sequences_per_s, 1) + " seq/s  " + fmt_(tokens_per_s, 0) +
-           " tok/s");
+  const double eta_s = static_cast<double>(total_ - step) * step_s;
+  log_info(clock_utc() + "  step " + std::to_string(step) + "/" + std::to_string(total_) +
+           "  loss " + fmt_(loss, 4) + "  " + fmt_(sequences_per_s, 1) + " seq/s  " +
+           fmt_(tokens_per_s, 0) + " tok/s" +
+           (step < total_ ? "  ETA " + format_duration(eta_s) : std::string()));
 }
 
 void Progress::early_step(int64_t step, double loss, double step_s, bool warmup) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -273,6 +274,29 @@ TEST(Cli, DivergedRunExitsOne) {
   const auto r = run_bench(std::string(kTiny) + " --fault_nan_step 2 --save_dir " + (dir / "r"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("diverged"), std::string::npos);
+}
+
+// Log lines carry the time of day and the ETA; on a terminal (a pty from `script`) the live line
+// says the share done, s/step, elapsed and ETA.
+TEST(Cli, ProgressSaysTheTimeStepTimeElapsedAndEta) {
+  testing::TempDir dir;
+  const auto r = run_bench(
+      testing::merge_flags(kTiny, " --steps 40 --log_every 10 --save_dir " + (dir / "log")));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex("\\[I\\] [0-9]{2}:[0-9]{2}:[0-9]{2}Z  step 10/40  loss [0-9.]+  "
+                           "[0-9.]+ seq/s  [0-9]+ tok/s  ETA [0-9]+s")))
+      << r.output;
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1)";
+  const auto tty = testing::run_command(
+      "script -qec '" + std::string(TB_BENCH_EXE) +
+      testing::merge_flags(kTiny, " --steps 400 --log_every 400 --save_dir " + (dir / "tty")) +
+      "' /dev/null");
+  EXPECT_EQ(tty.exit_code, 0) << tty.output;
+  EXPECT_TRUE(std::regex_search(
+      tty.output, std::regex("step [0-9]+/400 \\([0-9]+%\\)  loss [0-9.]+  [0-9.]+ s/step  "
+                             "[0-9]+ tok/s  elapsed [0-9]+s  ETA [0-9]+s")))
+      << tty.output;
 }
 
 TEST(Cli, VersionNamesTheRevisionAndLibTorchAndRunsNothing) {

@@ -12,10 +12,13 @@ class Progress {
  public:
   // live false: never draw the live line (ranks other than 0 of a multi-process run).
   explicit Progress(int64_t total_steps, bool live = true);
-  // Redraws the progress line (at most every 0.2 s) when stderr is a terminal.
-  void update(int64_t step, double loss, double tokens_per_s, double eta_s);
-  // Writes one log line for a finished window, clearing the live line first.
-  void window(int64_t step, double loss, double sequences_per_s, double tokens_per_s);
+  // Redraws the progress line (at most every 0.2 s) when stderr is a terminal: step and share
+  // done, loss, s/step (the last step), tok/s, elapsed and ETA.
+  void update(int64_t step, double loss, double tokens_per_s, double step_s);
+  // Writes one log line for a finished window (UTC time stamp, ETA at the window's s/step),
+  // clearing the live line first.
+  void window(int64_t step, double loss, double sequences_per_s, double tokens_per_s,
+              double step_s);
   // One log line for a step before the windows start (warm-up and the first timed steps), so a
   // log that is not a terminal speaks from the first step.
   void early_step(int64_t step, double loss, double step_s, bool warmup);
@@ -33,7 +36,11 @@ class Progress {
   bool tty_;
   bool drawn_ = false;
   double last_draw_s_ = 0;
+  double start_s_ = 0;
 };
+
+// The time of day in UTC for log lines: "14:35:28Z".
+std::string clock_utc();
 
 // A duration for people: "42s", "3m 10s", "2h 05m", "1d 22h"; "?" when unknown.
 std::string format_duration(double seconds);
