@@ -39,6 +39,29 @@ void start_from_recorded_(RunConfig& cfg, const cxxopts::ParseResult& parsed) {
 
 }  // namespace
 
+std::string help_group(const std::string& flag) {
+  static const std::vector<std::pair<const char*, std::vector<const char*>>> kGroups = {
+      {"model and training",
+       {"preset", "model", "num_layer", "seq_len", "d_model", "num_heads", "ff_dim", "dropout",
+        "dropout_impl", "batch_size", "lr", "steps", "seed", "device", "threads"}},
+      {"precision and compile",
+       {"dtype", "lowp_gemm", "flash", "compile", "sdpa_backend", "fused_adam", "cuda_graph"}},
+      {"data", {"data", "valid_bytes"}},
+      {"timing, logging and results",
+       {"log_every", "eval_every", "eval_batches", "warmup_steps", "peak_tflops", "profile_steps",
+        "save_dir", "overwrite", "save_model"}},
+      {"checkpoints", {"checkpoint_every", "keep_checkpoints", "resume"}},
+      {"several processes", {"dist_backend", "dist_timeout", "bucket_mb", "dist_overlap"}},
+      {"testing aids", {"fault_nan_step", "fault_exit_step"}},
+  };
+  for (const auto& [group, flags] : kGroups) {
+    for (const char* f : flags) {
+      if (flag == f) return group;
+    }
+  }
+  return "other";
+}
+
 std::string closest_flag(const std::string& name) {
   // Levenshtein distance, two rows.
   auto distance = [](const std::string& a, const std::string& b) {
@@ -79,12 +102,20 @@ CliResult parse_cli(int argc, const char* const* argv) {
         "write the embedded corpus to this file and exit (for the Python/JAX "
         "peers, which then read the same bytes with --data)",
         cxxopts::value<std::string>());
-  for (const FlagSpec& f : flag_table()) {
-    adder(f.name, f.help, cxxopts::value<std::string>()->default_value(flag_text(f, defaults)));
+  // --help in groups, each in the flag table's order.
+  for (const char* group : kHelpGroups) {
+    auto in_group = options.add_options(group);
+    for (const FlagSpec& f : flag_table()) {
+      if (help_group(f.name) != group) continue;
+      in_group(f.name, f.help,
+               cxxopts::value<std::string>()->default_value(flag_text(f, defaults)));
+    }
   }
 
   CliResult out;
-  out.help_text = options.help();
+  std::vector<std::string> groups = {""};  // help, version, export_corpus first
+  for (const char* g : kHelpGroups) groups.emplace_back(g);
+  out.help_text = options.help(groups);  // cxxopts alone would sort the groups by name
   // Unknown and repeated flags are caught here so that the message has our shape (cxxopts' has
   // its own, and takes the last of a repeated flag without a word).
   std::map<std::string, std::string> given;  // name -> its value as written

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "trainbench/app/cli.h"
+#include "trainbench/core/flags.h"
 
 namespace trainbench {
 namespace {
@@ -297,6 +299,27 @@ TEST(Cli, ProgressSaysTheTimeStepTimeElapsedAndEta) {
       tty.output, std::regex("step [0-9]+/400 \\([0-9]+%\\)  loss [0-9.]+  [0-9.]+ s/step  "
                              "[0-9]+ tok/s  elapsed [0-9]+s  ETA [0-9]+s")))
       << tty.output;
+}
+
+// --help lists every flag of the table once, in its group, the groups in their order; no flag
+// is left in "other" and the testing aids come last.
+TEST(Cli, HelpGroupsEveryFlagAndKeepsTestingAidsApart) {
+  const auto r = run_bench("--help");
+  ASSERT_EQ(r.exit_code, 0);
+  size_t at = 0;
+  for (const char* g : kHelpGroups) {
+    if (std::string(g) == "other") break;
+    const size_t next = r.output.find(std::string(" ") + g + " options:");
+    ASSERT_NE(next, std::string::npos) << g << "\n" << r.output;
+    EXPECT_GT(next, at) << g;
+    at = next;
+  }
+  EXPECT_EQ(r.output.find(" other options:"), std::string::npos) << r.output;
+  for (const FlagSpec& f : flag_table()) {
+    EXPECT_NE(help_group(f.name), "other") << f.name;
+    EXPECT_NE(r.output.find("--" + std::string(f.name) + " "), std::string::npos) << f.name;
+  }
+  EXPECT_GT(r.output.find("--fault_nan_step"), r.output.find(" testing aids options:"));
 }
 
 TEST(Cli, VersionNamesTheRevisionAndLibTorchAndRunsNothing) {

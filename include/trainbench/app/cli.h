@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "trainbench/core/config.h"
 
@@ -18,6 +19,12 @@ struct CliResult {
 // Parses argv. Unknown flags, malformed numbers and bad preset names throw ConfigError.
 // Does not call validate(): the caller does that once.
 CliResult parse_cli(int argc, const char* const* argv);
+
+// The --help groups in their order, and the group of a flag ("other" for one not placed yet).
+inline constexpr const char* kHelpGroups[] = {
+    "model and training", "precision and compile", "data",         "timing, logging and results",
+    "checkpoints",        "several processes",     "testing aids", "other"};
+std::string help_group(const std::string& flag);
 
 // The known flag closest to an unknown `name` (an edit distance of at most 2, or one that
 // starts with it), or "" when none is close: "num_layers" → "num_layer".
