@@ -83,10 +83,11 @@ bool completed_(const RunRecord& r) {
   return r.status == "completed" && r.sequences_per_s.is_number();
 }
 
-// The speed table: dtype rows (in first-seen order) × label columns (first-seen order).
+// The speed table: dtype rows (in first-seen order) × label columns (first-seen order); a cell
+// holds every run of its configuration (repetitions are aggregated, google/benchmark-style).
 struct SpeedTable {
   std::vector<std::string> dtypes, labels;
-  std::map<std::pair<std::string, std::string>, const RunRecord*> cells;
+  std::map<std::pair<std::string, std::string>, std::vector<const RunRecord*>> cells;
 };
 
 SpeedTable speed_table_(const std::vector<RunRecord>& runs) {
@@ -97,43 +98,78 @@ SpeedTable speed_table_(const std::vector<RunRecord>& runs) {
   for (const RunRecord& r : runs) {
     add_unique(t.dtypes, r.dtype);
     add_unique(t.labels, r.label);
-    const auto key = std::make_pair(r.dtype, r.label);
-    // A completed run wins over an unfinished one; otherwise the first listed is kept.
-    auto it = t.cells.find(key);
-    if (it == t.cells.end() || (!completed_(*it->second) && completed_(r))) {
-      t.cells[key] = &r;
-    } else {
-      std::fprintf(stderr, "bench report: warning: '%s' repeats %s %s; '%s' is shown\n",
-                   r.dir.c_str(), r.label.c_str(), r.dtype.c_str(), it->second->dir.c_str());
-    }
+    t.cells[{r.dtype, r.label}].push_back(&r);
   }
   return t;
 }
 
-std::string cell_(const SpeedTable& t, const std::string& dtype, const std::string& label) {
+// The completed repetitions of one configuration: count, median, range and spread of seq/s.
+struct Aggregate {
+  size_t count = 0;
+  double median = 0, min = 0, max = 0, cv = 0;
+  const RunRecord* first = nullptr;  // the first run listed (its status when none completed)
+};
+
+Aggregate aggregate_(const SpeedTable& t, const std::string& dtype, const std::string& label) {
+  Aggregate a;
   auto it = t.cells.find({dtype, label});
-  if (it == t.cells.end()) return "";
-  if (!completed_(*it->second)) return it->second->status;
-  // Three significant figures or whole numbers: 1093, 98.1, 3.53.
-  const double v = it->second->sequences_per_s.get<double>();
-  return num_(it->second->sequences_per_s, v >= 100 ? 0 : v >= 10 ? 1 : 2);
+  if (it == t.cells.end()) return a;
+  a.first = it->second.front();
+  std::vector<double> v;
+  for (const RunRecord* r : it->second) {
+    if (completed_(*r)) v.push_back(r->sequences_per_s.get<double>());
+  }
+  a.count = v.size();
+  if (v.empty()) return a;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  a.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  a.min = v.front();
+  a.max = v.back();
+  double mean = 0, sq = 0;
+  for (double x : v) mean += x / static_cast<double>(n);
+  for (double x : v) sq += (x - mean) * (x - mean) / static_cast<double>(n);
+  a.cv = mean > 0 ? std::sqrt(sq) / mean : 0;
+  return a;
 }
 
-// label's speed over the baseline's, when both completed.
+// Three significant figures or whole numbers: 1093, 98.1, 3.53.
+std::string speed_text_(double v) {
+  return num_(nlohmann::json(v), v >= 100 ? 0 : v >= 10 ? 1 : 2);
+}
+
+std::string cell_(const SpeedTable& t, const std::string& dtype, const std::string& label) {
+  const Aggregate a = aggregate_(t, dtype, label);
+  if (!a.first) return "";
+  if (a.count == 0) return a.first->status;
+  if (a.count == 1) return speed_text_(a.median);
+  // The median of the repetitions, with their count and range.
+  return speed_text_(a.median) + " (n=" + std::to_string(a.count) + ", " + speed_text_(a.min) +
+         "-" + speed_text_(a.max) + ")";
+}
+
+// label's median speed over the baseline's, when both have a completed run.
 std::optional<double> ratio_value_(const SpeedTable& t, const std::string& dtype,
                                    const std::string& label, const std::string& baseline) {
-  auto a = t.cells.find({dtype, label}), b = t.cells.find({dtype, baseline});
-  if (a == t.cells.end() || b == t.cells.end() || !completed_(*a->second) ||
-      !completed_(*b->second)) {
-    return std::nullopt;
-  }
-  return a->second->sequences_per_s.get<double>() / b->second->sequences_per_s.get<double>();
+  const Aggregate a = aggregate_(t, dtype, label), b = aggregate_(t, dtype, baseline);
+  if (a.count == 0 || b.count == 0) return std::nullopt;
+  return a.median / b.median;
+}
+
+// Two configurations differ beyond their spread when both were repeated and the ranges of
+// their repetitions do not overlap.
+bool within_spread_(const SpeedTable& t, const std::string& dtype, const std::string& label,
+                    const std::string& baseline) {
+  const Aggregate a = aggregate_(t, dtype, label), b = aggregate_(t, dtype, baseline);
+  return a.count > 1 && b.count > 1 && a.min <= b.max && b.min <= a.max;
 }
 
 std::string ratio_(const SpeedTable& t, const std::string& dtype, const std::string& label,
                    const std::string& baseline) {
   const auto r = ratio_value_(t, dtype, label, baseline);
-  return r ? num_(nlohmann::json(*r), 2) + "x" : "-";
+  if (!r) return "-";
+  return num_(nlohmann::json(*r), 2) + "x" +
+         (within_spread_(t, dtype, label, baseline) ? " ~" : "");
 }
 
 std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
@@ -156,6 +192,18 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
     for (const auto& l : t.labels)
       if (l != baseline) os << " " << ratio_(t, d, l, baseline) << " |";
     os << "\n";
+  }
+  bool any_within = false, any_repeated = false;
+  for (const auto& d : t.dtypes) {
+    for (const auto& l : t.labels) {
+      any_within |= l != baseline && within_spread_(t, d, l, baseline);
+      any_repeated |= aggregate_(t, d, l).count > 1;
+    }
+  }
+  if (any_repeated) {
+    os << "\nRepeated configurations: the median of their completed runs (n=count, min-max)"
+       << (any_within ? "; ~: the two ranges overlap, no difference beyond their spread" : "")
+       << ".\n";
   }
   const bool comm = any_communication_(runs);
   os << "\n| configuration | dtype | layers | batch | seq/s | tokens/s | MFU % | GEMM | noise | "
@@ -235,6 +283,25 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
     if (r.communication_ms.is_number()) {
       j["runs"].back()["communication_ms"] = r.communication_ms;
       j["runs"].back()["communication_share"] = r.communication_share;
+    }
+  }
+  j["aggregates"] = nlohmann::json::array();
+  for (const auto& d : t.dtypes) {
+    for (const auto& l : t.labels) {
+      const Aggregate a = aggregate_(t, d, l);
+      if (a.count == 0) continue;
+      j["aggregates"].push_back(
+          {{"configuration", l},
+           {"dtype", d},
+           {"count", a.count},
+           {"sequences_per_s_median", a.median},
+           {"sequences_per_s_min", a.min},
+           {"sequences_per_s_max", a.max},
+           {"sequences_per_s_cv", a.cv},
+           {"differs_from_baseline_beyond_spread",
+            l == baseline ? nlohmann::json(nullptr)
+                          : nlohmann::json(a.count > 1 && aggregate_(t, d, baseline).count > 1 &&
+                                           !within_spread_(t, d, l, baseline))}});
     }
   }
   j["speedup"] = nlohmann::json::object();

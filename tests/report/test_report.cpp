@@ -175,6 +175,50 @@ TEST_F(ReportTest, AFolderOfRunsIsSearchedAndBadFlagsAreOneLineErrors) {
   EXPECT_EQ(help.output.find("(default: \"\")"), std::string::npos) << help.output;
 }
 
+// Repetitions of one configuration are aggregated (google/benchmark's median and spread): the
+// cell shows the median, the count and the range; a ratio whose two ranges overlap is marked
+// as no difference beyond the spread; the JSON carries the aggregates.
+TEST_F(ReportTest, RepetitionsAreAggregatedAndOverlappingRangesAreMarked) {
+  std::vector<RunRecord> rs = runs;
+  for (const auto& [name, model, seq] :
+       {std::tuple<const char*, const char*, double>{"a2", "torch", 1100},
+        {"a3", "torch", 1080},
+        {"b2", "handcraft", 1290},
+        {"b3", "handcraft", 1260},
+        {"f1", "handcraft", 700},
+        {"f2", "handcraft", 660}}) {
+    const std::string dtype = std::string(name)[0] == 'f' ? "float32" : "bfloat16";
+    rs.push_back(read_run(make_run(root, name, "", model, dtype, 0, "completed", seq)));
+  }
+  const std::string md = render_report(rs, ReportOptions{});
+  // torch bf16: 1093, 1100, 1080; handcraft bf16: 1273, 1290, 1260 (apart); handcraft f32: 672,
+  // 700, 660 against the interrupted torch f32 (no ratio).
+  EXPECT_NE(md.find("| bfloat16 | 1093 (n=3, 1080-1100) | 1273 (n=3, 1260-1290) |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 1.16x |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| float32 | interrupted | 672 (n=3, 660-700) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Repeated configurations: the median"), std::string::npos) << md;
+  EXPECT_EQ(md.find(" ~ |"), std::string::npos) << md;  // the bfloat16 ranges do not overlap
+  rs.push_back(read_run(make_run(root, "a4", "", "torch", "bfloat16", 0, "completed", 1300)));
+  const std::string overlap = render_report(rs, ReportOptions{});
+  EXPECT_NE(overlap.find("x ~ |"), std::string::npos) << overlap;
+  EXPECT_NE(overlap.find("~: the two ranges overlap"), std::string::npos) << overlap;
+  ReportOptions o;
+  o.format = "json";
+  const auto j = nlohmann::json::parse(render_report(rs, o));
+  bool seen = false;
+  for (const auto& a : j["aggregates"]) {
+    if (a["configuration"] == "libtorch torch" && a["dtype"] == "bfloat16") {
+      seen = true;
+      EXPECT_EQ(a["count"], 4);
+      EXPECT_DOUBLE_EQ(a["sequences_per_s_median"].get<double>(), (1093.0 + 1100.0) / 2);
+      EXPECT_DOUBLE_EQ(a["sequences_per_s_max"].get<double>(), 1300.0);
+    }
+  }
+  EXPECT_TRUE(seen) << j.dump();
+}
+
 TEST_F(ReportTest, PlotScriptWritesThreePngsAndSkipsUnreadableFolders) {
   const std::string out = root / "plots";
   const auto r =

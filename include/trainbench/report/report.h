@@ -47,7 +47,10 @@ struct ReportOptions {
   std::string baseline;             // column label the ratios divide by; "": the first column
 };
 
-// Renders the report. Only completed runs enter the speed table; others appear there as their
+// Renders the report. Repetitions of one configuration (same label and dtype) are aggregated
+// in the speed table: the median of their completed runs with the count and range, ratios of
+// medians, "~" where two repeated configurations' ranges overlap (JSON: "aggregates"). Only
+// completed runs enter the speed table; others appear there as their
 // status and in the detail rows. Runs of different shapes get the shape in their column label,
 // so no ratio divides runs of different sizes. The communication columns appear only when a run
 // has those figures. Throws ConfigError for a baseline that names no column.
