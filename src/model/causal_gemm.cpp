@@ -1,6 +1,8 @@
 // Block-lower-triangular score GEMMs of causal attention (see causal_gemm.h).
 #include "trainbench/model/causal_gemm.h"
 
+#include "trainbench/core/cpu_isa.h"
+
 #include <algorithm>
 
 #include <ATen/ops/bmm.h>
@@ -8,20 +10,24 @@
 
 namespace trainbench {
 
-int64_t causal_block_for(c10::ScalarType dtype, int64_t seq) {
-  return dtype == torch::kFloat || dtype == torch::kDouble ? kCausalBlock : seq;
+int64_t causal_block_for(c10::ScalarType dtype, int64_t seq, bool cuda) {
+  // Measured faster only where MKL's float32 GEMMs are AVX2 ones (docs/BENCHMARKS.md).
+  static const bool avx2_class = !effective_isa().avx512f;
+  const bool wide = dtype == torch::kFloat || dtype == torch::kDouble;
+  return !cuda && wide && avx2_class ? kCausalBlock : seq;
 }
 
-void causal_scores(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
-                   int64_t block) {
+torch::Tensor causal_scores(const torch::Tensor& a, const torch::Tensor& b, c10::ScalarType dtype,
+                            int64_t block) {
   // Outside autocast, which would cast float32 operands back (the trainer's forward runs
   // under it).
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
   const int64_t s = a.size(1);
   if (block >= s) {
-    out.copy_(at::bmm(a, b.transpose(1, 2)));
-    return;
+    const torch::Tensor whole = at::bmm(a, b.transpose(1, 2));
+    return whole.scalar_type() == dtype ? whole : whole.to(dtype);
   }
+  torch::Tensor out = torch::empty({a.size(0), s, s}, a.options().dtype(dtype));
   for (int64_t r0 = 0; r0 < s; r0 += block) {
     const int64_t rows = std::min(block, s - r0), keys = r0 + rows;
     // Into a contiguous block, then copied: measured faster than a product into the strided
@@ -30,6 +36,7 @@ void causal_scores(const torch::Tensor& out, const torch::Tensor& a, const torch
         .narrow(2, 0, keys)
         .copy_(at::bmm(a.narrow(1, r0, rows), b.narrow(1, 0, keys).transpose(1, 2)));
   }
+  return out;
 }
 
 }  // namespace trainbench

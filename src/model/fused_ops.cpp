@@ -266,9 +266,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // [BH, S, S] scores, then probabilities; in float32 only the blocks at or below the
     // diagonal are multiplied (causal_gemm.h), and the softmax writes zeros above the mask.
     const Tensor q_up = up_(q, r);
-    if (block <= 0) block = causal_block_for(q_up.scalar_type(), s);
-    Tensor prob = torch::empty({bh, s, s}, q.options());
-    causal_scores(prob, q_up, up_(kk, r), block);
+    if (block <= 0) block = causal_block_for(q_up.scalar_type(), s, q.is_cuda());
+    Tensor prob = causal_scores(q_up, up_(kk, r), q.scalar_type(), block);
     k::CausalSoftmaxArgs a;
     a.rows = bh * s;
     a.seq = s;
@@ -292,8 +291,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const Tensor dout_up = up_(dout, r);
     const auto dt = prob.scalar_type();
     const int64_t block = ctx->saved_data["block"].toInt();
-    Tensor ds = torch::empty_like(prob);  // dP, then the score gradient
-    causal_scores(ds, dout_up, up_(v, r), block);
+    Tensor ds = causal_scores(dout_up, up_(v, r), dt, block);  // dP, then the score gradient
     k::CausalSoftmaxGradArgs a;
     a.rows = prob.size(0) * prob.size(1);
     a.seq = prob.size(1);
