@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Loss curves and throughput of run folders as PNG files (matplotlib).
 Usage: plot_runs.py [--bench BENCH] --out DIR RUN_DIR...
-Writes DIR/loss_by_step.png, DIR/loss_by_time.png (train loss per window and validation loss,
-nats per byte) and DIR/throughput.png (sequences/s of completed runs). Each run is labelled as
+Writes DIR/loss_by_step.png, DIR/loss_by_time.png (train loss per window, solid with dots, and
+validation loss, dashed with circles, in bits per byte as the tables) and DIR/throughput.png
+(tokens/s of completed runs, the value on each bar), each titled with the runs' shape and
+machine, the legend beside the plot. Each run is labelled as
 `bench report` labels it (configuration, dtype, and the shape where the runs differ in it), so
 the plots and the tables name runs alike. Folders that cannot be read are named in a warning
 and left out."""
@@ -27,6 +29,28 @@ def report_labels(bench, dirs):
         return {}
     return {run["dir"]: f"{run['configuration']} {run['dtype']}"
             for run in json.loads(r.stdout)["runs"]}
+
+
+LN2 = 0.6931471805599453
+
+
+def context(dirs):
+    """'2 layers, d_model 128, seq_len 128, batch 16 on Intel Xeon' from the runs' config.json
+    and env.json (each part only where the runs agree)."""
+    shapes, machines = set(), set()
+    for d in dirs:
+        try:
+            with open(os.path.join(d, "config.json")) as f:
+                c = json.load(f)
+            shapes.add(f"{c.get('num_layer')} layers, d_model {c.get('d_model')}, "
+                       f"seq_len {c.get('seq_len')}, batch {c.get('batch_size')}")
+            with open(os.path.join(d, "env.json")) as f:
+                machines.add(json.load(f).get("device_name", "?"))
+        except (OSError, ValueError):
+            pass
+    shape = shapes.pop() if len(shapes) == 1 else "shapes differ"
+    machine = machines.pop() if len(machines) == 1 else "several machines"
+    return f"{shape} on {machine}"
 
 
 def read_run(run_dir):
@@ -73,29 +97,34 @@ def main():
     runs = [(f"{r[0]} ({os.path.basename(os.path.normpath(r[4]))})" if labels.count(r[0]) > 1
              else r[0],) + r[1:4] for r in runs]
     os.makedirs(a.out, exist_ok=True)
+    where = context([r for r in a.runs if r in labels_by_dir])
     for by_time, name in ((False, "loss_by_step.png"), (True, "loss_by_time.png")):
-        fig, ax = plt.subplots(figsize=(8, 5))
+        fig, ax = plt.subplots(figsize=(9, 5))
         for label, _, train, valid in runs:
             xs = [t if by_time else s for s, t, _ in train]
-            line, = ax.plot(xs, [l for _, _, l in train], label=f"{label} train")
+            line, = ax.plot(xs, [l / LN2 for _, _, l in train], ".-", markersize=3,
+                            label=f"{label} train")
             if valid and not by_time:
-                ax.plot([s for s, _ in valid], [v for _, v in valid], "o--",
+                ax.plot([s for s, _ in valid], [v / LN2 for _, v in valid], "o--",
                         color=line.get_color(), label=f"{label} valid")
         ax.set_xlabel("wall time (s)" if by_time else "step")
-        ax.set_ylabel("loss (nats/byte)")
+        ax.set_ylabel("loss (bits per byte)")
+        ax.set_title(f"Loss by {'wall time' if by_time else 'step'}: {where}", fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(os.path.join(a.out, name), dpi=100)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        fig.savefig(os.path.join(a.out, name), dpi=100, bbox_inches="tight")
         plt.close(fig)
-    done = [(label, s["sequences_per_s"]) for label, s, _, _ in runs
-            if s.get("status") == "completed" and s.get("sequences_per_s")]
-    fig, ax = plt.subplots(figsize=(8, 0.5 + 0.4 * max(len(done), 1)))
-    ax.barh([l for l, _ in done], [v for _, v in done])
-    ax.set_xlabel("sequences/s (median step)")
+    # tokens/s compares runs of different sequence lengths, where sequences/s would not.
+    done = [(label, s["tokens_per_s"]) for label, s, _, _ in runs
+            if s.get("status") == "completed" and s.get("tokens_per_s")]
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.4 * max(len(done), 1)))
+    bars = ax.barh([l for l, _ in done], [v for _, v in done])
+    ax.bar_label(bars, labels=[f"{v:,.0f}" for _, v in done], padding=3, fontsize=8)
+    ax.set_xlabel("tokens/s (median step)")
+    ax.set_title(f"Throughput: {where}", fontsize=9)
+    ax.margins(x=0.15)
     ax.invert_yaxis()
-    fig.tight_layout()
-    fig.savefig(os.path.join(a.out, "throughput.png"), dpi=100)
+    fig.savefig(os.path.join(a.out, "throughput.png"), dpi=100, bbox_inches="tight")
     plt.close(fig)
     print(f"plots: {a.out}/loss_by_step.png loss_by_time.png throughput.png")
     return 0
