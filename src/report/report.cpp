@@ -209,7 +209,8 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
   os << "\n| configuration | dtype | layers | batch | seq/s | tokens/s | MFU % | GEMM | noise | "
         "peak MB | warm-up s | compile s | train bpb | valid bpb | "
      << (comm ? "comm ms/step | comm share | " : "")
-     << "status | folder |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+     << "status | machine | date | revision | folder |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
      << (comm ? "---|---|" : "") << "\n";
   for (const RunRecord& r : runs) {
     os << "| " << r.label << " | " << r.dtype << " | " << r.num_layer << " | " << r.batch_size
@@ -222,7 +223,9 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
       const std::string share = num_(r.communication_share, 1, 100);
       os << num_(r.communication_ms, 1) << " | " << (share == "-" ? share : share + "%") << " | ";
     }
+    auto or_dash = [](const std::string& v) { return v.empty() ? std::string("-") : v; };
     os << r.status << (r.last_step > 0 ? " at step " + std::to_string(r.last_step) : std::string())
+       << " | " << or_dash(r.machine) << " | " << or_dash(r.date) << " | " << or_dash(r.revision)
        << " | " << r.dir << " |\n";
   }
   os << profile_table_(runs);
@@ -235,7 +238,8 @@ std::string csv_(const std::vector<RunRecord>& runs) {
   os << "configuration,dtype,num_layer,batch_size,sequences_per_s,tokens_per_s,mfu,"
         "peak_unreliable,gemm_path,step_time_cv,disturbed_step_share,peak_memory_bytes,"
         "final_train_bpb,final_valid_bpb,"
-     << (comm ? "communication_ms,communication_share," : "") << "status,dir\n";
+     << (comm ? "communication_ms,communication_share," : "")
+     << "status,machine,date,revision,dir\n";
   auto field = [](const nlohmann::json& v) { return v.is_number() ? v.dump() : std::string(); };
   auto quoted = [](const std::string& s) {
     std::string q = "\"";
@@ -253,7 +257,8 @@ std::string csv_(const std::vector<RunRecord>& runs) {
        << "," << field(r.peak_memory_bytes) << "," << field(r.final_train_bpb) << ","
        << field(r.final_valid_bpb) << ",";
     if (comm) os << field(r.communication_ms) << "," << field(r.communication_share) << ",";
-    os << r.status << "," << quoted(r.dir) << "\n";
+    os << r.status << "," << quoted(r.machine) << "," << r.date << "," << quoted(r.revision) << ","
+       << quoted(r.dir) << "\n";
   }
   return os.str();
 }
@@ -277,8 +282,12 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
          {"gemm_path", r.gemm_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gemm_path)},
          {"noise", r.noise},
          {"peak_memory_bytes", r.peak_memory_bytes},
+         {"final_train_bpb", r.final_train_bpb},
          {"final_valid_bpb", r.final_valid_bpb},
          {"status", r.status},
+         {"machine", r.machine},
+         {"date", r.date},
+         {"revision", r.revision},
          {"dir", r.dir}});
     if (r.communication_ms.is_number()) {
       j["runs"].back()["communication_ms"] = r.communication_ms;

@@ -60,6 +60,15 @@ RunRecord read_run(const std::string& dir) {
     }
   }
   RunRecord r;
+  if (std::filesystem::exists(dir + "/env.json")) {
+    try {
+      const nlohmann::json env = read_json_file(dir + "/env.json");
+      r.machine = env.value("device_name", std::string());
+      r.date = env.value("started_at", std::string()).substr(0, 10);
+      r.revision = env.value("git_revision", std::string());
+    } catch (const std::exception&) {  // env.json is context, not contract: a bad one is left
+    }
+  }
   r.dir = dir;
   try {
     const std::string framework = config.value("framework", std::string("libtorch"));

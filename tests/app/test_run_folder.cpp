@@ -203,7 +203,15 @@ TEST(RunFolder, AReportListsAFolderWithoutSummaryAsKilledOrRunning) {
   EXPECT_EQ(killed.status, "killed");
   EXPECT_EQ(killed.last_step, 6);
   const std::string md = render_report({killed}, ReportOptions{});
-  EXPECT_NE(md.find("| killed at step 6 | " + r.run_dir + " |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| killed at step 6 | "), std::string::npos) << md;
+  // Where and when it ran, from its env.json.
+  EXPECT_EQ(killed.date,
+            read_json_file(r.run_dir + "/env.json")["started_at"].get<std::string>().substr(0, 10));
+  EXPECT_FALSE(killed.machine.empty());
+  EXPECT_NE(md.find(" | " + killed.machine + " | " + killed.date + " | " + killed.revision + " | " +
+                    r.run_dir + " |"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("| float32 | killed |"), std::string::npos) << md;
   {
     const RunFolderLock live = RunFolderLock::acquire(r.run_dir, false);

@@ -36,6 +36,10 @@ struct RunRecord {
   std::string gemm_path;
   bool peak_unreliable = false;  // the run was faster than its peak: no MFU
   nlohmann::json noise;          // summary.json "noise" (core/cpu_noise.h), or null
+  // From env.json where the folder has one ("" otherwise): what ran where and when.
+  std::string machine;   // device_name (CPU model or GPU)
+  std::string date;      // the start day, YYYY-MM-DD (UTC)
+  std::string revision;  // git revision of the bench that ran
 };
 
 // Reads config.json + summary.json of `dir`. Throws RunError naming the folder and the problem
