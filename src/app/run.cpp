@@ -108,7 +108,7 @@ class Run {
       dist_->broadcast_from_rank0(trainer.model().parameters());
       sync_ = std::make_unique<GradSync>(trainer.model().parameters(), *dist_,
                                          static_cast<int64_t>(cfg_.bucket_mb * (1 << 20)),
-                                         cfg_.dist_overlap == 1, [] { return stop_signal() != 0; });
+                                         cfg_.dist_overlap, [] { return stop_signal() != 0; });
       trainer.attach(sync_.get());
     }
   }

@@ -38,7 +38,7 @@ void validate(const RunConfig& cfg) {
                       std::to_string(cfg.steps - cfg.warmup_steps) + ")");
   }
   if (cfg.save_dir.empty()) throw ConfigError("--save_dir: empty; allowed: a folder path prefix");
-  if (cfg.model == "torch" && cfg.flash == 1) {
+  if (cfg.model == "torch" && cfg.flash) {
     throw ConfigError(
         "--flash: 1 is not allowed with --model torch (nn::TransformerEncoder's C++ attention is "
         "a fixed composite with no fused kernel); use --model handcraft or --flash 0");

@@ -103,7 +103,7 @@ void validate_dist(const RunConfig& cfg, const DistEnv& env) {
         "time); use --dist_backend gloo");
   }
 #endif
-  if (cfg.cuda_graph == 1) {
+  if (cfg.cuda_graph) {
     throw ConfigError(
         "--cuda_graph: 1 is not available in a multi-process run (the gradient all-reduce runs "
         "from backward hooks on the host); use --cuda_graph 0");

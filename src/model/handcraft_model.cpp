@@ -17,7 +17,8 @@ class BlockImpl : public BlockLayers {
         parallel_dropout_(o.parallel_dropout),
         flash_(o.flash) {}
 
-  // x: [S, B, d]; mask: [S, S] additive causal mask (unused on the fused path).
+  // x: [S, B, d]; mask: [S, S] additive causal mask (unused with --flash 1, whose kernel is
+  // causal by itself).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
     const bool train = is_training();
     torch::Tensor h = x + drop_(linear_(out, attention(ln1(x), mask)), train);

@@ -16,7 +16,7 @@ ModelOptions ModelOptions::from_config(const RunConfig& cfg) {
   o.ff_dim = cfg.ff_dim;
   o.num_layer = cfg.num_layer;
   o.dropout = cfg.dropout;
-  o.flash = cfg.flash == 1;
+  o.flash = cfg.flash;
   o.parallel_dropout = resolved_dropout_impl(cfg) == "parallel";
   if (cfg.dtype == "bfloat16") o.compute_dtype = torch::kBFloat16;
   if (cfg.dtype == "float16") o.compute_dtype = torch::kHalf;

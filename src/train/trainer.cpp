@@ -14,11 +14,11 @@ namespace trainbench {
 Trainer::Trainer(const RunConfig& cfg, torch::Device device)
     : cfg_(cfg),
       device_(device),
-      sdpa_guard_(cfg.flash == 1 ? cfg.sdpa_backend : "auto"),
+      sdpa_guard_(cfg.flash ? cfg.sdpa_backend : "auto"),
       scaler_(cfg.dtype == "float16", {}, device) {
   model_ = make_model(cfg);
   model_->to(device_);
-  if (cfg.fused_adam == 1) {
+  if (cfg.fused_adam) {
     FusedAdamOptions o;
     o.lr = cfg.lr;
     fused_adam_ = std::make_unique<FusedAdam>(model_->parameters(), o);
@@ -26,7 +26,7 @@ Trainer::Trainer(const RunConfig& cfg, torch::Device device)
     optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
                                                       torch::optim::AdamOptions(cfg.lr));
   }
-  if (cfg.cuda_graph == 1) {
+  if (cfg.cuda_graph) {
     // Eager steps until the last warm-up step, which captures (and replays) the graph.
     graph_ = std::make_unique<StepGraph>([this](const torch::Tensor& b) { return step_body_(b); },
                                          device_, cfg.warmup_steps - 1);

@@ -81,8 +81,9 @@ TB_HD A layer_norm_value(A x, A mean, A rstd, A gamma, A beta) {
   return (x - mean) * rstd * gamma + beta;
 }
 // Row statistics from the sums of x and x^2 over n values (biased variance, as LayerNorm).
-// The launchers sum in the accumulation type after subtracting a shift (the row's first value)
-// so that the variance does not cancel catastrophically; `shift` is added back to the mean.
+// The launchers pass the sums of (x - shift) and (x - shift)^2 in the accumulation type; the
+// CPU rows take the row's mean as the shift (sum 0, a second pass over the row in L1), so the
+// variance does not cancel catastrophically; `shift` is added back to the mean.
 template <typename A>
 TB_HD void row_stats(A sum, A sum_sq, A shift, int64_t n, A eps, A* mean, A* rstd) {
   const A m = sum / static_cast<A>(n);

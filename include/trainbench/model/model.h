@@ -1,4 +1,5 @@
-// The byte-level language model interface and its two implementations (torch, handcraft).
+// The byte-level language model interface and its implementations: torch, handcraft, and the
+// handcraft network as a TorchScript graph (scripted_model.h) and on bench's fused kernels.
 #pragma once
 
 #include <memory>
@@ -22,7 +23,7 @@ struct ModelOptions {
   int64_t d_model = 512;
   int64_t num_heads = 8;
   int64_t ff_dim = 2048;
-  int64_t num_layer = 8;
+  int64_t num_layer = 8;  // from_config sets the run's (RunConfig's default is the reference 24)
   double dropout = 0.1;
   bool flash = false;             // handcraft: fused SDPA instead of explicit scores
   bool parallel_dropout = false;  // handcraft: the parallel-mask dropout of dropout.h

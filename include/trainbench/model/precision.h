@@ -1,5 +1,5 @@
-// Mixed precision: the autocast guard (bfloat16 on CPU/CUDA, float16 on CUDA) and the dynamic
-// loss scaler used with float16 (PyTorch GradScaler rules).
+// Mixed precision: the autocast guard (bfloat16 and float16, on the CPU and on CUDA) and the
+// dynamic loss scaler used with float16 (PyTorch GradScaler rules).
 #pragma once
 
 #include <string>

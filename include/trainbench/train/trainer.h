@@ -1,4 +1,5 @@
-// The benchmark run: data, model, optimizer, warm-up, timed windows, evaluation, result files.
+// One training step (forward, loss, backward, optimizer; precision and gradient sync around it)
+// and evaluation sums; the run around it is app/run.h.
 #pragma once
 
 #include <memory>
