@@ -108,14 +108,16 @@ double available_memory_bytes() {
   return avail;
 }
 
-std::string utc_now_iso8601() {
+std::string utc_now(const char* format) {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), format, &tm);
   return buf;
 }
+
+std::string utc_now_iso8601() { return utc_now("%Y-%m-%dT%H:%M:%SZ"); }
 
 std::string build_type() { return TB_BUILD_TYPE; }
 

@@ -6,12 +6,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <iomanip>
 #include <sstream>
 
 #include "trainbench/core/config.h"
 #include "trainbench/core/log.h"
+#include "trainbench/report/env_info.h"
 
 namespace trainbench {
 namespace {
@@ -54,14 +54,7 @@ std::string format_duration(double seconds) {
 Progress::Progress(int64_t total_steps, bool live)
     : total_(total_steps), live_(live), tty_(live && isatty(STDERR_FILENO)), start_s_(now_s_()) {}
 
-std::string clock_utc() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof(buf), "%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string clock_utc() { return utc_now("%H:%M:%SZ"); }
 
 void Progress::clear_() {
   if (drawn_) std::fprintf(stderr, "\r\033[K");

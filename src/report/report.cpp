@@ -17,6 +17,7 @@
 
 #include "trainbench/core/config.h"
 #include "trainbench/core/errors.h"
+#include "trainbench/core/timing.h"
 #include "trainbench/report/profile.h"
 #include "trainbench/report/results.h"
 #include "trainbench/report/run_lock.h"
@@ -121,11 +122,11 @@ Aggregate aggregate_(const SpeedTable& t, const std::string& dtype, const std::s
   }
   a.count = v.size();
   if (v.empty()) return a;
-  std::sort(v.begin(), v.end());
   const size_t n = v.size();
-  a.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  a.min = v.front();
-  a.max = v.back();
+  const StepStats st = step_stats(v);  // median, min and max of any list (core/timing.h)
+  a.median = st.median_ms;
+  a.min = st.min_ms;
+  a.max = st.max_ms;
   double mean = 0, sq = 0;
   for (double x : v) mean += x / static_cast<double>(n);
   for (double x : v) sq += (x - mean) * (x - mean) / static_cast<double>(n);
