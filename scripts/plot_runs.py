@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Loss curves and throughput of run folders as PNG files (matplotlib).
 Usage: plot_runs.py [--bench BENCH] --out DIR RUN_DIR...
-Writes DIR/loss_by_step.png, DIR/loss_by_time.png (train loss per window, solid with dots, and
+Writes DIR/loss_by_step.png, DIR/loss_by_time.png (train loss from step 0, the loss before any
+update, then one point per logging window (--log_every), solid with dots, and
 validation loss, dashed with circles, in bits per byte as the tables) and DIR/throughput.png
 (tokens/s of completed runs, the value on each bar), each titled with the runs' shape and
 machine, the legend beside the plot. Each run is labelled as
@@ -60,7 +61,9 @@ def read_run(run_dir):
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
         for line in f:
             m = json.loads(line)
-            if m.get("loss") is not None:
+            if m.get("initial_loss") is not None:  # step 0: the loss before any update
+                train.append((0, 0.0, m["initial_loss"]))
+            elif m.get("loss") is not None:
                 train.append((m["step"], m.get("elapsed_s"), m["loss"]))
             elif m.get("valid_loss") is not None:
                 valid.append((m["step"], m["valid_loss"]))

@@ -298,6 +298,9 @@ class StepLog:
         self.step += 1
         if self.step == 1:
             self.first_s = t1 - t0
+            # bench's step-0 record: the loss before any update, where the loss curves start.
+            self.res.metric(step=0, initial_loss=loss, initial_bpb=loss / math.log(2),
+                            elapsed_s=0.0)
         if self.step <= a.warmup_steps:
             self.warm_s += t1 - t0
         else:

@@ -76,6 +76,23 @@ std::string closest_flag(const std::string& name) {
     }
     return prev[b.size()];
   };
+  // Other trainers' spellings of bench's flags (nanoGPT, llm.c, torchtitan, tensorboard).
+  static const std::map<std::string, std::string> kSynonyms = {{"out_dir", "save_dir"},
+                                                               {"output_dir", "save_dir"},
+                                                               {"run_dir", "save_dir"},
+                                                               {"log_dir", "save_dir"},
+                                                               {"logdir", "save_dir"},
+                                                               {"n_layer", "num_layer"},
+                                                               {"n_embd", "d_model"},
+                                                               {"n_head", "num_heads"},
+                                                               {"block_size", "seq_len"},
+                                                               {"learning_rate", "lr"},
+                                                               {"max_iters", "steps"},
+                                                               {"max_steps", "steps"},
+                                                               {"warmup_iters", "warmup_steps"},
+                                                               {"precision", "dtype"},
+                                                               {"data_path", "data"}};
+  if (const auto it = kSynonyms.find(name); it != kSynonyms.end()) return it->second;
   std::string best;
   size_t best_d = 3;
   for (const FlagSpec& f : flag_table()) {

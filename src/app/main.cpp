@@ -59,8 +59,8 @@ int main(int argc, char** argv) {
       std::cout << summary_table(config, result.summary);
       std::cout << "results: " << result.run_dir << "\n";
     }
-    if (result.status == "interrupted") return 128 + result.stop_signal;  // 130 / 143
-    return result.status == "completed" ? 0 : 1;
+    if (result.status == RunStatus::kInterrupted) return 128 + result.stop_signal;  // 130 / 143
+    return result.status == RunStatus::kCompleted ? 0 : 1;
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "bench: %serror: %s\n", who.c_str(), e.what());
     return 2;

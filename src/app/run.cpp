@@ -178,103 +178,50 @@ class Run {
     try {
       while (step_ < cfg_.steps && one_step_()) {
       }
-      if (status_ == "completed") evaluate_();
+      if (status_ == RunStatus::kCompleted) evaluate_();
     } catch (const CollectiveError& e) {
-      status_ = "failed";
-      error_ = dist_->explain_failure(e.what(), /*collective=*/true);
+      fail_(dist_->explain_failure(e.what(), /*collective=*/true));
     } catch (const std::exception& e) {
-      status_ = "failed";
-      error_ = dist_ ? dist_->explain_failure(error_text(e), /*collective=*/false) : error_text(e);
+      fail_(dist_ ? dist_->explain_failure(error_text(e), /*collective=*/false) : error_text(e));
     }
     progress_->finish();
   }
 
-  // One step with its bookkeeping; false when the run stops here (diverged or a signal).
+  void fail_(const std::string& error) {
+    status_ = RunStatus::kFailed;
+    error_ = error;
+  }
+
+  // What one step measured: its wall time, its loss and the other work on the CPU meanwhile.
+  struct StepResult {
+    double t0 = 0, t1 = 0, loss = 0;
+    StepInterference interference;
+    double seconds() const { return t1 - t0; }
+  };
+
+  // The kind of a step, from its number within this session (warm-up, then the profiled steps,
+  // then the timed ones).
+  enum class StepKind { kWarmup, kProfiled, kTimed };
+  StepKind kind_of_(int64_t session_step) const {
+    if (session_step <= cfg_.warmup_steps) return StepKind::kWarmup;
+    if (session_step <= cfg_.warmup_steps + cfg_.profile_steps) return StepKind::kProfiled;
+    return StepKind::kTimed;
+  }
+  // Steps this process has run (a resumed run counts from its checkpoint).
+  int64_t session_steps_() const { return step_ - setup_.start_step; }
+
+  // One step, as named phases; false when the run stops here (diverged or a signal).
   bool one_step_() {
-    if (cfg_.fault_exit_step == step_ + 1) std::_Exit(3);  // testing aid: a crashing process
-    // Dropout differs per rank. Rank 0 keeps the single-process stream (checkpointed); the
-    // others reseed from (seed, rank, step) each step, so a resume continues them exactly.
-    if (dist_ && !rank0_()) torch::manual_seed(rank_step_seed(cfg_.seed, env_.rank, step_));
-    const int64_t done_before = step_ - setup_.start_step;
-    if (cfg_.profile_steps > 0 && done_before == cfg_.warmup_steps && rank0_()) {
-      profiler_ = std::make_unique<StepProfiler>();
-      profiler_->start();
-    }
-    const CpuSample cpu_before = cpu_sample();
-    const double t0 = synchronized_now_s(device_);
-    torch::Tensor batch;
-    {
-      RECORD_FUNCTION("trainbench::data", std::vector<c10::IValue>());
-      batch = loader_->next();
-    }
-    const torch::Tensor loss = setup_.trainer->step(batch);
-    const double loss_value = loss.item<double>();  // synchronizes on CUDA
-    const double t1 = synchronized_now_s(device_);
-    const CpuSample cpu_after = cpu_sample();
+    before_step_();
+    const StepResult r = run_step_();
     ++step_;
-    const int64_t done = step_ - setup_.start_step;
-    const bool warm = done <= cfg_.warmup_steps;
-    const bool script = cfg_.compile == "torchscript";
-    if (script && done <= kProfilingSteps) compile_s_ += t1 - t0;
-    if (script && done == cfg_.warmup_steps) fused_groups_ = last_graph_fused_groups();
-    const bool profiled = !warm && done <= cfg_.warmup_steps + cfg_.profile_steps;
-    if (warm) {
-      warmup_s_ += t1 - t0;
-    } else if (profiled) {  // the profiler's overhead stays out of the timing
-      profile_s_ += t1 - t0;
-      if (done == cfg_.warmup_steps + cfg_.profile_steps && profiler_) {
-        profile_ = profiler_->stop(cfg_.profile_steps, profile_s_, setup_.run_dir + "/trace.json");
-        profiler_.reset();
-      }
-    } else {
-      timed_ms_.push_back((t1 - t0) * 1e3);
-      interference_.push_back(interference(cpu_before, cpu_after));
-      if (sync_) comm_ms_.push_back(sync_->last_wait_s() * 1e3);
-    }
-    if (!warm && !profiled) {
-      win_.timed_loss_sum += loss_value;
-      ++win_.timed_steps;
-    }
-    win_.loss_sum += loss_value;
-    win_.seconds += t1 - t0;
-    win_.has_warmup |= warm;
-    ++win_.steps;
-    const double tok_s = global_batch_() * cfg_.seq_len * win_.steps / win_.seconds;
-    progress_->update(step_, loss_value, tok_s, t1 - t0);
-    // Warm-up and the first timed steps get a line each (a slow run speaks from step 1), and
-    // the first timed step a projection of the whole run.
-    if (done <= cfg_.warmup_steps + kEarlyLines && step_ % cfg_.log_every != 0 &&
-        step_ != cfg_.steps) {
-      progress_->early_step(step_, loss_value, t1 - t0, warm);
-    }
-    if (done == cfg_.warmup_steps + 1 && step_ < cfg_.steps) {
-      progress_->projection(cfg_.steps - step_, t1 - t0, !device_.is_cuda());
-    }
-    if (!std::isfinite(loss_value)) {
-      status_ = "diverged";
-      progress_->finish();
-      log_error("loss is " + std::to_string(loss_value) + " at step " + std::to_string(step_) +
-                "; the run diverged (try a lower --lr, or float32/bfloat16)");
-      return false;
-    }
-    // The ranks agree on stopping (a signal seen by any of them) with each step's loss.
-    const bool stopping = sync_ ? sync_->stop_requested() : stop_signal() != 0;
+    account_(r);
+    show_progress_(r);
+    if (diverged_(r.loss)) return false;
+    const bool stopping = agree_on_stop_();
+    end_window_and_checkpoint_(r, stopping);
     if (stopping) {
-      torch::Tensor sig = torch::full({1}, static_cast<int64_t>(stop_signal()), torch::kInt64);
-      if (dist_) dist_->allreduce({sig}, ReduceOp::kMax);  // the ranks agreed to stop together
-      run_signal_ = static_cast<int>(sig.item<int64_t>());
-    }
-    const bool checkpoint_now =
-        cfg_.checkpoint_every > 0 && (step_ % cfg_.checkpoint_every == 0 || stopping);
-    // A window also ends where a checkpoint or a stop falls, so a resumed run logs every step.
-    if (step_ % cfg_.log_every == 0 || step_ == cfg_.steps || checkpoint_now || stopping) {
-      flush_window_(t1);
-    }
-    if (checkpoint_now && rank0_()) {
-      save_checkpoint(setup_.run_dir, step_, *setup_.trainer, cfg_.keep_checkpoints);
-    }
-    if (stopping) {
-      status_ = "interrupted";
+      status_ = RunStatus::kInterrupted;
       progress_->finish();
       log_warn("stopped by signal " + std::to_string(run_signal_) + " after step " +
                std::to_string(step_) + "; writing the results so far");
@@ -282,6 +229,119 @@ class Run {
     }
     if (cfg_.eval_every > 0 && step_ % cfg_.eval_every == 0 && step_ < cfg_.steps) evaluate_();
     return true;
+  }
+
+  // Testing aid, per-rank dropout stream, and the profiler's start at the first profiled step.
+  void before_step_() {
+    if (cfg_.fault_exit_step == step_ + 1) std::_Exit(3);  // testing aid: a crashing process
+    // Dropout differs per rank. Rank 0 keeps the single-process stream (checkpointed); the
+    // others reseed from (seed, rank, step) each step, so a resume continues them exactly.
+    if (dist_ && !rank0_()) torch::manual_seed(rank_step_seed(cfg_.seed, env_.rank, step_));
+    if (cfg_.profile_steps > 0 && session_steps_() == cfg_.warmup_steps && rank0_()) {
+      profiler_ = std::make_unique<StepProfiler>();
+      profiler_->start();
+    }
+  }
+
+  // The batch and the trainer's step, timed (synchronized with the device) from the batch on.
+  StepResult run_step_() {
+    StepResult r;
+    const CpuSample cpu_before = cpu_sample();
+    r.t0 = synchronized_now_s(device_);
+    torch::Tensor batch;
+    {
+      RECORD_FUNCTION("trainbench::data", std::vector<c10::IValue>());
+      batch = loader_->next();
+    }
+    r.loss = setup_.trainer->step(batch).item<double>();  // synchronizes on CUDA
+    r.t1 = synchronized_now_s(device_);
+    r.interference = interference(cpu_before, cpu_sample());
+    return r;
+  }
+
+  // The step's time goes to the warm-up, the profile or the timed samples; its loss to the
+  // window (and to the timed loss where the step is timed).
+  void account_(const StepResult& r) {
+    const int64_t n = session_steps_();
+    const StepKind kind = kind_of_(n);
+    if (compile_path(cfg_) == CompilePath::kTorchScript) {
+      if (n <= kProfilingSteps) compile_s_ += r.seconds();
+      if (n == cfg_.warmup_steps) fused_groups_ = last_graph_fused_groups();
+    }
+    if (kind == StepKind::kWarmup) warmup_s_ += r.seconds();
+    if (kind == StepKind::kProfiled) {  // the profiler's overhead stays out of the timing
+      profile_s_ += r.seconds();
+      if (n == cfg_.warmup_steps + cfg_.profile_steps && profiler_) {
+        profile_ = profiler_->stop(cfg_.profile_steps, profile_s_, setup_.run_dir + "/trace.json");
+        profiler_.reset();
+      }
+    }
+    if (kind == StepKind::kTimed) {
+      timed_ms_.push_back(r.seconds() * 1e3);
+      interference_.push_back(r.interference);
+      if (sync_) comm_ms_.push_back(sync_->last_wait_s() * 1e3);
+      win_.timed_loss_sum += r.loss;
+      ++win_.timed_steps;
+    }
+    win_.loss_sum += r.loss;
+    win_.seconds += r.seconds();
+    win_.has_warmup |= kind == StepKind::kWarmup;
+    ++win_.steps;
+  }
+
+  // The live line; a line for each warm-up and early timed step (a slow run speaks from step
+  // 1); the first timed step's projection of the whole run; the loss before any update (the
+  // first step's forward) as metrics.jsonl's step-0 record, where the loss curves start.
+  void show_progress_(const StepResult& r) {
+    const int64_t n = session_steps_();
+    const double tok_s = global_batch_() * cfg_.seq_len * win_.steps / win_.seconds;
+    progress_->update(step_, r.loss, tok_s, r.seconds());
+    if (n <= cfg_.warmup_steps + kEarlyLines && step_ % cfg_.log_every != 0 &&
+        step_ != cfg_.steps) {
+      progress_->early_step(step_, r.loss, r.seconds(), kind_of_(n) == StepKind::kWarmup);
+    }
+    if (n == cfg_.warmup_steps + 1 && step_ < cfg_.steps) {
+      progress_->projection(cfg_.steps - step_, r.seconds(), !device_.is_cuda());
+    }
+    if (step_ == 1) {
+      metric_({{"step", 0},
+               {"initial_loss", r.loss},
+               {"initial_bpb", r.loss / std::log(2.0)},
+               {"elapsed_s", 0.0}});
+    }
+  }
+
+  bool diverged_(double loss) {
+    if (std::isfinite(loss)) return false;
+    status_ = RunStatus::kDiverged;
+    progress_->finish();
+    log_error("loss is " + std::to_string(loss) + " at step " + std::to_string(step_) +
+              "; the run diverged (try a lower --lr, or float32/bfloat16)");
+    return true;
+  }
+
+  // The ranks agree on stopping (a signal seen by any of them) with each step's loss.
+  bool agree_on_stop_() {
+    const bool stopping = sync_ ? sync_->stop_requested() : stop_signal() != 0;
+    if (stopping) {
+      torch::Tensor sig = torch::full({1}, static_cast<int64_t>(stop_signal()), torch::kInt64);
+      if (dist_) dist_->allreduce({sig}, ReduceOp::kMax);  // the ranks agreed to stop together
+      run_signal_ = static_cast<int>(sig.item<int64_t>());
+    }
+    return stopping;
+  }
+
+  // A window ends every log_every steps, at the last step, and where a checkpoint or a stop
+  // falls (so a resumed run logs every step); then rank 0 saves the checkpoint.
+  void end_window_and_checkpoint_(const StepResult& r, bool stopping) {
+    const bool checkpoint_now =
+        cfg_.checkpoint_every > 0 && (step_ % cfg_.checkpoint_every == 0 || stopping);
+    if (step_ % cfg_.log_every == 0 || step_ == cfg_.steps || checkpoint_now || stopping) {
+      flush_window_(r.t1);
+    }
+    if (checkpoint_now && rank0_()) {
+      save_checkpoint(setup_.run_dir, step_, *setup_.trainer, cfg_.keep_checkpoints);
+    }
   }
 
   void metric_(const nlohmann::json& line) {
@@ -329,7 +389,7 @@ class Run {
     };
     const int64_t start = setup_.start_step;
     return {
-        {"status", status_},
+        {"status", status_name(status_)},
         {"params", setup_.params},
         {"steps_done", step_},
         {"resumed_from_step", or_null(start > 0, start)},
@@ -354,10 +414,10 @@ class Run {
         {"warmup_seconds", warmup_s_},
         // null for eager runs: nothing was compiled (0.0 would read as a compiler that took
         // no time)
-        {"compile_seconds", or_null(cfg_.compile == "torchscript", compile_s_)},
+        {"compile_seconds", or_null(compile_path(cfg_) == CompilePath::kTorchScript, compile_s_)},
         {"compile_backend", setup_.backend},
         {"sdpa_backend_used", setup_.config_json.at("sdpa_backend_used")},
-        {"fused_groups", or_null(cfg_.compile == "torchscript", fused_groups_)},
+        {"fused_groups", or_null(compile_path(cfg_) == CompilePath::kTorchScript, fused_groups_)},
         {"session", {{"first_step", start + 1}, {"last_step", step_}, {"seconds", session_s}}},
         {"total_seconds", elapsed_before_ + session_s},
         {"final_train_loss", final_train_loss_},
@@ -382,19 +442,17 @@ class Run {
       try {
         summary.update(dist_summary(*dist_, *sync_, setup_.trainer->model(), stats, comm_ms_));
       } catch (const CollectiveError& e) {
-        status_ = "failed";
-        summary["status"] = status_;
-        error_ = dist_->explain_failure(e.what(), /*collective=*/true);
+        fail_(dist_->explain_failure(e.what(), /*collective=*/true));
+        summary["status"] = status_name(status_);
       }
     }
-    if (rank0_() && !cfg_.save_model.empty() && status_ == "completed") {
+    if (rank0_() && !cfg_.save_model.empty() && status_ == RunStatus::kCompleted) {
       try {
         save_torchscript(setup_.trainer->model(), cfg_.save_model);
         log_info("saved the trained network as TorchScript: " + cfg_.save_model);
       } catch (const std::exception& e) {  // recorded like any failure after training started
-        status_ = "failed";
-        summary["status"] = status_;
-        error_ = error_text(e);
+        fail_(error_text(e));
+        summary["status"] = status_name(status_);
       }
     }
     if (!error_.empty()) summary["error_message"] = error_;
@@ -431,12 +489,27 @@ class Run {
   double final_train_loss_ = NAN, final_timed_loss_ = NAN, valid_loss_ = NAN;
   std::unique_ptr<StepProfiler> profiler_;  // --profile_steps, while it records
   double profile_s_ = 0;
-  nlohmann::json profile_;                    // its breakdown (null without --profile_steps)
-  std::string status_ = "completed", error_;  // error_: a failure after training started
+  nlohmann::json profile_;  // its breakdown (null without --profile_steps)
+  RunStatus status_ = RunStatus::kCompleted;
+  std::string error_;   // a failure after training started
   int run_signal_ = 0;  // the signal that stopped the run (the highest any rank received)
 };
 
 }  // namespace
+
+const char* status_name(RunStatus status) {
+  switch (status) {
+    case RunStatus::kCompleted:
+      return "completed";
+    case RunStatus::kInterrupted:
+      return "interrupted";
+    case RunStatus::kDiverged:
+      return "diverged";
+    case RunStatus::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
 
 RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) { return Run(cfg, env).go(); }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "trainbench/core/cpu_isa.h"
+#include "trainbench/core/hash.h"
 #include "trainbench/core/log.h"
 #include "trainbench/model/flops.h"
 #include "trainbench/report/env_info.h"
@@ -70,7 +71,7 @@ std::string warn_about_lowp_gemm(const RunConfig& cfg, const nlohmann::json& pat
   const double fast = gemm_rate(torch::kFloat, false, ff, 3, 0.3);
   char ratio[32];
   std::snprintf(ratio, sizeof(ratio), "%.1fx", slow > 0 ? fast / slow : 0.0);
-  const bool fused = cfg.compile == "fused";
+  const bool fused = compile_path(cfg) == CompilePath::kFused;
   const std::string line =
       cfg.dtype + " has no native GEMM on this CPU (it lacks " + native_gemm_needs(cfg.dtype) +
       "): LibTorch's " +
@@ -114,11 +115,8 @@ SpeedJudgement judge_speed(const StepStats& stats, const std::vector<double>& st
 }
 
 uint64_t rank_step_seed(int64_t seed, int rank, int64_t step) {
-  uint64_t z = static_cast<uint64_t>(seed) * 0x9e3779b97f4a7c15ULL ^
-               static_cast<uint64_t>(rank) << 40 ^ static_cast<uint64_t>(step);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;  // splitmix64 finalizer
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+  return splitmix64(static_cast<uint64_t>(seed) * kGoldenGamma ^ static_cast<uint64_t>(rank) << 40 ^
+                    static_cast<uint64_t>(step));
 }
 
 nlohmann::json dist_summary(DistContext& dist, const GradSync& sync, LanguageModel& model,

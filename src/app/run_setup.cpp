@@ -88,10 +88,10 @@ RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, Di
                       "' holds no checkpoint; it must come from a run with --checkpoint_every");
   }
 
-  const bool script = cfg.compile == "torchscript";
-  s.backend = script                   ? configure_script_executor(device)
-              : cfg.compile == "fused" ? "fused"
-                                       : "eager";
+  const bool script = compile_path(cfg) == CompilePath::kTorchScript;
+  s.backend = script                                     ? configure_script_executor(device)
+              : compile_path(cfg) == CompilePath::kFused ? "fused"
+                                                         : "eager";
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   const double build_start = synchronized_now_s(device);
   s.trainer = std::make_unique<Trainer>(cfg, device);

@@ -43,7 +43,8 @@ void validate(const RunConfig& cfg) {
         "--flash: 1 is not allowed with --model torch (nn::TransformerEncoder's C++ attention is "
         "a fixed composite with no fused kernel); use --model handcraft or --flash 0");
   }
-  if (cfg.dropout_impl == "parallel" && (cfg.model == "torch" || cfg.compile == "torchscript")) {
+  if (cfg.dropout_impl == "parallel" &&
+      (cfg.model == "torch" || compile_path(cfg) == CompilePath::kTorchScript)) {
     throw ConfigError("--dropout_impl: 'parallel' is not allowed with " +
                       std::string(cfg.model == "torch" ? "--model torch (its nn layers apply "
                                                          "their own dropout)"
@@ -51,7 +52,8 @@ void validate(const RunConfig& cfg) {
                                                          "uses torch.dropout)") +
                       "; use --dropout_impl auto|native");
   }
-  if ((cfg.compile == "fused") != (cfg.dropout_impl == "fused") && cfg.dropout_impl != "auto") {
+  if ((compile_path(cfg) == CompilePath::kFused) != (cfg.dropout_impl == "fused") &&
+      cfg.dropout_impl != "auto") {
     throw ConfigError("--dropout_impl: '" + cfg.dropout_impl + "' is not allowed with --compile " +
                       cfg.compile +
                       " (the fused kernels apply dropout with their own counter-based masks, "
@@ -64,22 +66,22 @@ void validate(const RunConfig& cfg) {
         "CUDA); use --device cpu");
   }
   const std::string device = resolved_device(cfg);
-  if (cfg.compile != "none" && cfg.model == "torch") {
+  if (compile_path(cfg) != CompilePath::kNone && cfg.model == "torch") {
     throw ConfigError("--compile: '" + cfg.compile +
                       "' is not allowed with --model torch (LibTorch's C++ "
                       "nn::TransformerEncoder has no TorchScript form and no fused twin); use "
                       "--model handcraft or --compile none");
   }
-  if (cfg.compile == "fused" && device == "cpu") {
+  if (compile_path(cfg) == CompilePath::kFused && device == "cpu") {
     const std::string why = kernels::cpu_kernels_unavailable();
     if (!why.empty()) throw ConfigError(why);
   }
-  if (cfg.lowp_gemm == "float32" && cfg.compile != "fused") {
+  if (cfg.lowp_gemm == "float32" && compile_path(cfg) != CompilePath::kFused) {
     throw ConfigError("--lowp_gemm: 'float32' is not allowed with --compile " + cfg.compile +
                       " (eager and TorchScript runs measure LibTorch's own GEMMs); use "
                       "--compile fused or --lowp_gemm auto");
   }
-  if (cfg.compile == "torchscript" && cfg.warmup_steps < kProfilingSteps) {
+  if (compile_path(cfg) == CompilePath::kTorchScript && cfg.warmup_steps < kProfilingSteps) {
     throw ConfigError(
         "--warmup_steps: " + std::to_string(cfg.warmup_steps) +
         " with --compile torchscript; allowed: >= " + std::to_string(kProfilingSteps) +

@@ -39,6 +39,12 @@ void apply_preset(RunConfig& cfg, const std::string& name) {
   cfg.preset = name;
 }
 
+CompilePath compile_path(const RunConfig& cfg) {
+  if (cfg.compile == "torchscript") return CompilePath::kTorchScript;
+  if (cfg.compile == "fused") return CompilePath::kFused;
+  return CompilePath::kNone;
+}
+
 std::string resolved_device(const RunConfig& cfg) {
   if (cfg.device == "auto") return torch::cuda::is_available() ? "cuda" : "cpu";
   return cfg.device;
@@ -46,14 +52,15 @@ std::string resolved_device(const RunConfig& cfg) {
 
 std::string resolved_dropout_impl(const RunConfig& cfg) {
   if (cfg.dropout_impl != "auto") return cfg.dropout_impl;
-  if (cfg.compile == "fused") return "fused";  // the fused kernels draw their own masks
-  const bool eager_handcraft = cfg.model == "handcraft" && cfg.compile == "none";
+  if (compile_path(cfg) == CompilePath::kFused)
+    return "fused";  // the fused kernels draw their own masks
+  const bool eager_handcraft = cfg.model == "handcraft" && compile_path(cfg) == CompilePath::kNone;
   return eager_handcraft && resolved_device(cfg) == "cpu" ? "parallel" : "native";
 }
 
 std::string resolved_lowp_gemm(const RunConfig& cfg) {
-  const bool applies =
-      cfg.compile == "fused" && cfg.dtype != "float32" && resolved_device(cfg) == "cpu";
+  const bool applies = compile_path(cfg) == CompilePath::kFused && cfg.dtype != "float32" &&
+                       resolved_device(cfg) == "cpu";
   if (!applies) return "native";
   if (cfg.lowp_gemm != "auto") return cfg.lowp_gemm;
   return has_native_gemm(effective_isa(), cfg.dtype) ? "native" : "float32";
@@ -62,8 +69,8 @@ std::string resolved_lowp_gemm(const RunConfig& cfg) {
 std::string run_dir_name(const RunConfig& cfg) {
   std::string name =
       cfg.save_dir + "_" + cfg.model + "_layer" + std::to_string(cfg.num_layer) + "_" + cfg.dtype;
-  if (cfg.compile == "torchscript") name += "_compiled";
-  if (cfg.compile == "fused") name += "_fused";
+  if (compile_path(cfg) == CompilePath::kTorchScript) name += "_compiled";
+  if (compile_path(cfg) == CompilePath::kFused) name += "_fused";
   if (cfg.flash) name += "_flash";
   return name;
 }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 
+#include "trainbench/core/atomic_file.h"
 #include "trainbench/core/errors.h"
 #include "trainbench/core/log.h"
 
@@ -161,17 +162,13 @@ ByteCorpus embedded_corpus() {
 
 void export_embedded_corpus(const std::string& path) {
   const ByteCorpus c = embedded_corpus();
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) {
-    throw ConfigError("--export_corpus: cannot write '" + path + "' (" + std::strerror(errno) +
-                      "); allowed: a file path in an existing, writable folder");
-  }
-  const bool ok =
-      std::fwrite(c.data(), 1, static_cast<size_t>(c.size()), f) == static_cast<size_t>(c.size());
-  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw RunError("cannot write '" + path + "'");
+  const std::string_view bytes(reinterpret_cast<const char*>(c.data()),
+                               static_cast<size_t>(c.size()));
+  try {
+    write_file_atomic(path, [&](const std::string& tmp) { return write_bytes(tmp, bytes); });
+  } catch (const RunError& e) {
+    throw ConfigError("--export_corpus: " + std::string(e.what()) +
+                      "; allowed: a file path in an existing, writable folder");
   }
 }
 

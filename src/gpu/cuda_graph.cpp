@@ -23,11 +23,11 @@ std::string cuda_graph_config_error(const RunConfig& cfg) {
     return "--cuda_graph: 1 needs --fused_adam 1 (torch::optim::Adam keeps its step count on the "
            "host, which a captured graph would freeze); use --fused_adam 1 or --cuda_graph 0";
   }
-  if (cfg.compile == "torchscript") {
+  if (compile_path(cfg) == CompilePath::kTorchScript) {
     return "--cuda_graph: 1 is not allowed with --compile torchscript (the TorchScript executor "
            "re-optimizes its graph during the first runs); use --compile none or --cuda_graph 0";
   }
-  if (cfg.compile == "fused") {
+  if (compile_path(cfg) == CompilePath::kFused) {
     return "--cuda_graph: 1 is not allowed with --compile fused (its dropout keys are drawn on "
            "the host each step and a replay would repeat the captured masks); use --compile "
            "none or --cuda_graph 0";

@@ -7,16 +7,10 @@
 
 #include <mutex>
 
+#include "trainbench/core/hash.h"
+#include "trainbench/kernels/fused_math.h"
+
 namespace trainbench {
-namespace {
-
-inline uint64_t splitmix64_(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 uint64_t dropout_key() {
   auto gen = at::detail::getDefaultCPUGenerator();
@@ -27,8 +21,8 @@ uint64_t dropout_key() {
 torch::Tensor parallel_dropout_mask(const torch::Tensor& like, double p, uint64_t key) {
   TORCH_CHECK(p >= 0 && p < 1, "dropout probability ", p, " is outside [0, 1)");
   torch::Tensor mask = torch::empty(like.sizes(), like.options().requires_grad(false));
-  // Keep an element when the top 32 bits of its hash reach p * 2^32.
-  const uint64_t threshold = static_cast<uint64_t>(p * 4294967296.0);
+  // Keep an element when the top 32 bits of its hash reach p * 2^32 (the fused kernels' rule).
+  const uint32_t threshold = kernels::math::dropout_threshold(p);
   const int64_t n = mask.numel();
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kBFloat16, at::kHalf, mask.scalar_type(), "dropout_mask", [&] {
@@ -37,7 +31,7 @@ torch::Tensor parallel_dropout_mask(const torch::Tensor& like, double p, uint64_
                        drop = static_cast<scalar_t>(0);
         at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
           for (int64_t i = begin; i < end; ++i) {
-            const uint64_t h = splitmix64_(key + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ULL);
+            const uint64_t h = splitmix64(key + static_cast<uint64_t>(i) * kGoldenGamma);
             out[i] = (h >> 32) >= threshold ? keep : drop;
           }
         });

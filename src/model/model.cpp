@@ -52,8 +52,8 @@ std::shared_ptr<LanguageModel> make_model(const RunConfig& cfg) {
   const ModelOptions o = ModelOptions::from_config(cfg);
   // validate() has allowed only torch | handcraft.
   if (cfg.model == "torch") return make_torch_model(o);
-  if (cfg.compile == "torchscript") return make_scripted_model(o);
-  if (cfg.compile == "fused") return make_fused_model(o);
+  if (compile_path(cfg) == CompilePath::kTorchScript) return make_scripted_model(o);
+  if (compile_path(cfg) == CompilePath::kFused) return make_fused_model(o);
   return make_handcraft_model(o);
 }
 

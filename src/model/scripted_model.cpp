@@ -11,6 +11,9 @@
 #include <torch/csrc/jit/passes/tensorexpr_fuser.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
+#include "trainbench/core/atomic_file.h"
+#include "trainbench/core/errors.h"
+
 namespace torch::jit {
 // Exported by libtorch but declared in a header Debian's package does not ship.
 TORCH_API bool canFuseOnCPU();
@@ -179,22 +182,7 @@ void save_torchscript(LanguageModel& model, const std::string& path) {
   } else {
     script_handcraft(model).save(bytes);
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    const std::string data = bytes.str();
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    out.flush();
-    if (!out) {
-      const std::string why = std::strerror(errno);
-      std::remove(tmp.c_str());
-      throw RunError("cannot write '" + path + "': " + why);
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw RunError("cannot move '" + tmp + "' to '" + path + "'");
-  }
+  write_file_atomic(path, [&](const std::string& tmp) { return write_bytes(tmp, bytes.str()); });
 }
 
 }  // namespace trainbench

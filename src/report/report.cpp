@@ -80,6 +80,18 @@ std::string noise_text_(const RunRecord& r) {
   return r.noise.value("unstable", false) ? t + " (unstable)" : t;
 }
 
+// CSV and JSON give shares in percent as the markdown does (summary.json keeps fractions):
+// mfu_percent, step_time_cv_percent, disturbed_step_percent, communication_percent.
+nlohmann::json percent_(const nlohmann::json& fraction) {
+  // Rounded to 1e-6 so that 0.018 reads 1.8, not 1.7999999999999998.
+  return fraction.is_number() ? nlohmann::json(std::round(fraction.get<double>() * 1e8) / 1e6)
+                              : nlohmann::json();
+}
+
+nlohmann::json noise_(const RunRecord& r, const char* key) {
+  return r.noise.is_object() ? r.noise.value(key, nlohmann::json()) : nlohmann::json();
+}
+
 bool completed_(const RunRecord& r) {
   return r.status == "completed" && r.sequences_per_s.is_number();
 }
@@ -174,12 +186,9 @@ std::string ratio_(const SpeedTable& t, const std::string& dtype, const std::str
 }
 
 std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
-                      const std::string& baseline) {
+                      const std::string& baseline, const std::string& caption) {
   std::ostringstream os;
-  const bool mixed = std::any_of(runs.begin(), runs.end(),
-                                 [&](const RunRecord& r) { return r.shape != runs[0].shape; });
-  os << "Sequences per second ("
-     << (mixed ? std::string("shapes in the column labels") : runs[0].shape) << "; ratios against "
+  os << "Sequences per second (" << (caption.empty() ? "" : caption + "; ") << "ratios against "
      << baseline << ")\n\n| dtype |";
   for (const auto& l : t.labels) os << " " << l << " |";
   for (const auto& l : t.labels)
@@ -236,12 +245,13 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
 std::string csv_(const std::vector<RunRecord>& runs) {
   std::ostringstream os;
   const bool comm = any_communication_(runs);
-  os << "configuration,dtype,num_layer,batch_size,sequences_per_s,tokens_per_s,mfu,"
-        "peak_unreliable,gemm_path,step_time_cv,disturbed_step_share,peak_memory_bytes,"
+  os << "configuration,dtype,num_layer,batch_size,sequences_per_s,tokens_per_s,mfu_percent,"
+        "peak_unreliable,gemm_path,step_time_cv_percent,disturbed_step_percent,peak_memory_bytes,"
         "final_train_bpb,final_valid_bpb,"
-     << (comm ? "communication_ms,communication_share," : "")
+     << (comm ? "communication_ms,communication_percent," : "")
      << "status,machine,date,revision,dir\n";
   auto field = [](const nlohmann::json& v) { return v.is_number() ? v.dump() : std::string(); };
+  auto pct = [&](const nlohmann::json& v) { return field(percent_(v)); };
   auto quoted = [](const std::string& s) {
     std::string q = "\"";
     for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -249,15 +259,12 @@ std::string csv_(const std::vector<RunRecord>& runs) {
   };
   for (const RunRecord& r : runs) {
     os << quoted(r.label) << "," << r.dtype << "," << r.num_layer << "," << r.batch_size << ","
-       << field(r.sequences_per_s) << "," << field(r.tokens_per_s) << "," << field(r.mfu) << ","
+       << field(r.sequences_per_s) << "," << field(r.tokens_per_s) << "," << pct(r.mfu) << ","
        << (r.peak_unreliable ? "true" : "false") << "," << r.gemm_path << ","
-       << field(r.noise.is_object() ? r.noise.value("step_time_cv", nlohmann::json()) : nullptr)
-       << ","
-       << field(r.noise.is_object() ? r.noise.value("disturbed_step_share", nlohmann::json())
-                                    : nullptr)
-       << "," << field(r.peak_memory_bytes) << "," << field(r.final_train_bpb) << ","
+       << pct(noise_(r, "step_time_cv")) << "," << pct(noise_(r, "disturbed_step_share")) << ","
+       << field(r.peak_memory_bytes) << "," << field(r.final_train_bpb) << ","
        << field(r.final_valid_bpb) << ",";
-    if (comm) os << field(r.communication_ms) << "," << field(r.communication_share) << ",";
+    if (comm) os << field(r.communication_ms) << "," << pct(r.communication_share) << ",";
     os << r.status << "," << quoted(r.machine) << "," << r.date << "," << quoted(r.revision) << ","
        << quoted(r.dir) << "\n";
   }
@@ -278,10 +285,13 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
          {"batch_size", r.batch_size},
          {"sequences_per_s", r.sequences_per_s},
          {"tokens_per_s", r.tokens_per_s},
-         {"mfu", r.mfu},
+         {"mfu_percent", percent_(r.mfu)},
          {"peak_unreliable", r.peak_unreliable},
          {"gemm_path", r.gemm_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gemm_path)},
-         {"noise", r.noise},
+         {"step_time_cv_percent", percent_(noise_(r, "step_time_cv"))},
+         {"disturbed_step_percent", percent_(noise_(r, "disturbed_step_share"))},
+         {"unstable", r.noise.is_object() ? r.noise.value("unstable", nlohmann::json(nullptr))
+                                          : nlohmann::json(nullptr)},
          {"peak_memory_bytes", r.peak_memory_bytes},
          {"final_train_bpb", r.final_train_bpb},
          {"final_valid_bpb", r.final_valid_bpb},
@@ -292,7 +302,7 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
          {"dir", r.dir}});
     if (r.communication_ms.is_number()) {
       j["runs"].back()["communication_ms"] = r.communication_ms;
-      j["runs"].back()["communication_share"] = r.communication_share;
+      j["runs"].back()["communication_percent"] = percent_(r.communication_share);
     }
   }
   j["aggregates"] = nlohmann::json::array();
@@ -307,7 +317,7 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
            {"sequences_per_s_median", a.median},
            {"sequences_per_s_min", a.min},
            {"sequences_per_s_max", a.max},
-           {"sequences_per_s_cv", a.cv},
+           {"sequences_per_s_cv_percent", percent_(a.cv)},
            {"differs_from_baseline_beyond_spread",
             l == baseline ? nlohmann::json(nullptr)
                           : nlohmann::json(a.count > 1 && aggregate_(t, d, baseline).count > 1 &&
@@ -324,18 +334,75 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
   return j;
 }
 
+std::vector<std::string> split_(const std::string& s, const std::string& sep) {
+  std::vector<std::string> out;
+  for (size_t at = 0;;) {
+    const size_t next = s.find(sep, at);
+    out.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    if (next == std::string::npos) return out;
+    at = next + sep.size();
+  }
+}
+
+// The markdown's column labels say only what tells the runs apart: a framework every run shares
+// and the shape fields every run shares go to the caption ("libtorch; 2 layers, d_model 128,
+// batch 16"), the label keeps the rest ("handcraft fused [seq_len 64]"). Returns the caption.
+std::string shorten_labels_(std::vector<RunRecord>& runs) {
+  const std::string framework = runs[0].label.substr(0, runs[0].label.find(' '));
+  const bool one_framework = std::all_of(runs.begin(), runs.end(), [&](const RunRecord& r) {
+    return r.label.rfind(framework + " ", 0) == 0;
+  });
+  const std::vector<std::string> first = split_(runs[0].shape, ", ");
+  std::vector<bool> shared(first.size(), true);
+  for (const RunRecord& r : runs) {
+    const std::vector<std::string> parts = split_(r.shape, ", ");
+    for (size_t i = 0; i < first.size(); ++i) {
+      shared[i] = shared[i] && parts.size() == first.size() && parts[i] == first[i];
+    }
+  }
+  std::string common = one_framework ? framework : "";
+  std::vector<std::string> in_caption;
+  for (size_t i = 0; i < first.size(); ++i)
+    if (shared[i]) in_caption.push_back(first[i]);
+  for (size_t i = 0; i < in_caption.size(); ++i) {
+    common += (i == 0 ? (common.empty() ? "" : "; ") : ", ") + in_caption[i];
+  }
+  for (RunRecord& r : runs) {
+    if (one_framework) r.label = r.label.substr(framework.size() + 1);
+    const std::vector<std::string> parts = split_(r.shape, ", ");
+    std::string own;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (i < shared.size() && shared[i] && parts.size() == first.size()) continue;
+      own += (own.empty() ? "" : ", ") + parts[i];
+    }
+    if (!own.empty()) r.label += " [" + own + "]";
+  }
+  return common;
+}
+
 }  // namespace
 
 std::string render_report(const std::vector<RunRecord>& input, const ReportOptions& options) {
   if (input.empty()) throw ConfigError("report: no readable run folder; give RUN_DIR...");
-  std::vector<RunRecord> runs = input;
+  // CSV and JSON keep whole labels (with the shape where shapes differ); the markdown shows
+  // the short ones. --baseline takes either.
+  std::vector<RunRecord> runs = input, shortened = input;
   const bool mixed = std::any_of(runs.begin(), runs.end(),
                                  [&](const RunRecord& r) { return r.shape != runs[0].shape; });
   if (mixed) {
     for (RunRecord& r : runs) r.label += " [" + r.shape + "]";
   }
+  const std::string caption = shorten_labels_(shortened);
+  const bool markdown = options.format != "csv" && options.format != "json";
+  std::string baseline = options.baseline;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (baseline == runs[i].label || baseline == shortened[i].label) {
+      baseline = markdown ? shortened[i].label : runs[i].label;
+    }
+  }
+  if (markdown) runs = shortened;
   const SpeedTable t = speed_table_(runs);
-  const std::string baseline = options.baseline.empty() ? t.labels.front() : options.baseline;
+  if (baseline.empty()) baseline = t.labels.front();
   if (std::find(t.labels.begin(), t.labels.end(), baseline) == t.labels.end()) {
     std::string allowed;
     for (const auto& l : t.labels) allowed += (allowed.empty() ? "'" : ", '") + l + "'";
@@ -344,12 +411,12 @@ std::string render_report(const std::vector<RunRecord>& input, const ReportOptio
   }
   if (options.format == "csv") return csv_(runs);
   if (options.format == "json") return json_(runs, t, baseline).dump(2) + "\n";
-  return markdown_(runs, t, baseline);
+  return markdown_(runs, t, baseline, caption);
 }
 
 int report_main(int argc, const char* const* argv) {
   cxxopts::Options options("bench report", "comparison tables from run folders");
-  options.custom_help("[--csv|--json] [--baseline LABEL] RUN_DIR...");
+  options.custom_help("[--csv|--json] [--baseline LABEL]").positional_help("RUN_DIR...");
   options.add_options()("csv", "CSV detail rows instead of markdown")(
       "json", "JSON (runs and speed-up ratios) instead of markdown")(
       "baseline", "configuration column the ratios divide by (default: the first column)",

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "trainbench/core/atomic_file.h"
 #include "trainbench/core/config.h"
 #include "trainbench/core/errors.h"
 #include "trainbench/report/run_lock.h"
@@ -49,21 +50,7 @@ void check_run_dir(const std::string& dir, bool overwrite) {
 }
 
 void write_json_atomic(const std::string& path, const nlohmann::json& value) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << value.dump(2) << "\n";
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw RunError("cannot write '" + tmp + "': " + std::strerror(errno));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw RunError("cannot move '" + tmp + "' to '" + path + "': " + why);
-  }
+  write_file_atomic(path, value.dump(2) + "\n");
 }
 
 nlohmann::json read_json_file(const std::string& path) {
@@ -93,15 +80,7 @@ ResultWriter::ResultWriter(std::string dir, int64_t resume_step) : dir_(std::mov
         }
       }
     }
-    const std::string tmp = path + ".tmp";
-    std::ofstream out(tmp, std::ios::trunc);
-    out << kept;
-    out.flush();
-    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
-      const std::string why = std::strerror(errno);
-      std::remove(tmp.c_str());
-      throw RunError("cannot rewrite '" + path + "': " + why);
-    }
+    write_file_atomic(path, kept);
   }
   const int trunc = resume_step >= 0 ? 0 : O_TRUNC;
   metrics_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | trunc | O_APPEND | O_CLOEXEC, 0644);

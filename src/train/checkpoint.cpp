@@ -17,6 +17,7 @@
 
 #include <zlib.h>
 
+#include "trainbench/core/atomic_file.h"
 #include "trainbench/core/errors.h"
 #include "trainbench/core/flags.h"
 #include "trainbench/core/log.h"
@@ -89,16 +90,10 @@ std::string write_archive_(torch::serialize::OutputArchive& archive, const std::
 const char* kSumSuffix = ".sum";
 
 void write_sum_(const std::string& path, const Sum& sum) {
-  const std::string file = path + kSumSuffix, tmp = file + ".tmp";
   char text[64];
   std::snprintf(text, sizeof(text), "%llu %08x\n", static_cast<unsigned long long>(sum.bytes),
                 static_cast<unsigned>(sum.crc));
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  const bool ok = f && std::fputs(text, f) >= 0 && std::fclose(f) == 0;
-  if (!ok || std::rename(tmp.c_str(), file.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw RunError("cannot write checkpoint record '" + file + "'");
-  }
+  write_file_atomic(path + kSumSuffix, text);
 }
 
 // Why the checkpoint at `path` is not whole ("" when it is, or when it has no record: a folder
@@ -152,19 +147,21 @@ void save_checkpoint(const std::string& run_dir, int64_t step, Trainer& trainer,
   archive.write("scaler_growth_tracker", c10::IValue(s.growth_tracker()));
   archive.write("scaler_skipped", c10::IValue(s.skipped_steps()));
   const std::string path = run_dir + "/" + kPrefix + std::to_string(step) + ".pt";
-  const std::string tmp = path + ".tmp";
-  Sum sum;
-  const std::string error = write_archive_(archive, tmp, &sum);
-  if (!error.empty()) {
-    std::remove(tmp.c_str());
-    throw RunError("cannot write checkpoint '" + path + "': " + error);
-  }
-  // The record first, then the checkpoint: a checkpoint is never newer than what checks it.
-  write_sum_(path, sum);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw RunError("cannot move '" + tmp + "' to '" + path + "'");
-  }
+  write_file_atomic(
+      path,
+      [&](const std::string& tmp) {
+        Sum sum;
+        const std::string error = write_archive_(archive, tmp, &sum);
+        if (!error.empty()) return error;
+        // The record first, then the checkpoint: a checkpoint is never newer than what checks it.
+        try {
+          write_sum_(path, sum);
+        } catch (const RunError& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      },
+      "cannot write checkpoint");
   const std::vector<std::string> all = checkpoints_(run_dir);
   for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
     std::remove(all[i].c_str());

@@ -127,6 +127,9 @@ TEST(Cli, BadFlagsExitTwoWithOneLineAndCreateNothing) {
       {"--lowp_gem float32",
        "bench: error: --lowp_gem: unknown flag; did you mean --lowp_gemm? (see bench --help "
        "for the allowed flags)\n"},
+      {"--out_dir x",  // another trainer's spelling
+       "bench: error: --out_dir: unknown flag; did you mean --save_dir? (see bench --help "
+       "for the allowed flags)\n"},
       {"stray",
        "bench: error: unexpected argument 'stray'; flags take the form --name value "
        "(see bench --help)\n"},
@@ -253,13 +256,14 @@ TEST(Cli, UnwritableSaveDirExitsOneBeforeTrainingAndLeavesNothing) {
   EXPECT_EQ(testing::read_file(dir / "file"), "not a folder");
 }
 
-// A write that fails mid-run (here: the temp path of the step-2 checkpoint is a non-empty
-// folder) ends the run as "failed" with its summary written; the step-1 checkpoint survives.
+// A write that fails mid-run (here: the step-2 checkpoint's place is a non-empty folder, which
+// no rename may replace) ends the run as "failed" with its summary written; the step-1
+// checkpoint survives, and no temporary file is left.
 TEST(Cli, AFailedCheckpointWriteMidRunIsRecordedAndKeepsThePreviousOne) {
   testing::TempDir dir;
   const std::string run_dir = dir / "r_handcraft_layer1_float32";
-  fs::create_directories(run_dir + "/checkpoint-2.pt.tmp");
-  testing::write_file(run_dir + "/checkpoint-2.pt.tmp/blocker", "x");
+  fs::create_directories(run_dir + "/checkpoint-2.pt");
+  testing::write_file(run_dir + "/checkpoint-2.pt/blocker", "x");
   const auto r = run_bench(std::string(kTiny) + " --checkpoint_every 1 --overwrite 1 --save_dir " +
                            (dir / "r"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -269,6 +273,9 @@ TEST(Cli, AFailedCheckpointWriteMidRunIsRecordedAndKeepsThePreviousOne) {
   EXPECT_NE(summary["error_message"].get<std::string>().find("checkpoint-2.pt"), std::string::npos);
   EXPECT_EQ(summary["steps_done"], 2);
   EXPECT_TRUE(fs::exists(run_dir + "/checkpoint-1.pt"));
+  for (const auto& e : fs::directory_iterator(run_dir)) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  }
 }
 
 TEST(Cli, DivergedRunExitsOne) {

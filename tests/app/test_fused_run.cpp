@@ -30,7 +30,7 @@ class FusedRun : public ::testing::Test {
 
 TEST_F(FusedRun, ResultFilesNameTheFusedPath) {
   const RunResult r = run_benchmark(config());
-  EXPECT_EQ(r.status, "completed");
+  EXPECT_EQ(r.status, RunStatus::kCompleted);
   EXPECT_TRUE(r.run_dir.ends_with("_handcraft_layer1_float32_fused")) << r.run_dir;
   const nlohmann::json cfg = read_json_file(r.run_dir + "/config.json");
   EXPECT_EQ(cfg["compile"], "fused");
@@ -105,7 +105,7 @@ TEST_F(FusedRun, QuickPresetValidationBpbWithinOnePercentOfEager) {
     c.compile = fused ? "fused" : "none";
     c.save_dir = dir / (fused ? "fused" : "eager");
     const RunResult r = run_benchmark(c);
-    ASSERT_EQ(r.status, "completed");
+    ASSERT_EQ(r.status, RunStatus::kCompleted);
     bpb[fused] = r.summary["final_valid_bpb"].get<double>();
   }
   EXPECT_LT(bpb[1], 3.0);  // it learned (a uniform guess is 8 bits per byte)

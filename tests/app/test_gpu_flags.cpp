@@ -119,7 +119,7 @@ TEST_F(GpuFlagsRun, TheBackendThatRanIsRecordedInConfigAndSummary) {
   c.save_dir = dir / "math";
   const SdpaFlags before = sdpa_flags();
   r = run_benchmark(c);
-  EXPECT_EQ(r.status, "completed");
+  EXPECT_EQ(r.status, RunStatus::kCompleted);
   EXPECT_EQ(r.summary["sdpa_backend_used"], "math");
   const auto config = read_json_file(r.run_dir + "/config.json");
   EXPECT_EQ(config["sdpa_backend"], "math");

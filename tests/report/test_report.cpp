@@ -102,14 +102,19 @@ TEST_F(ReportTest, BaselineColumnIsSelectable) {
 TEST_F(ReportTest, RunsOfDifferentShapesAreNeverDividedIntoEachOther) {
   runs[0].shape = "24 layers, d_model 512, seq_len 256, batch 100";
   const std::string md = render_report(runs, {});
-  EXPECT_NE(md.find("shapes in the column labels"), std::string::npos) << md;
-  EXPECT_NE(md.find("| libtorch torch [24 layers, d_model 512, seq_len 256, batch 100] |"),
-            std::string::npos)
+  // The caption names what every run shares; a label only what sets its shape apart.
+  EXPECT_NE(md.find("Sequences per second (batch 100; ratios against"), std::string::npos) << md;
+  EXPECT_NE(md.find("| libtorch torch [24 layers, d_model 512, seq_len 256] |"), std::string::npos)
       << md;
   // The 24-layer torch run and the 8-layer torch run are different columns now.
-  EXPECT_NE(md.find("libtorch torch [8 layers, d_model 0, seq_len 0, batch 100]"),
-            std::string::npos)
+  EXPECT_NE(md.find("| libtorch torch [8 layers, d_model 0, seq_len 0] |"), std::string::npos)
       << md;
+  // CSV keeps the whole shape in the label.
+  ReportOptions csv;
+  csv.format = "csv";
+  EXPECT_NE(render_report(runs, csv).find("\"libtorch torch [8 layers, d_model 0, seq_len 0, "
+                                          "batch 100]\""),
+            std::string::npos);
 }
 
 TEST_F(ReportTest, CsvAndJsonCarryTheSameRuns) {
@@ -118,7 +123,7 @@ TEST_F(ReportTest, CsvAndJsonCarryTheSameRuns) {
   const std::string csv = render_report(runs, o);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);  // header + 5 runs
   EXPECT_NE(
-      csv.find("\"libtorch handcraft\",bfloat16,8,100,1273.0,325888.0,0.25,false,,,,3145728,,1.5,"
+      csv.find("\"libtorch handcraft\",bfloat16,8,100,1273.0,325888.0,25.0,false,,,,3145728,,1.5,"
                "completed,\"\",,\"\","),
       std::string::npos)
       << csv;
@@ -127,6 +132,11 @@ TEST_F(ReportTest, CsvAndJsonCarryTheSameRuns) {
   EXPECT_EQ(j["runs"].size(), 5u);
   EXPECT_NEAR(j["speedup"]["bfloat16"]["libtorch handcraft"].get<double>(), 1.16, 1e-9);
   EXPECT_TRUE(j["runs"][3]["final_valid_bpb"].is_null());
+  // Shares in percent in every format, as the markdown's "MFU %" column.
+  EXPECT_DOUBLE_EQ(j["runs"][1]["mfu_percent"].get<double>(), 25.0);
+  EXPECT_FALSE(j["runs"][1].contains("mfu"));
+  EXPECT_NE(csv.find(",mfu_percent,"), std::string::npos) << csv;
+  EXPECT_NE(render_report(runs, {}).find("| MFU % |"), std::string::npos);
 }
 
 TEST_F(ReportTest, MalformedAndMismatchedFoldersAreWarnedAboutAndSkipped) {
@@ -173,6 +183,9 @@ TEST_F(ReportTest, AFolderOfRunsIsSearchedAndBadFlagsAreOneLineErrors) {
   const auto help = testing::run_bench("report --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_EQ(help.output.find("(default: \"\")"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("bench report [--csv|--json] [--baseline LABEL] RUN_DIR...\n"),
+            std::string::npos)
+      << help.output;
 }
 
 // Repetitions of one configuration are aggregated (google/benchmark's median and spread): the
@@ -246,9 +259,7 @@ TEST(ReportDist, ProcessCountsGetTheirOwnColumnsAndRatios) {
   config["world_size"] = 2;
   testing::write_file(two + "/config.json", config.dump());
   const std::string md = render_report({read_run(one), read_run(two)}, {});
-  EXPECT_NE(md.find("| dtype | libtorch handcraft | libtorch handcraft x2 processes | "),
-            std::string::npos)
-      << md;
+  EXPECT_NE(md.find("| dtype | handcraft | handcraft x2 processes | "), std::string::npos) << md;
   EXPECT_NE(md.find("1.95x"), std::string::npos) << md;
   EXPECT_EQ(md.find("comm ms/step"), std::string::npos) << md;  // no figures: no columns
 }
@@ -271,8 +282,8 @@ TEST(ReportDist, CommunicationGetsItsColumnsAndAllReduceAfterBackwardItsLabel) {
     runs.push_back(read_run(d));
   }
   const std::string md = render_report(runs, {});
-  EXPECT_NE(md.find("| libtorch handcraft x2 processes | libtorch handcraft x2 processes "
-                    "all-reduce after backward |"),
+  EXPECT_NE(md.find("| handcraft x2 processes | handcraft x2 processes all-reduce after "
+                    "backward |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| valid bpb | comm ms/step | comm share | status |"), std::string::npos) << md;
@@ -281,13 +292,14 @@ TEST(ReportDist, CommunicationGetsItsColumnsAndAllReduceAfterBackwardItsLabel) {
   EXPECT_NE(md.find("| 1.5000 | 103.9 | 4.4% | completed |"), std::string::npos) << md;
   ReportOptions csv;
   csv.format = "csv";
-  EXPECT_NE(render_report(runs, csv).find(",1.5,40.7,0.018,completed,"), std::string::npos)
+  EXPECT_NE(render_report(runs, csv).find(",1.5,40.7,1.8,completed,"), std::string::npos)
       << render_report(runs, csv);
   ReportOptions json;
   json.format = "json";
   const auto j = nlohmann::json::parse(render_report(runs, json));
   EXPECT_FALSE(j["runs"][0].contains("communication_ms"));
   EXPECT_EQ(j["runs"][2]["communication_ms"], 103.9);
+  EXPECT_DOUBLE_EQ(j["runs"][2]["communication_percent"].get<double>(), 4.4);
 }
 
 TEST(Report, FusedAdamAndCudaGraphRunsGetTheirOwnColumns) {
@@ -318,6 +330,49 @@ TEST(Report, FusedAdamAndCudaGraphRunsGetTheirOwnColumns) {
   EXPECT_EQ(runs[2].label, "libtorch handcraft flash fused_adam cuda_graph");
   const std::string md = render_report(runs, {});
   EXPECT_NE(md.find("| bfloat16 | 1000 | 2000 | 3000 | 2.00x | 3.00x |"), std::string::npos) << md;
+}
+
+// One framework and one shape but the sequence length: the markdown's labels drop what every run
+// shares into the caption, so a column reads "handcraft fused [seq_len 64]"; --baseline takes
+// the short label or the whole one.
+TEST(Report, ShortLabelsKeepOnlyWhatSetsAConfigurationApart) {
+  testing::TempDir root;
+  std::vector<RunRecord> runs;
+  for (const auto& [name, compile, seq_len, seq_s] :
+       {std::tuple<const char*, const char*, int, double>{"eager", "none", 128, 100},
+        {"fused", "fused", 128, 200},
+        {"short", "fused", 64, 400}}) {
+    const std::string d = make_run(root, name, "", "handcraft", "bfloat16", 0, "completed", seq_s);
+    nlohmann::json config = nlohmann::json::parse(testing::read_file(d + "/config.json"));
+    config["compile"] = compile;
+    config["d_model"] = 128;
+    config["seq_len"] = seq_len;
+    testing::write_file(d + "/config.json", config.dump());
+    runs.push_back(read_run(d));
+  }
+  const std::string md = render_report(runs, {});
+  EXPECT_NE(md.find("Sequences per second (libtorch; 8 layers, d_model 128, batch 100; ratios "
+                    "against handcraft [seq_len 128])"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| dtype | handcraft [seq_len 128] | handcraft fused [seq_len 128] | "
+                    "handcraft fused [seq_len 64] | handcraft fused [seq_len 128] vs handcraft "
+                    "[seq_len 128] |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| bfloat16 | 100 | 200 | 400 | 2.00x | 4.00x |"), std::string::npos) << md;
+  for (const char* baseline :
+       {"handcraft fused [seq_len 128]",
+        "libtorch handcraft fused [8 layers, d_model 128, seq_len 128, batch 100]"}) {
+    ReportOptions o;
+    o.baseline = baseline;
+    EXPECT_NE(render_report(runs, o).find("| 0.50x | 2.00x |"), std::string::npos) << baseline;
+    o.format = "json";
+    const auto j = nlohmann::json::parse(render_report(runs, o));
+    EXPECT_EQ(j["baseline"],
+              "libtorch handcraft fused [8 layers, d_model 128, seq_len 128, "
+              "batch 100]");
+  }
 }
 
 }  // namespace

@@ -90,7 +90,7 @@ TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
   RunConfig c = config();
   c.eval_every = 4;
   const RunResult r = run_benchmark(c);
-  EXPECT_EQ(r.status, "completed");
+  EXPECT_EQ(r.status, RunStatus::kCompleted);
   EXPECT_EQ(r.run_dir, dir / "run_handcraft_layer1_float32");
   const auto cfg = read_json_file(r.run_dir + "/config.json");
   for (const char* k :
@@ -114,9 +114,16 @@ TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
       << env["libtorch_version"];
   EXPECT_GE(major * 100 + minor, 211) << env["libtorch_version"];
   const auto lines = read_jsonl(r.run_dir + "/metrics.jsonl");
-  std::vector<int64_t> train_steps, eval_steps;
+  std::vector<int64_t> train_steps, eval_steps, initial_steps;
   for (const auto& l : lines) {
-    if (l.contains("loss")) {
+    if (l.contains("initial_loss")) {
+      // The loss before any update (step 1's forward), where the loss curves start.
+      initial_steps.push_back(l["step"]);
+      EXPECT_NEAR(l["initial_bpb"].get<double>(), l["initial_loss"].get<double>() / std::log(2.0),
+                  1e-9);
+      EXPECT_NEAR(l["initial_loss"].get<double>(), std::log(256.0), 1.0) << l.dump();
+      EXPECT_EQ(l["elapsed_s"], 0.0);
+    } else if (l.contains("loss")) {
       train_steps.push_back(l["step"]);
       for (const char* k : {"sequences_per_s", "tokens_per_s", "elapsed_s"})
         EXPECT_TRUE(l[k].is_number()) << k;
@@ -128,6 +135,8 @@ TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
     }
   }
   EXPECT_EQ(train_steps, (std::vector<int64_t>{2, 4, 6}));
+  EXPECT_EQ(initial_steps, (std::vector<int64_t>{0}));
+  EXPECT_TRUE(lines.front().contains("initial_loss"));
   EXPECT_EQ(eval_steps, (std::vector<int64_t>{4, 6}));
   const auto s = read_json_file(r.run_dir + "/summary.json");
   EXPECT_EQ(s["status"], "completed");
@@ -188,7 +197,7 @@ TEST_F(RunTest, InjectedNanStopsTheRunAsDiverged) {
   RunConfig c = config();
   c.fault_nan_step = 3;
   const RunResult r = run_benchmark(c);
-  EXPECT_EQ(r.status, "diverged");
+  EXPECT_EQ(r.status, RunStatus::kDiverged);
   const auto s = read_json_file(r.run_dir + "/summary.json");
   EXPECT_EQ(s["status"], "diverged");
   EXPECT_EQ(s["steps_done"], 3);
@@ -260,7 +269,7 @@ TEST_F(RunTest, AnOccupiedRunFolderIsNeverOverwritten) {
   EXPECT_THROW(run_benchmark(c), ConfigError);
   EXPECT_EQ(testing::read_file(first.run_dir + "/summary.json"), before);
   c.overwrite = true;
-  EXPECT_EQ(run_benchmark(c).status, "completed");
+  EXPECT_EQ(run_benchmark(c).status, RunStatus::kCompleted);
 }
 
 }  // namespace

@@ -10,9 +10,15 @@
 
 namespace trainbench {
 
+// How a run ended (summary.json "status"; the report adds "killed" and "running" for folders
+// without one).
+enum class RunStatus { kCompleted, kInterrupted, kDiverged, kFailed };
+// "completed" | "interrupted" | "diverged" | "failed"
+const char* status_name(RunStatus status);
+
 struct RunResult {
   std::string run_dir;
-  std::string status;   // completed | diverged | interrupted
+  RunStatus status = RunStatus::kCompleted;
   int stop_signal = 0;  // the signal that interrupted the run, or 0
   nlohmann::json summary;
 };

@@ -66,6 +66,11 @@ struct RunConfig {
   bool cuda_graph = false;            // the whole step captured once, then replayed
 };
 
+// The path --compile names: eager LibTorch, the TorchScript graph executor, or bench's own
+// kernels with a hand-written backward (model/fused_model.cpp).
+enum class CompilePath { kNone, kTorchScript, kFused };
+CompilePath compile_path(const RunConfig& cfg);
+
 // Steps the TorchScript graph executor spends profiling and optimizing (--compile 1); they
 // must fall inside the warm-up.
 inline constexpr int64_t kProfilingSteps = 2;
