@@ -52,11 +52,9 @@ void BM_KernelDropAddLayerNorm(benchmark::State& s) {
   a.y = y.data_ptr();
   a.mean = mean.data_ptr();
   a.rstd = rstd.data_ptr();
-  a.branch_dt = a.out_dt = k::dt_of(t);
-  a.key = 1;
-  a.threshold = k::math::dropout_threshold(0.1);
-  a.scale = k::math::dropout_scale(0.1);
-  for (auto _ : s) k::run_cpu(a);
+  a.branch_type = a.out_type = k::storage_type_of(t);
+  a.drop = k::math::dropout_args(0.1, 1);
+  for (auto _ : s) k::run(a, c10::DeviceType::CPU);
   s.SetBytesProcessed(s.iterations() * kRows * kD * (4 + 4 + 2 * bytes_(t)));
   label_(s);
 }
@@ -71,11 +69,9 @@ void BM_KernelBiasReluDropout(benchmark::State& s) {
   a.cols = kFF;
   a.a = x.data_ptr();
   a.bias = bias.data_ptr();
-  a.dt = k::dt_of(t);
-  a.key = 2;
-  a.threshold = k::math::dropout_threshold(0.1);
-  a.scale = k::math::dropout_scale(0.1);
-  for (auto _ : s) k::run_cpu(a);
+  a.type = k::storage_type_of(t);
+  a.drop = k::math::dropout_args(0.1, 2);
+  for (auto _ : s) k::run(a, c10::DeviceType::CPU);
   s.SetBytesProcessed(s.iterations() * kRows * kFF * 2 * bytes_(t));
   label_(s);
 }
@@ -89,9 +85,10 @@ void BM_KernelCausalSoftmax(benchmark::State& s) {
   a.rows = x.size(0);
   a.seq = kSeq;
   a.x = x.data_ptr();
-  a.dt = k::dt_of(t);
+  a.type = k::storage_type_of(t);
   a.scale = 0.125;
-  for (auto _ : s) k::run_cpu(a);  // rows become probabilities: same work every time
+  for (auto _ : s)
+    k::run(a, c10::DeviceType::CPU);  // rows become probabilities: same work every time
   s.SetBytesProcessed(s.iterations() * x.numel() * 2 * bytes_(t));
   label_(s);
 }
@@ -109,12 +106,12 @@ void BM_KernelHeadCrossEntropy(benchmark::State& s) {
   a.bias = bias.data_ptr();
   a.targets = targets.data_ptr<int64_t>();
   a.partials = partials.data_ptr();
-  a.dt = k::dt_of(t);
+  a.type = k::storage_type_of(t);
   for (auto _ : s) {
     s.PauseTiming();
     z.copy_(src);
     s.ResumeTiming();
-    k::run_cpu(a);
+    k::run(a, c10::DeviceType::CPU);
   }
   s.SetBytesProcessed(s.iterations() * z.numel() * 2 * bytes_(t));
   label_(s);

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "trainbench/app/run_parts.h"
+#include "trainbench/app/run_figures.h"
 #include "trainbench/app/run_setup.h"
 #include "trainbench/core/log.h"
 #include "trainbench/core/signals.h"

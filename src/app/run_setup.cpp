@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <tuple>
 
-#include "trainbench/app/run_parts.h"
+#include "trainbench/app/run_figures.h"
 #include "trainbench/core/log.h"
 #include "trainbench/core/timing.h"
 #include "trainbench/model/flops.h"

@@ -10,7 +10,6 @@
 #include "trainbench/gpu/cuda_graph.h"
 #include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/model/sdpa_backend.h"
-#include "trainbench/train/fused_adam.h"
 
 namespace trainbench {
 
@@ -103,8 +102,8 @@ void validate(const RunConfig& cfg) {
       throw ConfigError("--save_model: '" + cfg.save_model + "' is a folder; allowed: a file path");
     }
   }
-  for (const std::string& problem : {sdpa_backend_config_error(cfg), cuda_graph_config_error(cfg),
-                                     fused_adam_config_error(cfg)}) {
+  for (const std::string& problem :
+       {sdpa_backend_config_error(cfg), cuda_graph_config_error(cfg)}) {
     if (!problem.empty()) throw ConfigError(problem);
   }
 }

@@ -75,7 +75,9 @@ std::vector<FlagSpec> make_table_() {
                 "float32 | float16 (autocast, loss-scaled) | bfloat16 (autocast); on the CPU see "
                 "--lowp_gemm for CPUs without their GEMM instructions"),
       int_flag("num_layer", &C::num_layer, 1, "transformer blocks (>= 1)"),
-      switch_flag("flash", &C::flash, "1: fused scaled-dot-product attention (handcraft only)"),
+      switch_flag("flash", &C::flash,
+                  "1: flash attention, LibTorch's scaled_dot_product_attention instead of explicit "
+                  "scores (handcraft only)"),
       with_aliases(
           text_flag("compile", &C::compile, {"none", "torchscript", "fused"},
                     "none | torchscript (1: the handcraft model as a TorchScript graph "
@@ -156,7 +158,7 @@ std::vector<FlagSpec> make_table_() {
                                   "testing aid: the process dies just before this step; 0: off"))),
       resumable(text_flag("sdpa_backend", &C::sdpa_backend,
                           {"auto", "flash", "efficient", "cudnn", "math"},
-                          "auto | flash | efficient | cudnn | math: the only kernel fused "
+                          "auto | flash | efficient | cudnn | math: the only kernel flash "
                           "attention may use (--flash 1); a forced one that cannot run is an "
                           "error")),
       switch_flag("fused_adam", &C::fused_adam,

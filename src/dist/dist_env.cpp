@@ -4,6 +4,7 @@
 
 #include <torch/cuda.h>
 
+#include "trainbench/core/hash.h"
 #include "trainbench/dist/dist.h"
 
 namespace trainbench {
@@ -116,14 +117,17 @@ void validate_dist(const RunConfig& cfg, const DistEnv& env) {
 }
 
 uint64_t parameter_fingerprint(const std::vector<torch::Tensor>& tensors) {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a offset basis
+  uint64_t h = kFnv1aBasis;
   for (const auto& t : tensors) {
     const torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
-    const auto* p = static_cast<const unsigned char*>(c.data_ptr());
-    const size_t n = c.numel() * c.element_size();
-    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
+    h = fnv1a64(c.data_ptr(), c.numel() * c.element_size(), h);
   }
   return h;
+}
+
+uint64_t rank_step_seed(int64_t seed, int rank, int64_t step) {
+  return splitmix64(static_cast<uint64_t>(seed) * kGoldenGamma ^ static_cast<uint64_t>(rank) << 40 ^
+                    static_cast<uint64_t>(step));
 }
 
 }  // namespace trainbench

@@ -23,9 +23,9 @@ FusedDropout fused_dropout_(double p) {
 
 // A weight as the GEMMs read it: cast to the compute dtype once per step, and on the float32
 // route held in float32 (the dtype's values, so that each GEMM does not convert it again).
-Tensor rounded_weight_(const Tensor& w, c10::ScalarType cdt, GemmRoute route) {
-  const Tensor low = w.to(cdt);
-  const bool lowp = cdt == torch::kBFloat16 || cdt == torch::kHalf;
+Tensor rounded_weight_(const Tensor& w, c10::ScalarType compute_dtype, GemmRoute route) {
+  const Tensor low = w.to(compute_dtype);
+  const bool lowp = compute_dtype == torch::kBFloat16 || compute_dtype == torch::kHalf;
   return route == GemmRoute::kFloat32 && lowp ? low.to(torch::kFloat) : low;
 }
 
@@ -45,19 +45,20 @@ class FusedBlockImpl : public BlockLayers {
   };
 
   // Returns the stream after this block; seq: tokens per sequence of the rows.
-  Stream forward(const Stream& in, int64_t seq, c10::ScalarType cdt, double p) {
+  Stream forward(const Stream& in, int64_t seq, c10::ScalarType compute_dtype, double p) {
     auto h1 =
         drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias, fused_dropout_(p),
-                            cdt);  // {r [N, d] f32, y [N, d] cdt}
-    const Tensor qkv_rows = fused_linear(h1[1], weight_(qkv, cdt), qkv->bias, route_);
-    const Tensor attn = attention_(qkv_rows, seq);  // [N, d] cdt
+                            compute_dtype);  // {r [N, d] f32, y [N, d] compute_dtype}
+    const Tensor qkv_rows = fused_linear(h1[1], weight_(qkv, compute_dtype), qkv->bias, route_);
+    const Tensor attn = attention_(qkv_rows, seq);  // [N, d] compute_dtype
     const Tensor proj =
-        fused_linear(attn, weight_(out, cdt), Tensor(), route_, true);  // bias later
-    auto h2 =
-        drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p), cdt);
-    const Tensor hidden =
-        linear_relu_dropout(h2[1], weight_(ff1, cdt), ff1->bias, fused_dropout_(p), route_);
-    return {h2[0], fused_linear(hidden, weight_(ff2, cdt), Tensor(), route_, true), ff2->bias};
+        fused_linear(attn, weight_(out, compute_dtype), Tensor(), route_, true);  // bias later
+    auto h2 = drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p),
+                                  compute_dtype);
+    const Tensor hidden = linear_relu_dropout(h2[1], weight_(ff1, compute_dtype), ff1->bias,
+                                              fused_dropout_(p), route_);
+    return {h2[0], fused_linear(hidden, weight_(ff2, compute_dtype), Tensor(), route_, true),
+            ff2->bias};
   }
 
  private:
@@ -88,8 +89,8 @@ class FusedBlockImpl : public BlockLayers {
     return o.transpose(1, 2).reshape({n, d});  // [B, S, H, hd] → [N, d]
   }
 
-  Tensor weight_(const torch::nn::Linear& l, c10::ScalarType cdt) const {
-    return rounded_weight_(l->weight, cdt, route_);
+  Tensor weight_(const torch::nn::Linear& l, c10::ScalarType compute_dtype) const {
+    return rounded_weight_(l->weight, compute_dtype, route_);
   }
 
   int64_t heads_;
@@ -107,7 +108,7 @@ class FusedModel : public ByteModelBase {
 
   // bytes [S, B] → logits [S, B, 256] (evaluation, tests, the TorchScript twin's check).
   Tensor forward(const Tensor& bytes) override {
-    const Tensor x = trunk_(bytes);  // [N, d] cdt, batch-major
+    const Tensor x = trunk_(bytes);  // [N, d] compute_dtype, batch-major
     const int64_t s = bytes.size(0), b = bytes.size(1);
     const Tensor logits = fused_linear(x, rounded_weight_(head_->weight, x.scalar_type(), route_()),
                                        head_->bias, route_());
@@ -141,12 +142,13 @@ class FusedModel : public ByteModelBase {
     // The shared front ([S, B, d]) in batch-major rows: one copy of the embedded input.
     const Tensor shifted = embed_shifted(bytes, embed_->weight, pos_).transpose(0, 1).contiguous();
     const double p = is_training() ? options_.dropout : 0.0;
-    const c10::ScalarType cdt = cdt_();
+    const c10::ScalarType compute_dtype = cdt_();
     FusedBlockImpl::Stream st{Tensor(), shifted.view({b * s, d}), Tensor()};
-    for (const auto& block : *blocks) st = block->as<FusedBlockImpl>()->forward(st, s, cdt, p);
+    for (const auto& block : *blocks)
+      st = block->as<FusedBlockImpl>()->forward(st, s, compute_dtype, p);
     // The last FF branch joins the stream with dropout; no LayerNorm follows.
     return drop_add_layer_norm(st.resid, st.branch, st.bias, Tensor(), Tensor(), fused_dropout_(p),
-                               cdt)[1];
+                               compute_dtype)[1];
   }
 
   torch::nn::ModuleList blocks{nullptr};

@@ -7,7 +7,6 @@
 #include <ATen/record_function.h>
 #include <torch/autograd.h>
 
-#include "trainbench/gpu/fused_cuda.h"
 #include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/kernels/fused_math.h"
 #include "trainbench/model/causal_gemm.h"
@@ -20,13 +19,10 @@ using torch::Tensor;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// A kernel on the device of `on` (fused_kernels.h).
 template <typename Args>
 void run_(const Args& a, const Tensor& on) {
-  if (on.is_cuda()) {
-    gpu::run_cuda(a);
-  } else {
-    k::run_cpu(a);
-  }
+  k::run(a, on.device().type());
 }
 
 // An optional input: autograd functions take no undefined tensors, so "absent" travels as an
@@ -41,13 +37,6 @@ Tensor contig_(const Tensor& t) { return present_(t) ? t.contiguous() : Tensor()
 // The accumulation dtype of an activation dtype: float32, or float64 for float64.
 c10::ScalarType acc_of_(c10::ScalarType t) {
   return t == torch::kDouble ? torch::kDouble : torch::kFloat;
-}
-// A kernel's dropout fields from the probability and the key (p == 0: every element kept, x1).
-template <typename Args>
-void set_dropout_(Args& a, double p, uint64_t key) {
-  a.key = key;
-  a.threshold = k::math::dropout_threshold(p);
-  a.scale = p > 0 ? k::math::dropout_scale(p) : 1.0;
 }
 // The GEMMs of the ops, on the run's route (fused_ops.h): a bfloat16/float16 product on the
 // float32 route is a float32 GEMM of the same values, rounded once to the operands' dtype.
@@ -139,7 +128,7 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     a.cols = d;
     a.resid = ptr_(resid);
     a.branch = ptr_(branch);
-    // The CPU rows read a bias always: zeros stand for an absent one ([d], negligible).
+    // The bias is required (kernel_args.h): zeros stand for an absent one ([d], negligible).
     const Tensor bias_or_zero = present_(bias) ? bias : torch::zeros({d}, acc_opts);
     a.bias = ptr_(bias_or_zero);
     a.gamma = ptr_(gamma);
@@ -148,10 +137,10 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     a.y = mut_(y);
     a.mean = mut_(mean);
     a.rstd = mut_(rstd);
-    a.acc = k::dt_of(acc);
-    a.branch_dt = k::dt_of(branch.scalar_type());
-    a.out_dt = k::dt_of(out_dtype);
-    set_dropout_(a, p, static_cast<uint64_t>(key));
+    a.acc = k::storage_type_of(acc);
+    a.branch_type = k::storage_type_of(branch.scalar_type());
+    a.out_type = k::storage_type_of(out_dtype);
+    a.drop = k::math::dropout_args(p, static_cast<uint64_t>(key));
     run_(a, branch);
     ctx->save_for_backward({resid_out, opt_(mean, branch), opt_(rstd, branch), gamma});
     ctx->saved_data["p"] = p;
@@ -167,7 +156,7 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     RECORD_FUNCTION("fused::drop_add_layer_norm_backward", std::vector<c10::IValue>());
     const auto saved = ctx->get_saved_variables();
     const Tensor &resid_out = saved[0], &mean = saved[1], &rstd = saved[2], &gamma = saved[3];
-    // An output nobody used has no gradient: zeros stand for it (the kernels read both).
+    // An output nobody used has no gradient: zeros stand for it (both are required).
     const Tensor d_resid_out =
         present_(grads[0]) ? grads[0].contiguous() : torch::zeros_like(resid_out);
     const double p = ctx->saved_data["p"].toDouble();
@@ -193,10 +182,10 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     a.d_resid = mut_(d_resid);
     a.d_branch = mut_(d_branch);
     a.partials = mut_(partials);
-    a.acc = k::dt_of(resid_out.scalar_type());
-    a.branch_dt = k::dt_of(branch_dtype);
-    a.out_dt = k::dt_of(out_dtype);
-    set_dropout_(a, p, static_cast<uint64_t>(ctx->saved_data["key"].toInt()));
+    a.acc = k::storage_type_of(resid_out.scalar_type());
+    a.branch_type = k::storage_type_of(branch_dtype);
+    a.out_type = k::storage_type_of(out_dtype);
+    a.drop = k::math::dropout_args(p, static_cast<uint64_t>(ctx->saved_data["key"].toInt()));
     run_(a, resid_out);
     const Tensor sums = chunk_sums_(partials);  // [3, d]
     Tensor d_bias = ctx->saved_data["has_bias"].toBool() ? sums[0] : Tensor();
@@ -216,12 +205,12 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.cols = out.size(1);
     a.a = mut_(out);
     a.bias = ptr_(b);
-    a.acc = k::dt_of(b.scalar_type());
-    a.dt = k::dt_of(out.scalar_type());
-    set_dropout_(a, p, static_cast<uint64_t>(key));
+    a.acc = k::storage_type_of(b.scalar_type());
+    a.type = k::storage_type_of(out.scalar_type());
+    a.drop = k::math::dropout_args(p, static_cast<uint64_t>(key));
     run_(a, out);
     ctx->save_for_backward({x, w, out});
-    ctx->saved_data["scale"] = a.scale;
+    ctx->saved_data["scale"] = a.drop.scale;
     ctx->saved_data["bias_dtype"] = static_cast<int64_t>(b.scalar_type());
     ctx->saved_data["route"] = route;
     return out;
@@ -243,8 +232,8 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.out = ptr_(out);
     a.da = mut_(da);
     a.partials = mut_(partials);
-    a.acc = k::dt_of(acc);
-    a.dt = k::dt_of(out.scalar_type());
+    a.acc = k::storage_type_of(acc);
+    a.type = k::storage_type_of(out.scalar_type());
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, out);
     const GemmRoute r = route_of_(ctx);
@@ -272,7 +261,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     a.rows = bh * s;
     a.seq = s;
     a.x = mut_(prob);
-    a.dt = k::dt_of(prob.scalar_type());
+    a.acc = k::storage_type_of(acc_of_(prob.scalar_type()));
+    a.type = k::storage_type_of(prob.scalar_type());
     a.scale = scale;
     run_(a, prob);
     ctx->save_for_backward({q, kk, v, prob});
@@ -297,7 +287,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     a.seq = prob.size(1);
     a.p = ptr_(prob);
     a.dp = mut_(ds);
-    a.dt = k::dt_of(prob.scalar_type());
+    a.acc = k::storage_type_of(acc_of_(prob.scalar_type()));
+    a.type = k::storage_type_of(prob.scalar_type());
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, prob);
     const Tensor ds_up = up_(ds, r);
@@ -323,8 +314,8 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     a.bias = ptr_(b);
     a.targets = targets.const_data_ptr<int64_t>();
     a.partials = mut_(partials);
-    a.acc = k::dt_of(b.scalar_type());
-    a.dt = k::dt_of(logits.scalar_type());
+    a.acc = k::storage_type_of(b.scalar_type());
+    a.type = k::storage_type_of(logits.scalar_type());
     run_(a, logits);
     ctx->save_for_backward({x, w, logits});
     ctx->saved_data["route"] = route;

@@ -98,7 +98,7 @@ bool LossScaler::unscale_(const std::vector<torch::Tensor>& grads) {
     // One fused multi-tensor kernel: unscale and flag non-finite values.
     at::_amp_foreach_non_finite_check_and_unscale_(defined, found_inf, inv_scale);
   } else {
-    // The fused kernel is CUDA-only in LibTorch < 2.3; the same rule written out.
+    // The CPU: the same rule written out, two passes per gradient.
     for (auto& g : defined) {
       found_inf.logical_or_(g.isfinite().all().logical_not().to(torch::kFloat).view({1}));
       g.mul_(inv_scale.to(g.scalar_type()));

@@ -7,12 +7,14 @@
 
 #include <ATen/Context.h>
 
+#include "trainbench/core/flags.h"
 #include "trainbench/model/precision.h"
 
 namespace trainbench {
 namespace {
 
-const std::vector<std::string> kBackends = {"auto", "flash", "efficient", "cudnn", "math"};
+// The backends --sdpa_backend allows: the flag table's choices (core/flags.cpp).
+const std::vector<std::string>& backends_() { return find_flag("sdpa_backend")->choices; }
 
 // The names of LibTorch's sdp::SDPBackend values (math=0, flash=1, efficient=2, cudnn=3,
 // overrideable=4).
@@ -49,7 +51,7 @@ void set_sdpa_flags(const SdpaFlags& f) {
 
 SdpaBackendGuard::SdpaBackendGuard(const std::string& backend) {
   if (backend == "auto") return;
-  TORCH_CHECK(std::find(kBackends.begin(), kBackends.end(), backend) != kBackends.end(),
+  TORCH_CHECK(std::find(backends_().begin(), backends_().end(), backend) != backends_().end(),
               "unknown SDPA backend '", backend, "'");
   saved_ = sdpa_flags();
   active_ = true;
@@ -67,11 +69,11 @@ SdpaBackendGuard::~SdpaBackendGuard() {
 
 std::string sdpa_backend_config_error(const RunConfig& cfg) {
   const std::string& b = cfg.sdpa_backend;
-  if (std::find(kBackends.begin(), kBackends.end(), b) == kBackends.end()) {
+  if (std::find(backends_().begin(), backends_().end(), b) == backends_().end()) {
     return "--sdpa_backend: '" + b + "' is not allowed; use one of auto|flash|efficient|cudnn|math";
   }
   if (b == "auto") return "";
-  if (cfg.flash != 1) {
+  if (!cfg.flash) {
     return flag_prefix_(b) +
            "needs --flash 1 (the naive attention path does not call scaled-dot-product "
            "attention); use --flash 1 or --sdpa_backend auto";
@@ -94,7 +96,7 @@ std::string sdpa_backend_config_error(const RunConfig& cfg) {
 }
 
 std::string resolve_sdpa_backend(const RunConfig& cfg, const torch::Device& device) {
-  if (cfg.flash != 1) return "";
+  if (!cfg.flash) return "";
   SdpaBackendGuard guard(cfg.sdpa_backend);
   // q, k, v as the attention sees them: [batch, heads, seq, head_dim] in the compute dtype
   // (autocast casts the qkv projection's output), requiring grad as in training. Zeros, not

@@ -63,11 +63,4 @@ void FusedAdam::load(torch::serialize::InputArchive& archive) {
   }
 }
 
-std::string fused_adam_config_error(const RunConfig& cfg) {
-  if (cfg.fused_adam != 0 && cfg.fused_adam != 1) {
-    return "--fused_adam: " + std::to_string(cfg.fused_adam) + " is not allowed; use 0|1";
-  }
-  return "";  // the fused kernel runs on the CPU and on CUDA
-}
-
 }  // namespace trainbench

@@ -76,5 +76,11 @@ TEST(Hash, Splitmix64IsTheReferenceFinalizer) {
   static_assert(splitmix64(1) != splitmix64(2));
 }
 
+TEST(Hash, Fnv1aIsTheReferenceHashAndContinuesAcrossPieces) {
+  EXPECT_EQ(fnv1a64("", 0), 0xcbf29ce484222325ULL);   // the offset basis
+  EXPECT_EQ(fnv1a64("a", 1), 0xaf63dc4c8601ec8cULL);  // FNV's published test vector
+  EXPECT_EQ(fnv1a64("bc", 2, fnv1a64("a", 1)), fnv1a64("abc", 3));
+}
+
 }  // namespace
 }  // namespace trainbench

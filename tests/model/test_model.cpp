@@ -1,4 +1,4 @@
-// Both models: the reference parameter count, causality, and naive vs fused attention.
+// Both models: the reference parameter count, causality, and naive vs flash attention.
 #include <gtest/gtest.h>
 
 #include "test_util.h"

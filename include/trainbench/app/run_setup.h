@@ -32,7 +32,7 @@ struct RunSetup {
   int64_t params = 0;
   std::string device_name;
   PeakFlops peak;
-  nlohmann::json gemm_paths;  // env.json "gemm_path" (run_parts.h)
+  nlohmann::json gemm_paths;  // env.json "gemm_path" (run_figures.h)
   double flops_per_token = 0;
   nlohmann::json config_json;  // config.json's contents
 };

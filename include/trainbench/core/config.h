@@ -17,7 +17,7 @@ struct RunConfig {
   std::string model = "handcraft";    // torch | handcraft
   std::string dtype = "float32";      // float32 | float16 | bfloat16
   int64_t num_layer = 24;             // transformer blocks (the reference code's default)
-  bool flash = false;                 // fused scaled-dot-product attention (handcraft only)
+  bool flash = false;                 // flash attention: SDPA instead of explicit scores
   std::string compile = "none";       // none | torchscript | fused (0 | 1: none | torchscript)
   std::string save_dir = "runs/run";  // run folder prefix; the config suffix is appended
   bool overwrite = false;             // allow reusing a non-empty run folder

@@ -49,6 +49,10 @@ void validate_dist(const RunConfig& cfg, const DistEnv& env);
 // replicas hold bitwise identical parameters (up to hash collisions).
 uint64_t parameter_fingerprint(const std::vector<torch::Tensor>& tensors);
 
+// The dropout seed of rank `rank` (> 0) at `step`: ranks other than 0 reseed from it every
+// step, so a resumed run continues every rank exactly.
+uint64_t rank_step_seed(int64_t seed, int rank, int64_t step);
+
 enum class ReduceOp { kSum, kMin, kMax };
 
 // A collective that failed (a peer died, hung past --dist_timeout, or closed the group).

@@ -1,42 +1,32 @@
-// The per-element and per-row math of the fused kernels, written once for the CPU launchers
-// (kernels/cpu_rows.cpp) and the CUDA launchers (gpu/fused_kernels.cu). Everything here is
-// plain arithmetic on scalars: no LibTorch, no allocation, no reductions across threads (each
-// launcher reduces in its own way: a loop on the CPU, warp shuffles on the GPU).
-// Functions are `static inline` so that every translation unit, whatever its instruction set
-// flags, keeps its own copy (no shared out-of-line symbol between an AVX2 and a baseline file).
+// The per-element and per-row math of the fused kernels, written once for the CPU rows
+// (kernels/cpu/rows.cpp) and the CUDA kernels (kernels/cuda/rows.cu). Everything here is plain
+// arithmetic on scalars: no LibTorch, no allocation, no reductions across threads (each
+// backend reduces in its own way: a loop on the CPU, warp shuffles on the GPU). Functions are
+// `static inline` (TB_HOST_DEVICE, storage.h) for the reason storage.h gives.
 #pragma once
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define TB_HD __host__ __device__ static __forceinline__
-#else
-#define TB_HD static inline
-#endif
+#include "trainbench/kernels/storage.h"
 
 namespace trainbench::kernels::math {
 
 // Square root, exp and log for float and double, the builtins on the host (no libstdc++ inline
 // wrappers, see above) and CUDA's functions on the device.
 #if defined(__CUDA_ARCH__)
-TB_HD float bits_to_float_(int32_t bits) { return __int_as_float(bits); }
-TB_HD int32_t float_bits_(float x) { return __float_as_int(x); }
-TB_HD float sqrt_(float x) { return sqrtf(x); }
-TB_HD double sqrt_(double x) { return sqrt(x); }
-TB_HD float exp_(float x) { return expf(x); }
-TB_HD double exp_(double x) { return exp(x); }
-TB_HD float log_(float x) { return logf(x); }
-TB_HD double log_(double x) { return log(x); }
+TB_HOST_DEVICE float sqrt_(float x) { return sqrtf(x); }
+TB_HOST_DEVICE double sqrt_(double x) { return sqrt(x); }
+TB_HOST_DEVICE float exp_(float x) { return expf(x); }
+TB_HOST_DEVICE double exp_(double x) { return exp(x); }
+TB_HOST_DEVICE float log_(float x) { return logf(x); }
+TB_HOST_DEVICE double log_(double x) { return log(x); }
 #else
-// A bit cast the vectorizer sees through (a memcpy of the bits kept the exp loops scalar).
-TB_HD float bits_to_float_(int32_t bits) { return __builtin_bit_cast(float, bits); }
-TB_HD int32_t float_bits_(float x) { return __builtin_bit_cast(int32_t, x); }
-TB_HD float sqrt_(float x) { return __builtin_sqrtf(x); }
-TB_HD double sqrt_(double x) { return __builtin_sqrt(x); }
-TB_HD float exp_(float x) { return __builtin_expf(x); }
-TB_HD double exp_(double x) { return __builtin_exp(x); }
-TB_HD float log_(float x) { return __builtin_logf(x); }
-TB_HD double log_(double x) { return __builtin_log(x); }
+TB_HOST_DEVICE float sqrt_(float x) { return __builtin_sqrtf(x); }
+TB_HOST_DEVICE double sqrt_(double x) { return __builtin_sqrt(x); }
+TB_HOST_DEVICE float exp_(float x) { return __builtin_expf(x); }
+TB_HOST_DEVICE double exp_(double x) { return __builtin_exp(x); }
+TB_HOST_DEVICE float log_(float x) { return __builtin_logf(x); }
+TB_HOST_DEVICE double log_(double x) { return __builtin_log(x); }
 #endif
 
 // ---- dropout: a counter-based mask, the same on every device and thread count -------------
@@ -45,7 +35,7 @@ TB_HD double log_(double x) { return __builtin_log(x); }
 // p * 2^32. Forward and backward regenerate the same mask from the key, so no mask tensor is
 // ever stored. The index's high half enters with the key's, so tensors past 2^32 elements
 // do not repeat their masks.
-TB_HD uint32_t dropout_bits(uint64_t key, uint64_t index) {
+TB_HOST_DEVICE uint32_t dropout_bits(uint64_t key, uint64_t index) {
   uint32_t x = static_cast<uint32_t>(index) * 0x9e3779b1u + static_cast<uint32_t>(key);
   x ^= x >> 16;
   x *= 0x21f0aaadu;
@@ -57,27 +47,42 @@ TB_HD uint32_t dropout_bits(uint64_t key, uint64_t index) {
   return x ^ (x >> 12);
 }
 // threshold = p * 2^32 (dropout_threshold); 0 keeps everything (every hash reaches 0).
-TB_HD bool dropout_keep(uint64_t key, uint64_t index, uint32_t threshold) {
+TB_HOST_DEVICE bool dropout_keep(uint64_t key, uint64_t index, uint32_t threshold) {
   return dropout_bits(key, index) >= threshold;
 }
 // The factor an element is multiplied by: 1 / (1 - p) when kept, 0 when dropped.
 template <typename A>
-TB_HD A dropout_factor(uint64_t key, uint64_t index, uint32_t threshold, A scale) {
+TB_HOST_DEVICE A dropout_factor(uint64_t key, uint64_t index, uint32_t threshold, A scale) {
   return dropout_keep(key, index, threshold) ? scale : A(0);
 }
+// The factor of element `index` under a kernel's dropout arguments.
+template <typename A>
+TB_HOST_DEVICE A dropout_factor(const DropoutArgs& d, uint64_t index) {
+  return dropout_factor(d.key, index, d.threshold, static_cast<A>(d.scale));
+}
 // The threshold and the multiplier of a kept element, 1 / (1 - p), as the host computes them.
-TB_HD uint32_t dropout_threshold(double p) { return static_cast<uint32_t>(p * 4294967296.0); }
-TB_HD double dropout_scale(double p) { return 1.0 / (1.0 - p); }
+TB_HOST_DEVICE uint32_t dropout_threshold(double p) {
+  return static_cast<uint32_t>(p * 4294967296.0);
+}
+TB_HOST_DEVICE double dropout_scale(double p) { return 1.0 / (1.0 - p); }
+// A kernel's dropout arguments for probability p and a key (p == 0: every element kept, x1).
+TB_HOST_DEVICE DropoutArgs dropout_args(double p, uint64_t key) {
+  DropoutArgs d;
+  d.key = key;
+  d.threshold = dropout_threshold(p);
+  d.scale = p > 0 ? dropout_scale(p) : 1.0;
+  return d;
+}
 
 // ---- residual add + dropout (+ LayerNorm) --------------------------------------------------
 // r' = r + factor * (branch + bias), factor = dropout_factor(...)
 template <typename A>
-TB_HD A dropped_add(A resid, A branch_plus_bias, A factor) {
+TB_HOST_DEVICE A dropped_add(A resid, A branch_plus_bias, A factor) {
   return resid + factor * branch_plus_bias;
 }
 // LayerNorm of one value given its row's mean and 1/sqrt(var + eps).
 template <typename A>
-TB_HD A layer_norm_value(A x, A mean, A rstd, A gamma, A beta) {
+TB_HOST_DEVICE A layer_norm_value(A x, A mean, A rstd, A gamma, A beta) {
   return (x - mean) * rstd * gamma + beta;
 }
 // Row statistics from the sums of x and x^2 over n values (biased variance, as LayerNorm).
@@ -85,7 +90,7 @@ TB_HD A layer_norm_value(A x, A mean, A rstd, A gamma, A beta) {
 // CPU rows take the row's mean as the shift (sum 0, a second pass over the row in L1), so the
 // variance does not cancel catastrophically; `shift` is added back to the mean.
 template <typename A>
-TB_HD void row_stats(A sum, A sum_sq, A shift, int64_t n, A eps, A* mean, A* rstd) {
+TB_HOST_DEVICE void row_stats(A sum, A sum_sq, A shift, int64_t n, A eps, A* mean, A* rstd) {
   const A m = sum / static_cast<A>(n);
   A var = sum_sq / static_cast<A>(n) - m * m;
   if (var < A(0)) var = A(0);
@@ -95,21 +100,21 @@ TB_HD void row_stats(A sum, A sum_sq, A shift, int64_t n, A eps, A* mean, A* rst
 // LayerNorm backward for one value: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with
 // g = dy * gamma, given the row means c1 = mean(g), c2 = mean(g * xhat).
 template <typename A>
-TB_HD A layer_norm_grad(A dy, A gamma, A xhat, A rstd, A c1, A c2) {
+TB_HOST_DEVICE A layer_norm_grad(A dy, A gamma, A xhat, A rstd, A c1, A c2) {
   return rstd * (dy * gamma - c1 - xhat * c2);
 }
 
 // ---- bias + ReLU + dropout -----------------------------------------------------------------
 // Selects, not branches: the CPU loops vectorize.
 template <typename A>
-TB_HD A bias_relu_dropout(A a, A bias, A factor) {
+TB_HOST_DEVICE A bias_relu_dropout(A a, A bias, A factor) {
   const A v = a + bias;
   return (v > A(0) ? v : A(0)) * factor;
 }
 // The gradient needs only the output: out > 0 exactly where the unit was active and kept (a
 // dropped or inactive unit is 0), and there d out / d a = scale.
 template <typename A>
-TB_HD A bias_relu_dropout_grad(A dout, A out, A scale) {
+TB_HOST_DEVICE A bias_relu_dropout_grad(A dout, A out, A scale) {
   return dout * (out > A(0) ? scale : A(0));
 }
 
@@ -117,11 +122,11 @@ TB_HD A bias_relu_dropout_grad(A dout, A out, A scale) {
 // exp(x) for x <= 0 to float precision in plain arithmetic (vectorizes on the CPU; the same on
 // the GPU): x = n ln2 + r with n = round(x / ln2) (the 1.5 * 2^23 trick, no float-to-int
 // conversion), exp(r) by a degree-6 polynomial, times 2^n built from n's bits.
-TB_HD float exp_nonpos(float x) {
+TB_HOST_DEVICE float exp_nonpos(float x) {
   x = x > -87.0f ? x : -87.0f;  // exp(-87) ~ 1.6e-38: zero next to the row's largest term
   const float t = x * 1.44269504f + 12582912.0f;
   const float n = t - 12582912.0f;
-  const int32_t ni = float_bits_(t) - 0x4B400000;
+  const int32_t ni = float_bits(t) - 0x4B400000;
   const float r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;
   float p = 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
@@ -130,18 +135,18 @@ TB_HD float exp_nonpos(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  return p * bits_to_float_((ni + 127) << 23);
+  return p * bits_to_float((ni + 127) << 23);
 }
-TB_HD double exp_nonpos(double x) { return exp_(x); }
+TB_HOST_DEVICE double exp_nonpos(double x) { return exp_(x); }
 
 // Softmax backward for one value: ds = p * (dp - sum_k p_k dp_k).
 template <typename A>
-TB_HD A softmax_grad(A p, A dp, A dot) {
+TB_HOST_DEVICE A softmax_grad(A p, A dp, A dot) {
   return p * (dp - dot);
 }
 // Cross-entropy gradient for one logit: softmax - one-hot, divided by the row count.
 template <typename A>
-TB_HD A cross_entropy_grad(A prob, bool is_target, A inv_rows) {
+TB_HOST_DEVICE A cross_entropy_grad(A prob, bool is_target, A inv_rows) {
   return (is_target ? prob - A(1) : prob) * inv_rows;
 }
 

@@ -1,7 +1,7 @@
 // The fused operations of the `--compile fused` model as autograd functions with hand-written
 // backward passes. Each wraps one or two GEMMs (LibTorch's BLAS: MKL / oneDNN on the CPU,
-// cuBLAS on CUDA) and a fused kernel (kernels/fused_kernels.h on the CPU, gpu/fused_cuda.h on
-// CUDA) for everything around them, so that each boundary of the block is one pass over the
+// cuBLAS on CUDA) and a fused kernel (kernels/fused_kernels.h: CPU rows or CUDA kernels) for
+// everything around them, so that each boundary of the block is one pass over the
 // activations each way. Why per-op functions and not one backward over the whole block: the
 // GEMMs between them (qkv, attention, output projections) are LibTorch's own ops with their own
 // backward, and the engine already writes each parameter's gradient once (the trainer drops

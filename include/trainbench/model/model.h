@@ -23,9 +23,9 @@ struct ModelOptions {
   int64_t d_model = 512;
   int64_t num_heads = 8;
   int64_t ff_dim = 2048;
-  int64_t num_layer = 8;  // from_config sets the run's (RunConfig's default is the reference 24)
+  int64_t num_layer = 24;  // RunConfig's (the reference code's) default; from_config sets the run's
   double dropout = 0.1;
-  bool flash = false;             // handcraft: fused SDPA instead of explicit scores
+  bool flash = false;             // handcraft: flash attention (SDPA) instead of explicit scores
   bool parallel_dropout = false;  // handcraft: the parallel-mask dropout of dropout.h
   // fused (--compile fused): the activations' dtype (float32, or bfloat16 / float16 for those
   // runs); parameters stay in their own dtype (float32 master weights).

@@ -1,4 +1,4 @@
-// Which kernel fused attention (--flash 1) runs: an RAII guard over LibTorch's process-global
+// Which kernel flash attention (--flash 1) runs: an RAII guard over LibTorch's process-global
 // scaled-dot-product-attention switches (--sdpa_backend), the checks that a forced backend can
 // run, and the backend the run's attention actually uses (recorded in config.json/summary.json).
 #pragma once

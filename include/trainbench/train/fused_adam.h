@@ -50,8 +50,4 @@ class FusedAdam {
   FusedAdamOptions options_;
 };
 
-// The --fused_adam rules: "" when fine, else the one-line ConfigError message. Called by
-// validate().
-std::string fused_adam_config_error(const RunConfig& cfg);
-
 }  // namespace trainbench

@@ -1,58 +1,20 @@
-// CUDA kernels of the fused path: the math of kernels/fused_math.h (the same functions the CPU
-// row functions call), one thread block per row for the row reductions (LayerNorm, softmax,
-// cross-entropy) and per chunk of kChunkRows rows for the column reductions (bias, gamma and
-// beta gradients), so the partial sums have the CPU's layout and order of addition per chunk.
-// No LibTorch header: the launchers take raw arguments and the caller's stream.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+// CUDA kernels of the fused path (see rows.h): the math of fused_math.h and the loads and
+// stores of storage.h, the same functions the CPU rows call; one thread block per row for the
+// row reductions (LayerNorm, softmax, cross-entropy) and per chunk of kChunkRows rows for the
+// column reductions (bias, gamma and beta gradients), so the partial sums have the CPU's
+// layout and order of addition per chunk. No LibTorch header.
 #include <cuda_runtime.h>
 
-#include <type_traits>
-
-#include "fused_kernels_cuda.h"
+#include "rows.h"
 #include "trainbench/kernels/fused_math.h"
+#include "trainbench/kernels/storage.h"
 
-namespace trainbench::gpu::detail {
+namespace trainbench::kernels::cuda {
 namespace {
 
 namespace m = trainbench::kernels::math;
-using kernels::Dt;
-using kernels::kChunkRows;
 
 constexpr int kThreads = 256;
-
-template <typename A>
-__device__ A ld(const float* p, int64_t i) {
-  return static_cast<A>(p[i]);
-}
-template <typename A>
-__device__ A ld(const double* p, int64_t i) {
-  return static_cast<A>(p[i]);
-}
-template <typename A>
-__device__ A ld(const __nv_bfloat16* p, int64_t i) {
-  return static_cast<A>(__bfloat162float(p[i]));
-}
-template <typename A>
-__device__ A ld(const __half* p, int64_t i) {
-  return static_cast<A>(__half2float(p[i]));
-}
-template <typename A>
-__device__ void st(float* p, int64_t i, A v) {
-  p[i] = static_cast<float>(v);
-}
-template <typename A>
-__device__ void st(double* p, int64_t i, A v) {
-  p[i] = static_cast<double>(v);
-}
-template <typename A>
-__device__ void st(__nv_bfloat16* p, int64_t i, A v) {
-  p[i] = __float2bfloat16(static_cast<float>(v));
-}
-template <typename A>
-__device__ void st(__half* p, int64_t i, A v) {
-  p[i] = __float2half(static_cast<float>(v));
-}
 
 // Sum / max over the block; every thread gets the result. shm: 32 values.
 template <typename A>
@@ -79,20 +41,19 @@ __device__ A block_max(A v, A* shm) {
 }
 
 template <typename A, typename Sb, typename So>
-__global__ void drop_add_ln_kernel(kernels::DropAddLnArgs a) {
+__global__ void drop_add_ln_kernel(DropAddLnArgs a) {
   __shared__ A shm[32];
   const int64_t r = blockIdx.x, d = a.cols, o = r * d;
   const A* resid = static_cast<const A*>(a.resid);
   const A* bias = static_cast<const A*>(a.bias);
   const A* gamma = static_cast<const A*>(a.gamma);
   const A* beta = static_cast<const A*>(a.beta);
-  A* x = static_cast<A*>(a.resid_out) + o;  // the CUDA path always keeps r'
+  A* x = static_cast<A*>(a.resid_out) + o;
   So* y = static_cast<So*>(a.y) + o;
   A sum = 0;
   for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-    const A v = ld<A>(static_cast<const Sb*>(a.branch), o + c) + (bias ? bias[c] : A(0));
-    const A f = m::dropout_factor(a.key, static_cast<uint64_t>(o + c), a.threshold,
-                                  static_cast<A>(a.scale));
+    const A v = ld<A>(static_cast<const Sb*>(a.branch), o + c) + bias[c];
+    const A f = m::dropout_factor<A>(a.drop, static_cast<uint64_t>(o + c));
     x[c] = m::dropped_add(resid ? resid[o + c] : A(0), v, f);
     sum += x[c];
   }
@@ -116,7 +77,7 @@ __global__ void drop_add_ln_kernel(kernels::DropAddLnArgs a) {
 }
 
 template <typename A, typename Sb, typename So>
-__global__ void drop_add_ln_grad_kernel(kernels::DropAddLnGradArgs a) {
+__global__ void drop_add_ln_grad_kernel(DropAddLnGradArgs a) {
   __shared__ A shm[32];
   const int64_t chunk = blockIdx.x, d = a.cols;
   const So* dy = static_cast<const So*>(a.dy);
@@ -145,16 +106,15 @@ __global__ void drop_add_ln_grad_kernel(kernels::DropAddLnGradArgs a) {
       c2 = block_sum(s2, shm) / static_cast<A>(d);
     }
     for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-      A g = dro ? dro[o + c] : A(0);
+      A g = dro[o + c];
       if (gamma) {
         g +=
             m::layer_norm_grad(ld<A>(dy, o + c), gamma[c], (ro[o + c] - mean) * rstd, rstd, c1, c2);
-      } else if (dy) {
+      } else {
         g += ld<A>(dy, o + c);
       }
       if (a.d_resid) static_cast<A*>(a.d_resid)[o + c] = g;
-      const A db = g * m::dropout_factor(a.key, static_cast<uint64_t>(o + c), a.threshold,
-                                         static_cast<A>(a.scale));
+      const A db = g * m::dropout_factor<A>(a.drop, static_cast<uint64_t>(o + c));
       st(static_cast<Sb*>(a.d_branch), o + c, db);
       pb[c] += db;
     }
@@ -162,20 +122,19 @@ __global__ void drop_add_ln_grad_kernel(kernels::DropAddLnGradArgs a) {
 }
 
 template <typename A, typename S>
-__global__ void bias_relu_dropout_kernel(kernels::BiasReluDropoutArgs a) {
+__global__ void bias_relu_dropout_kernel(BiasReluDropoutArgs a) {
   const int64_t n = a.rows * a.cols;
   S* x = static_cast<S*>(a.a);
   const A* bias = static_cast<const A*>(a.bias);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const A f =
-        m::dropout_factor(a.key, static_cast<uint64_t>(i), a.threshold, static_cast<A>(a.scale));
+    const A f = m::dropout_factor<A>(a.drop, static_cast<uint64_t>(i));
     st(x, i, m::bias_relu_dropout(ld<A>(x, i), bias[i % a.cols], f));
   }
 }
 
 template <typename A, typename S>
-__global__ void bias_relu_dropout_grad_kernel(kernels::BiasReluDropoutGradArgs a) {
+__global__ void bias_relu_dropout_grad_kernel(BiasReluDropoutGradArgs a) {
   const int64_t chunk = blockIdx.x, f = a.cols;
   A* pb = static_cast<A*>(a.partials) + chunk * f;
   const int64_t r_end = min(a.rows, (chunk + 1) * kChunkRows);
@@ -193,7 +152,7 @@ __global__ void bias_relu_dropout_grad_kernel(kernels::BiasReluDropoutGradArgs a
 }
 
 template <typename A, typename S>
-__global__ void causal_softmax_kernel(kernels::CausalSoftmaxArgs a) {
+__global__ void causal_softmax_kernel(CausalSoftmaxArgs a) {
   __shared__ A shm[32];
   const int64_t r = blockIdx.x, n = a.seq, o = r * n, valid = r % n + 1;
   S* x = static_cast<S*>(a.x);
@@ -212,7 +171,7 @@ __global__ void causal_softmax_kernel(kernels::CausalSoftmaxArgs a) {
 }
 
 template <typename A, typename S>
-__global__ void causal_softmax_grad_kernel(kernels::CausalSoftmaxGradArgs a) {
+__global__ void causal_softmax_grad_kernel(CausalSoftmaxGradArgs a) {
   __shared__ A shm[32];
   const int64_t r = blockIdx.x, n = a.seq, o = r * n, valid = r % n + 1;
   const S* p = static_cast<const S*>(a.p);
@@ -228,7 +187,7 @@ __global__ void causal_softmax_grad_kernel(kernels::CausalSoftmaxGradArgs a) {
 }
 
 template <typename A, typename S>
-__global__ void head_cross_entropy_kernel(kernels::HeadCrossEntropyArgs a) {
+__global__ void head_cross_entropy_kernel(HeadCrossEntropyArgs a) {
   __shared__ A shm[32];
   const int64_t chunk = blockIdx.x, v = a.cols;
   S* z = static_cast<S*>(a.logits);
@@ -258,95 +217,46 @@ __global__ void head_cross_entropy_kernel(kernels::HeadCrossEntropyArgs a) {
   if (threadIdx.x == 0) static_cast<A*>(a.partials)[chunk] = loss;
 }
 
-// Calls fn(tag) with a null pointer of the device storage type of dt.
-template <typename Fn>
-void with_storage(Dt dt, Fn&& fn) {
-  switch (dt) {
-    case Dt::kF32:
-      return fn(static_cast<float*>(nullptr));
-    case Dt::kF64:
-      return fn(static_cast<double*>(nullptr));
-    case Dt::kBF16:
-      return fn(static_cast<__nv_bfloat16*>(nullptr));
-    case Dt::kF16:
-      return fn(static_cast<__half*>(nullptr));
-  }
-}
-template <typename T>
-using Elem = std::remove_pointer_t<T>;
-
-int64_t chunks_(int64_t rows) { return kernels::num_chunks(rows); }
-
 }  // namespace
 
-#define TB_ACC_SWITCH(ACC, ...) \
-  if ((ACC) == Dt::kF64) {      \
-    using A = double;           \
-    __VA_ARGS__;                \
-  } else {                      \
-    using A = float;            \
-    __VA_ARGS__;                \
-  }
-
-cudaError_t launch(const kernels::DropAddLnArgs& a, cudaStream_t s) {
-  with_storage(a.branch_dt, [&](auto bt) {
-    with_storage(a.out_dt, [&](auto ot) {
-      using Sb = Elem<decltype(bt)>;
-      using So = Elem<decltype(ot)>;
-      TB_ACC_SWITCH(a.acc, (drop_add_ln_kernel<A, Sb, So><<<a.rows, kThreads, 0, s>>>(a)))
+cudaError_t launch(const DropAddLnArgs& a, cudaStream_t stream) {
+  with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
+    with_storage(a.out_type, [&](auto out) {
+      drop_add_ln_kernel<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>>
+          <<<a.rows, kThreads, 0, stream>>>(a);
     });
   });
   return cudaGetLastError();
 }
-cudaError_t launch(const kernels::DropAddLnGradArgs& a, cudaStream_t s) {
-  with_storage(a.branch_dt, [&](auto bt) {
-    with_storage(a.out_dt, [&](auto ot) {
-      using Sb = Elem<decltype(bt)>;
-      using So = Elem<decltype(ot)>;
-      TB_ACC_SWITCH(a.acc,
-                    (drop_add_ln_grad_kernel<A, Sb, So><<<chunks_(a.rows), kThreads, 0, s>>>(a)))
+cudaError_t launch(const DropAddLnGradArgs& a, cudaStream_t stream) {
+  with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
+    with_storage(a.out_type, [&](auto out) {
+      drop_add_ln_grad_kernel<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>>
+          <<<num_chunks(a.rows), kThreads, 0, stream>>>(a);
     });
   });
   return cudaGetLastError();
 }
-cudaError_t launch(const kernels::BiasReluDropoutArgs& a, cudaStream_t s) {
+cudaError_t launch(const BiasReluDropoutArgs& a, cudaStream_t stream) {
   const int64_t blocks = (a.rows * a.cols + kThreads - 1) / kThreads;
-  with_storage(a.dt, [&](auto t) {
-    using S = Elem<decltype(t)>;
-    TB_ACC_SWITCH(a.acc,
-                  (bias_relu_dropout_kernel<A, S>
-                   <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, s>>>(a)))
+  with_types(a.acc, a.type, [&](auto acc, auto tag) {
+    bias_relu_dropout_kernel<decltype(acc), Elem<decltype(tag)>>
+        <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, stream>>>(a);
   });
   return cudaGetLastError();
 }
-cudaError_t launch(const kernels::BiasReluDropoutGradArgs& a, cudaStream_t s) {
-  with_storage(a.dt, [&](auto t) {
-    using S = Elem<decltype(t)>;
-    TB_ACC_SWITCH(a.acc,
-                  (bias_relu_dropout_grad_kernel<A, S><<<chunks_(a.rows), kThreads, 0, s>>>(a)))
-  });
-  return cudaGetLastError();
-}
-cudaError_t launch(const kernels::CausalSoftmaxArgs& a, cudaStream_t s) {
-  with_storage(a.dt, [&](auto t) {
-    using S = Elem<decltype(t)>;
-    TB_ACC_SWITCH(a.dt, (causal_softmax_kernel<A, S><<<a.rows, kThreads, 0, s>>>(a)))
-  });
-  return cudaGetLastError();
-}
-cudaError_t launch(const kernels::CausalSoftmaxGradArgs& a, cudaStream_t s) {
-  with_storage(a.dt, [&](auto t) {
-    using S = Elem<decltype(t)>;
-    TB_ACC_SWITCH(a.dt, (causal_softmax_grad_kernel<A, S><<<a.rows, kThreads, 0, s>>>(a)))
-  });
-  return cudaGetLastError();
-}
-cudaError_t launch(const kernels::HeadCrossEntropyArgs& a, cudaStream_t s) {
-  with_storage(a.dt, [&](auto t) {
-    using S = Elem<decltype(t)>;
-    TB_ACC_SWITCH(a.acc, (head_cross_entropy_kernel<A, S><<<chunks_(a.rows), kThreads, 0, s>>>(a)))
-  });
-  return cudaGetLastError();
-}
+// The other kernels: one accumulation and one storage type, a block per row or per chunk.
+#define TB_CUDA_LAUNCH(Args, kernel, blocks)                                            \
+  cudaError_t launch(const Args& a, cudaStream_t stream) {                              \
+    with_types(a.acc, a.type, [&](auto acc, auto tag) {                                 \
+      kernel<decltype(acc), Elem<decltype(tag)>><<<(blocks), kThreads, 0, stream>>>(a); \
+    });                                                                                 \
+    return cudaGetLastError();                                                          \
+  }
+TB_CUDA_LAUNCH(BiasReluDropoutGradArgs, bias_relu_dropout_grad_kernel, num_chunks(a.rows))
+TB_CUDA_LAUNCH(CausalSoftmaxArgs, causal_softmax_kernel, a.rows)
+TB_CUDA_LAUNCH(CausalSoftmaxGradArgs, causal_softmax_grad_kernel, a.rows)
+TB_CUDA_LAUNCH(HeadCrossEntropyArgs, head_cross_entropy_kernel, num_chunks(a.rows))
+#undef TB_CUDA_LAUNCH
 
-}  // namespace trainbench::gpu::detail
+}  // namespace trainbench::kernels::cuda

@@ -1,26 +1,21 @@
-// CPU row functions of the fused kernels (see cpu_rows.h). This file is compiled with AVX2,
-// FMA and F16C enabled and -fopenmp-simd (CMakeLists.txt) and includes no LibTorch or other
-// header with inline functions shared with the rest of the program: every function here is its
-// own, so none compiled with these flags can be picked by the linker for a baseline caller.
-// The loops are plain scalar code over one row at a time (the math of kernels/fused_math.h);
-// `omp simd` lets the compiler vectorize the reductions.
-#include "cpu_rows.h"
+// CPU rows of the fused kernels (see rows.h). This file is compiled with AVX2, FMA and F16C
+// enabled and -fopenmp-simd (CMakeLists.txt) and includes no LibTorch or other header with
+// inline functions shared with the rest of the program: every function here, and in the
+// kernels' headers it includes, is its own (static or in an unnamed namespace), so none
+// compiled with these flags can be picked by the linker for a baseline caller. The loops are
+// plain scalar code over one row at a time (the math of fused_math.h, the loads and stores of
+// storage.h); `omp simd` lets the compiler vectorize the reductions.
+#include "rows.h"
 
 #include <cstdlib>
-#include <cstring>
-#include <type_traits>
 
 #include "trainbench/kernels/fused_math.h"
+#include "trainbench/kernels/storage.h"
 
 namespace trainbench::kernels::cpu {
 namespace {
 
 namespace m = trainbench::kernels::math;
-
-struct Bf16 {
-  uint16_t bits;
-};
-using F16 = _Float16;
 
 // Own helpers instead of std::vector / std::min / std::max: their out-of-line copies would be
 // shared (weak) symbols that the rest of the program might bind to.
@@ -43,65 +38,9 @@ struct RowBuf {
   T* p;
 };
 
-// ---- loads and stores in the accumulation type ---------------------------------------------
-template <typename A>
-inline A ld(const float* p, int64_t i) {
-  return static_cast<A>(p[i]);
-}
-template <typename A>
-inline A ld(const double* p, int64_t i) {
-  return static_cast<A>(p[i]);
-}
-template <typename A>
-inline A ld(const Bf16* p, int64_t i) {
-  return static_cast<A>(__builtin_bit_cast(float, static_cast<uint32_t>(p[i].bits) << 16));
-}
-template <typename A>
-inline A ld(const F16* p, int64_t i) {
-  return static_cast<A>(static_cast<float>(p[i]));
-}
-template <typename A>
-inline void st(float* p, int64_t i, A v) {
-  p[i] = static_cast<float>(v);
-}
-template <typename A>
-inline void st(double* p, int64_t i, A v) {
-  p[i] = static_cast<double>(v);
-}
-template <typename A>
-inline void st(Bf16* p, int64_t i, A v) {
-  // Round to nearest even, NaN kept a (quiet) NaN: LibTorch's float -> bfloat16 rule.
-  const float f = static_cast<float>(v);
-  const uint32_t u = __builtin_bit_cast(uint32_t, f);
-  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-  p[i].bits = static_cast<uint16_t>(f != f ? 0x7FC0u : rounded);
-}
-template <typename A>
-inline void st(F16* p, int64_t i, A v) {
-  p[i] = static_cast<F16>(static_cast<float>(v));
-}
-
-// Calls fn(tag) with a null pointer of the storage type of `dt`.
-template <typename Fn>
-void with_storage(Dt dt, Fn&& fn) {
-  switch (dt) {
-    case Dt::kF32:
-      return fn(static_cast<float*>(nullptr));
-    case Dt::kF64:
-      return fn(static_cast<double*>(nullptr));
-    case Dt::kBF16:
-      return fn(static_cast<Bf16*>(nullptr));
-    case Dt::kF16:
-      return fn(static_cast<F16*>(nullptr));
-  }
-}
-template <typename T>
-using Elem = std::remove_pointer_t<T>;
-
 // ---- residual add + dropout + LayerNorm ----------------------------------------------------
-// The optional inputs are template flags, not pointer tests inside the loops: a load under a
-// condition keeps the compiler from vectorizing. bias and resid_out are always given (the
-// caller passes zeros for an absent bias).
+// The inputs that may be null (kernel_args.h) are template flags, not pointer tests inside the
+// loops: a load under a condition keeps the compiler from vectorizing.
 template <typename A, typename Sb, typename So, bool kResid, bool kLn>
 void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
   const int64_t d = a.cols;
@@ -110,9 +49,7 @@ void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
   const A* bias = static_cast<const A*>(a.bias);
   const A* gamma = static_cast<const A*>(a.gamma);
   const A* beta = static_cast<const A*>(a.beta);
-  const A scale = static_cast<A>(a.scale);
-  const uint64_t key = a.key;
-  const uint32_t threshold = a.threshold;
+  const DropoutArgs drop = a.drop;  // a local copy: no store below may alias it
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t o = r * d;
     A* x = static_cast<A*>(a.resid_out) + o;
@@ -121,7 +58,7 @@ void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
     A sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t c = 0; c < d; ++c) {
-      const A f = m::dropout_factor(key, static_cast<uint64_t>(o + c), threshold, scale);
+      const A f = m::dropout_factor<A>(drop, static_cast<uint64_t>(o + c));
       const A v = m::dropped_add(kResid ? resid[o + c] : A(0), ld<A>(br, c) + bias[c], f);
       x[c] = v;
       sum += v;
@@ -146,7 +83,6 @@ void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
   }
 }
 
-// dy and d_resid_out are always given (the caller passes zeros for an unused output).
 template <typename A, typename Sb, typename So, bool kDResid, bool kLn>
 void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
   const int64_t d = a.cols;
@@ -156,9 +92,7 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
   const A* gamma = static_cast<const A*>(a.gamma);
   A* d_resid = static_cast<A*>(a.d_resid);
   Sb* d_branch = static_cast<Sb*>(a.d_branch);
-  const A scale = static_cast<A>(a.scale);
-  const uint64_t key = a.key;
-  const uint32_t threshold = a.threshold;
+  const DropoutArgs drop = a.drop;  // a local copy: no store below may alias it
   for (int64_t chunk = c0; chunk < c1; ++chunk) {
     A* pb = static_cast<A*>(a.partials) + chunk * 3 * d;  // d_bias, then d_gamma, d_beta
     A* pg = pb + d;
@@ -192,7 +126,7 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
           g = ld<A>(dy, o + c) + dro[o + c];
         }
         if constexpr (kDResid) d_resid[o + c] = g;
-        const A db = g * m::dropout_factor(key, static_cast<uint64_t>(o + c), threshold, scale);
+        const A db = g * m::dropout_factor<A>(drop, static_cast<uint64_t>(o + c));
         st(d_branch, o + c, db);
         pb[c] += db;
       }
@@ -206,14 +140,12 @@ void bias_relu_dropout_(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
   const int64_t f = a.cols;
   S* x = static_cast<S*>(a.a);
   const A* bias = static_cast<const A*>(a.bias);
-  const A scale = static_cast<A>(a.scale);
-  const uint64_t key = a.key;
-  const uint32_t threshold = a.threshold;
+  const DropoutArgs drop = a.drop;  // a local copy: no store below may alias it
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t o = r * f;
 #pragma omp simd
     for (int64_t c = 0; c < f; ++c) {
-      const A fac = m::dropout_factor(key, static_cast<uint64_t>(o + c), threshold, scale);
+      const A fac = m::dropout_factor<A>(drop, static_cast<uint64_t>(o + c));
       st(x, o + c, m::bias_relu_dropout(ld<A>(x, o + c), bias[c], fac));
     }
   }
@@ -324,90 +256,40 @@ void head_cross_entropy_(const HeadCrossEntropyArgs& a, int64_t c0, int64_t c1) 
   }
 }
 
-// Runs body<A, S...> for the accumulation type of `acc` (float or double).
-template <template <typename, typename> class Body, typename... Args>
-void for_acc1(Dt acc, Dt dt, Args&&... args) {
-  with_storage(dt, [&](auto tag) {
-    using S = Elem<decltype(tag)>;
-    if (acc == Dt::kF64) {
-      Body<double, S>::run(args...);
-    } else {
-      Body<float, S>::run(args...);
-    }
-  });
-}
-
-#define TB_BODY1(NAME, FN)                                  \
-  template <typename A, typename S>                         \
-  struct NAME {                                             \
-    template <typename Arg>                                 \
-    static void run(const Arg& a, int64_t c0, int64_t c1) { \
-      FN<A, S>(a, c0, c1);                                  \
-    }                                                       \
-  };
-TB_BODY1(BiasReluBody, bias_relu_dropout_)
-TB_BODY1(BiasReluGradBody, bias_relu_dropout_grad_)
-TB_BODY1(SoftmaxBody, causal_softmax_)
-TB_BODY1(SoftmaxGradBody, causal_softmax_grad_)
-TB_BODY1(HeadBody, head_cross_entropy_)
-#undef TB_BODY1
-
-// DropAddLn has three types: accumulation, branch storage, output storage.
-template <typename Arg, typename Fn>
-void for_drop_add_ln(const Arg& a, Fn&& fn) {
-  with_storage(a.branch_dt, [&](auto btag) {
-    with_storage(a.out_dt, [&](auto otag) {
-      using Sb = Elem<decltype(btag)>;
-      using So = Elem<decltype(otag)>;
-      if (a.acc == Dt::kF64) {
-        fn.template operator()<double, Sb, So>();
-      } else {
-        fn.template operator()<float, Sb, So>();
-      }
-    });
-  });
-}
-
-// Calls fn.template operator()<b1, b2>() with the two flags as constants.
-template <typename Fn>
-void with_flags(bool b1, bool b2, Fn&& fn) {
-  if (b1) {
-    b2 ? fn.template operator()<true, true>() : fn.template operator()<true, false>();
-  } else {
-    b2 ? fn.template operator()<false, true>() : fn.template operator()<false, false>();
-  }
-}
-
 }  // namespace
 
-void drop_add_ln_chunks(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
-  for_drop_add_ln(a, [&]<typename A, typename Sb, typename So>() {
-    with_flags(a.resid != nullptr, a.gamma != nullptr,
-               [&]<bool kResid, bool kLn>() { drop_add_ln_<A, Sb, So, kResid, kLn>(a, c0, c1); });
-  });
-}
-void drop_add_ln_grad_chunks(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
-  for_drop_add_ln(a, [&]<typename A, typename Sb, typename So>() {
-    with_flags(a.d_resid != nullptr, a.gamma != nullptr, [&]<bool kDResid, bool kLn>() {
-      drop_add_ln_grad_<A, Sb, So, kDResid, kLn>(a, c0, c1);
+void rows(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
+  with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
+    with_storage(a.out_type, [&](auto out) {
+      with_switches(a.resid != nullptr, a.gamma != nullptr, [&](auto resid, auto ln) {
+        drop_add_ln_<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>, resid(), ln()>(
+            a, c0, c1);
+      });
     });
   });
 }
-void bias_relu_dropout_chunks(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
-  for_acc1<BiasReluBody>(a.acc, a.dt, a, c0, c1);
+void rows(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
+  with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
+    with_storage(a.out_type, [&](auto out) {
+      with_switches(a.d_resid != nullptr, a.gamma != nullptr, [&](auto d_resid, auto ln) {
+        drop_add_ln_grad_<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>, d_resid(),
+                          ln()>(a, c0, c1);
+      });
+    });
+  });
 }
-void bias_relu_dropout_grad_chunks(const BiasReluDropoutGradArgs& a, int64_t c0, int64_t c1) {
-  for_acc1<BiasReluGradBody>(a.acc, a.dt, a, c0, c1);
-}
-void causal_softmax_chunks(const CausalSoftmaxArgs& a, int64_t c0, int64_t c1) {
-  for_acc1<SoftmaxBody>(a.dt == Dt::kF64 ? Dt::kF64 : Dt::kF32, a.dt, a, c0, c1);
-}
-void causal_softmax_grad_chunks(const CausalSoftmaxGradArgs& a, int64_t c0, int64_t c1) {
-  for_acc1<SoftmaxGradBody>(a.dt == Dt::kF64 ? Dt::kF64 : Dt::kF32, a.dt, a, c0, c1);
-}
-void head_cross_entropy_chunks(const HeadCrossEntropyArgs& a, int64_t c0, int64_t c1) {
-  for_acc1<HeadBody>(a.acc, a.dt, a, c0, c1);
-}
+// The other kernels have one accumulation and one storage type.
+#define TB_CPU_ROWS(Args, body)                                                                   \
+  void rows(const Args& a, int64_t c0, int64_t c1) {                                              \
+    with_types(a.acc, a.type,                                                                     \
+               [&](auto acc, auto tag) { body<decltype(acc), Elem<decltype(tag)>>(a, c0, c1); }); \
+  }
+TB_CPU_ROWS(BiasReluDropoutArgs, bias_relu_dropout_)
+TB_CPU_ROWS(BiasReluDropoutGradArgs, bias_relu_dropout_grad_)
+TB_CPU_ROWS(CausalSoftmaxArgs, causal_softmax_)
+TB_CPU_ROWS(CausalSoftmaxGradArgs, causal_softmax_grad_)
+TB_CPU_ROWS(HeadCrossEntropyArgs, head_cross_entropy_)
+#undef TB_CPU_ROWS
 
 bool cpu_supported() {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&

@@ -1,12 +1,11 @@
-// Pieces of a run that need no run state (see run_parts.h).
-#include "trainbench/app/run_parts.h"
+// Pieces of a run that need no run state (see run_figures.h).
+#include "trainbench/app/run_figures.h"
 
 #include <sys/resource.h>
 
 #include <cstdio>
 
 #include "trainbench/core/cpu_isa.h"
-#include "trainbench/core/hash.h"
 #include "trainbench/core/log.h"
 #include "trainbench/model/flops.h"
 #include "trainbench/report/env_info.h"
@@ -112,11 +111,6 @@ SpeedJudgement judge_speed(const StepStats& stats, const std::vector<double>& st
   const std::string unstable = noise_warning(j.noise);
   if (!unstable.empty()) log_warn(unstable);
   return j;
-}
-
-uint64_t rank_step_seed(int64_t seed, int rank, int64_t step) {
-  return splitmix64(static_cast<uint64_t>(seed) * kGoldenGamma ^ static_cast<uint64_t>(rank) << 40 ^
-                    static_cast<uint64_t>(step));
 }
 
 nlohmann::json dist_summary(DistContext& dist, const GradSync& sync, LanguageModel& model,

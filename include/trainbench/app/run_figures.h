@@ -1,5 +1,6 @@
-// Pieces of a run that need no run state: the process's peak memory, the per-rank seeds, the
-// multi-process part of summary.json and the set-up warnings.
+// The figures and warnings of a run that need no run state: the process's peak memory, the
+// GEMM paths, the speed judgement (MFU, noise), the multi-process part of summary.json and the
+// set-up warnings.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +20,6 @@ namespace trainbench {
 
 // Peak memory of the run: the CUDA caching allocator's peak on a GPU, else the peak RSS.
 int64_t peak_memory_bytes(const torch::Device& device);
-
-// The dropout seed of rank `rank` (> 0) at `step`: a resumed run continues every rank exactly.
-uint64_t rank_step_seed(int64_t seed, int rank, int64_t step);
 
 // Warnings about the set-up (a non-Release build, cores left idle).
 void warn_about_setup(int threads, int local_world);

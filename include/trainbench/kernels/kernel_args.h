@@ -1,0 +1,129 @@
+// The arguments of the fused kernels as raw pointers and sizes: what the CPU rows
+// (kernels/cpu/rows.cpp) and the CUDA kernels (kernels/cuda/rows.cu) take, so that neither
+// sees a LibTorch header. Tensors are contiguous, row-major; "acc" is the accumulation type
+// (float32, or float64 for float64 runs), the other types are the activations' storage types.
+//
+// One null contract for every backend: a pointer marked "or null" below may be null and the
+// kernels test it; every other pointer is required (a caller with no bias passes zeros).
+//
+// Adding a kernel: its Args struct here and its name in TB_FUSED_KERNELS, its math in
+// fused_math.h, its rows in cpu/rows.cpp, its CUDA kernel and launch in cuda/rows.cu, and the
+// autograd function that calls run() in model/fused_ops.cpp (+ its declaration in fused_ops.h).
+#pragma once
+
+#include <cstdint>
+
+namespace trainbench::kernels {
+
+// Element storage types of the kernels' tensors.
+enum class StorageType : int32_t { kF32, kF64, kBF16, kF16 };
+
+// Rows per chunk of a column reduction (bias, gamma and beta gradients): each chunk writes its
+// own partial sums, which are then added in chunk order, so the result does not depend on the
+// thread count (or on the device: the CUDA kernels reduce a chunk per block in the same order).
+inline constexpr int64_t kChunkRows = 32;
+inline int64_t num_chunks(int64_t rows) { return (rows + kChunkRows - 1) / kChunkRows; }
+
+// Dropout as every kernel takes it: counter-based keep(key, index) (fused_math.h) with
+// threshold = dropout_threshold(p) and the kept elements' factor scale = 1 / (1 - p).
+struct DropoutArgs {
+  uint64_t key = 0;
+  uint32_t threshold = 0;  // 0 keeps every element
+  double scale = 1;
+};
+
+// r' = resid + dropout(branch + bias); y = LayerNorm(r') (gamma given) or r' itself; [N, d].
+struct DropAddLnArgs {
+  int64_t rows = 0, cols = 0;
+  const void* resid = nullptr;   // [N, d] acc, or null (r' = dropout(branch + bias))
+  const void* branch = nullptr;  // [N, d] branch_type
+  const void* bias = nullptr;    // [d] acc
+  const void* gamma = nullptr;   // [d] acc, or null: no LayerNorm, y = r'
+  const void* beta = nullptr;    // [d] acc (with gamma)
+  void* resid_out = nullptr;     // [N, d] acc (r')
+  void* y = nullptr;             // [N, d] out_type
+  void* mean = nullptr;          // [N] acc (with gamma)
+  void* rstd = nullptr;          // [N] acc (with gamma)
+  StorageType acc = StorageType::kF32, branch_type = StorageType::kF32,
+              out_type = StorageType::kF32;
+  DropoutArgs drop;
+  double eps = 1e-5;
+};
+
+// Backward of DropAddLn. g = d_resid_out + (LayerNorm backward of dy, or dy itself);
+// d_resid = g; d_branch = g * mask * scale; per chunk: sum d_branch, sum dy*xhat, sum dy.
+struct DropAddLnGradArgs {
+  int64_t rows = 0, cols = 0;
+  const void* dy = nullptr;           // [N, d] out_type
+  const void* d_resid_out = nullptr;  // [N, d] acc
+  const void* resid_out = nullptr;    // [N, d] acc: the saved r' (read with gamma)
+  const void* mean = nullptr;         // [N] acc (with gamma)
+  const void* rstd = nullptr;         // [N] acc (with gamma)
+  const void* gamma = nullptr;        // [d] acc, or null: no LayerNorm
+  void* d_resid = nullptr;            // [N, d] acc, or null: not wanted
+  void* d_branch = nullptr;           // [N, d] branch_type
+  void* partials = nullptr;           // [chunks, 3, d] acc: d_bias, d_gamma, d_beta
+  StorageType acc = StorageType::kF32, branch_type = StorageType::kF32,
+              out_type = StorageType::kF32;
+  DropoutArgs drop;
+};
+
+// a = dropout(relu(a + bias)) in place, [N, f].
+struct BiasReluDropoutArgs {
+  int64_t rows = 0, cols = 0;
+  void* a = nullptr;           // [N, f] type
+  const void* bias = nullptr;  // [f] acc
+  StorageType acc = StorageType::kF32, type = StorageType::kF32;
+  DropoutArgs drop;
+};
+// da = dout * scale where out > 0, else 0; per chunk: sum da (the bias gradient).
+struct BiasReluDropoutGradArgs {
+  int64_t rows = 0, cols = 0;
+  const void* dout = nullptr;  // [N, f] type
+  const void* out = nullptr;   // [N, f] type (the forward's output)
+  void* da = nullptr;          // [N, f] type
+  void* partials = nullptr;    // [chunks, f] acc
+  StorageType acc = StorageType::kF32, type = StorageType::kF32;
+  double scale = 1;  // the forward's dropout scale
+};
+
+// Causal softmax of attention scores in place: rows are (batch*head, query t), columns keys j;
+// p_j = softmax_j(scale * x_j) over j <= t, 0 above the diagonal. [BH * S, S].
+struct CausalSoftmaxArgs {
+  int64_t rows = 0, seq = 0;
+  void* x = nullptr;  // [BH * S, S] type; p on return
+  StorageType acc = StorageType::kF32, type = StorageType::kF32;
+  double scale = 1;
+};
+// dx = scale * p * (dp - sum_k p_k dp_k), in place over dp.
+struct CausalSoftmaxGradArgs {
+  int64_t rows = 0, seq = 0;
+  const void* p = nullptr;  // [BH * S, S] type
+  void* dp = nullptr;       // [BH * S, S] type; the score gradient on return
+  StorageType acc = StorageType::kF32, type = StorageType::kF32;
+  double scale = 1;
+};
+
+// Output head + cross-entropy over the vocabulary: per row, z = logits + bias, loss = lse(z) -
+// z[target]; logits are overwritten with the loss gradient (softmax(z) - onehot) / rows.
+struct HeadCrossEntropyArgs {
+  int64_t rows = 0, cols = 0;
+  void* logits = nullptr;            // [N, V] type; the gradient on return
+  const void* bias = nullptr;        // [V] acc
+  const int64_t* targets = nullptr;  // [N]
+  void* partials = nullptr;          // [chunks] acc: loss sums per chunk
+  StorageType acc = StorageType::kF32, type = StorageType::kF32;
+};
+
+// Every kernel's Args: each backend's declarations and the entry run() (fused_kernels.h) are
+// made from this list.
+#define TB_FUSED_KERNELS(X)  \
+  X(DropAddLnArgs)           \
+  X(DropAddLnGradArgs)       \
+  X(BiasReluDropoutArgs)     \
+  X(BiasReluDropoutGradArgs) \
+  X(CausalSoftmaxArgs)       \
+  X(CausalSoftmaxGradArgs)   \
+  X(HeadCrossEntropyArgs)
+
+}  // namespace trainbench::kernels
