@@ -59,15 +59,4 @@ for dtype in ${DTYPES:-float32 bfloat16}; do
 done
 "$BENCH" report --baseline "pytorch handcraft" "${dirs[@]}" | tee "$out/report.md"
 # One thread environment for every column, or say which differ.
-"$PYTHON" - "${dirs[@]}" <<'PY' | tee -a "$out/report.md"
-import json, sys
-envs = {d: json.load(open(d + "/env.json")).get("thread_env") for d in sys.argv[1:]}
-distinct = {json.dumps(e, sort_keys=True) for e in envs.values()}
-if len(distinct) == 1:
-    set_vars = {k: v for k, v in next(iter(envs.values())).items() if v is not None}
-    print(f"\nThread environment, the same in all {len(envs)} runs: {set_vars or 'none set'}")
-else:
-    print("\nWARNING: the runs' thread environments differ:")
-    for d, e in envs.items():
-        print(f"  {d}: { {k: v for k, v in (e or {}).items() if v is not None} }")
-PY
+"$PYTHON" scripts/thread_env_check.py "${dirs[@]}" | tee -a "$out/report.md"

@@ -34,10 +34,5 @@ for dtype in ${DTYPES:-float32 bfloat16}; do
   for b in native:torch::dropout passive:OMP_WAIT_POLICY=PASSIVE fadam:fused-Adam flash:flash; do
     "$PY" scripts/ab_medians.py "$out" "$dtype" default:default "$b"
   done
-  "$PY" - "$out" "$dtype" <<'PY'
-import glob, json, sys
-out, dtype = sys.argv[1:3]
-with open(glob.glob(f"{out}/flash_*_{dtype}_flash/summary.json")[0]) as f:
-    print(f"{dtype}: the flash run's attention kernel: {json.load(f).get('sdpa_backend_used')}")
-PY
+  "$PY" scripts/flash_backend_used.py "$out" "$dtype"
 done

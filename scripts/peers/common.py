@@ -138,44 +138,45 @@ def validation_batches(valid_begin, valid_end, seq_len, batch_size, max_batches)
     return batches
 
 
+# bench's flag table, as `bench --help --json` exports it (scripts/peers/flags.json; a test
+# fails when the file and bench's table differ: regenerate it with
+# `build/bench --help --json > scripts/peers/flags.json`).
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "flags.json")) as _f:
+    BENCH_FLAGS = {f["name"]: f for f in json.load(_f)["flags"]}
+
+# The bench flags the peers take, each with bench's default and choices, except where a peer
+# means something else by it (PEER_DIFFERS: its folder prefix, and --compile, which is 0|1
+# for torch.compile / jax.jit) or accepts less (--dropout_impl: the framework's own dropout).
+PEER_FLAGS = ["preset", "model", "dtype", "num_layer", "flash", "compile", "save_dir",
+              "overwrite", "seq_len", "d_model", "num_heads", "ff_dim", "dropout",
+              "dropout_impl", "batch_size", "lr", "steps", "data", "valid_bytes", "device",
+              "threads", "seed", "log_every", "eval_every", "eval_batches", "warmup_steps",
+              "peak_tflops"]
+PEER_DIFFERS = {"save_dir": "runs/peer", "compile": 0}
+PEER_CHOICES = {"compile": [0, 1], "dropout_impl": ["auto", "native"]}
+
+# bench's --preset quick (the table's "quick" values); explicit flags override it.
+QUICK = {n: BENCH_FLAGS[n]["quick"] for n in PEER_FLAGS
+         if n != "preset" and BENCH_FLAGS[n]["quick"] != BENCH_FLAGS[n]["default"]}
+
+
 def arg_parser(description):
-    """The bench flags the peers share, with bench's defaults."""
+    """The bench flags the peers share, with bench's defaults (from its flag table)."""
     p = argparse.ArgumentParser(description=description)
-    a = p.add_argument
-    a("--preset", default="reference", choices=["reference", "quick"])
-    a("--model", default="handcraft", choices=["handcraft", "torch"])
-    a("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
-    a("--num_layer", type=int, default=24)
-    a("--flash", type=int, default=0, choices=[0, 1])
-    a("--compile", type=int, default=0, choices=[0, 1])
-    a("--save_dir", default="runs/peer")
-    a("--overwrite", type=int, default=0, choices=[0, 1])
-    a("--seq_len", type=int, default=256)
-    a("--d_model", type=int, default=512)
-    a("--num_heads", type=int, default=8)
-    a("--ff_dim", type=int, default=2048)
-    a("--dropout", type=float, default=0.1)
-    a("--dropout_impl", default="auto", choices=["auto", "native"],
-      help="accepted for bench's flag set; the peers always use their framework's dropout")
-    a("--batch_size", type=int, default=100)
-    a("--lr", type=float, default=1e-3)
-    a("--steps", type=int, default=5000)
-    a("--data", default="")
-    a("--valid_bytes", type=int, default=-1)
-    a("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    a("--threads", type=int, default=0)
-    a("--seed", type=int, default=1234)
-    a("--log_every", type=int, default=20)
-    a("--eval_every", type=int, default=500)
-    a("--eval_batches", type=int, default=20)
-    a("--warmup_steps", type=int, default=5)
-    a("--peak_tflops", type=float, default=0.0)
+    types = {"int": int, "number": float, "text": str, "switch": int}
+    for name in PEER_FLAGS:
+        f = BENCH_FLAGS[name]
+        default = PEER_DIFFERS.get(name, f["default"])
+        if f["kind"] == "switch":  # 0|1 on the command line, as bench takes them
+            default = int(default)
+        choices = PEER_CHOICES.get(name) or f["choices"] or ([0, 1] if f["kind"] == "switch"
+                                                             else None)
+        help_text = ("accepted for bench's flag set; the peers always use their framework's "
+                     "dropout" if name == "dropout_impl" else f["help"].replace("%", "%%"))
+        kind = "int" if name == "compile" else f["kind"]
+        p.add_argument("--" + name, type=types[kind], default=default, choices=choices,
+                       help=help_text)
     return p
-
-
-# bench's --preset quick (src/core/config.cpp apply_preset); explicit flags override it.
-QUICK = dict(num_layer=2, d_model=128, num_heads=4, ff_dim=512, seq_len=128, batch_size=16,
-             steps=400, eval_every=200, eval_batches=10, save_dir="runs/quick")
 
 
 def parse_args(parser, argv=None):

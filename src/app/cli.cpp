@@ -107,13 +107,31 @@ std::string closest_flag(const std::string& name) {
   return best;
 }
 
+nlohmann::json flag_table_json() {
+  RunConfig quick;
+  apply_preset(quick, "quick");
+  const nlohmann::json reference_values = RunConfig{}, quick_values = quick;
+  nlohmann::json flags = nlohmann::json::array();
+  for (const FlagSpec& f : flag_table()) {
+    static const char* const kKinds[] = {"int", "number", "text", "switch"};
+    flags.push_back({{"name", f.name},
+                     {"kind", kKinds[static_cast<int>(f.kind)]},
+                     {"group", help_group(f.name)},
+                     {"help", f.help},
+                     {"choices", f.choices},
+                     {"default", reference_values.at(f.name)},
+                     {"quick", quick_values.at(f.name)}});
+  }
+  return {{"schema_version", kSchemaVersion}, {"flags", flags}};
+}
+
 CliResult parse_cli(int argc, const char* const* argv) {
   cxxopts::Options options("bench",
                            "trainbench: byte-level transformer training benchmark (LibTorch)");
   options.custom_help("[flags]   |   bench report RUN_DIR...");
   const RunConfig defaults;
   auto adder = options.add_options();
-  adder("h,help", "print this help and exit");
+  adder("h,help", "print this help and exit (--help --json: the flag table as JSON)");
   adder("version", "print bench's version (source revision, LibTorch) and exit");
   adder("export_corpus",
         "write the embedded corpus to this file and exit (for the Python/JAX "
@@ -130,6 +148,11 @@ CliResult parse_cli(int argc, const char* const* argv) {
   }
 
   CliResult out;
+  if (argc == 3 && ((std::string(argv[1]) == "--help" && std::string(argv[2]) == "--json") ||
+                    (std::string(argv[1]) == "--json" && std::string(argv[2]) == "--help"))) {
+    out.help_json = true;
+    return out;
+  }
   std::vector<std::string> groups = {""};  // help, version, export_corpus first
   for (const char* g : kHelpGroups) groups.emplace_back(g);
   out.help_text = options.help(groups);  // cxxopts alone would sort the groups by name

@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
       std::signal(SIGPIPE, SIG_IGN);
     }
     const CliResult cli = parse_cli(argc, argv);
+    if (cli.help_json) {
+      std::cout << flag_table_json().dump(2) << "\n";
+      return 0;
+    }
     if (cli.help) {
       std::cout << cli.help_text;
       return 0;

@@ -164,5 +164,96 @@ TEST(Scripts, AnOutputFolderIsNeverADashArgumentAndRelativeOnesAreTheCallers) {
   EXPECT_TRUE(fs::exists(cwd / "rel/report.md")) << r.output;
 }
 
+// The scripts' Python in files of its own, each on hand-made inputs of the format it reads.
+std::string py_script_(const std::string& name, const std::string& args) {
+  return std::string(TB_PYTHON) + " " TB_SOURCE_DIR "/scripts/" + name + " " + args;
+}
+
+TEST(Scripts, KernelBenchTableTurnsGoogleBenchmarkMediansIntoRatios) {
+  testing::TempDir dir;
+  auto bm = [](const std::string& name, double ns, double bps, const std::string& label) {
+    return nlohmann::json{{"run_name", name},  {"aggregate_name", "median"}, {"real_time", ns},
+                          {"time_unit", "ns"}, {"bytes_per_second", bps},    {"label", label}};
+  };
+  const nlohmann::json j = {{"benchmarks",
+                             {bm("BM_MemoryCopy/real_time", 1e6, 20e9, ""),
+                              bm("BM_KernelCausalSoftmax/0/real_time", 2000, 10e9, "float32"),
+                              bm("BM_OpAttention/0/0/real_time", 4e6, 0, ""),
+                              bm("BM_OpAttention/0/1/real_time", 2e6, 0, ""),
+                              {{"run_name", "BM_KernelCausalSoftmax/0/real_time"},
+                               {"aggregate_name", "mean"},
+                               {"real_time", 1}}}}};
+  testing::write_file(dir / "kb.json", j.dump());
+  const auto r = testing::run_command(py_script_("kernel_bench_table.py", dir / "kb.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("| memory copy | - | - | 20.0 | 100% |"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| CausalSoftmax | float32 | 2 | 10.0 | 50% |"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("| Attention | float32 | 4.00 | 2.00 | 2.00x |"), std::string::npos)
+      << r.output;
+}
+
+TEST(Scripts, ThreadEnvCheckSaysWhetherTheRunsShareOneThreadEnvironment) {
+  testing::TempDir dir;
+  for (const auto& [name, omp] :
+       {std::pair<const char*, const char*>{"a", "2"}, {"b", "2"}, {"c", "1"}}) {
+    std::filesystem::create_directories(dir / name);
+    testing::write_file(
+        dir / name + "/env.json",
+        nlohmann::json{{"thread_env", {{"OMP_NUM_THREADS", omp}, {"MKL_NUM_THREADS", nullptr}}}}
+            .dump());
+  }
+  const auto same =
+      testing::run_command(py_script_("thread_env_check.py", (dir / "a") + " " + (dir / "b")));
+  EXPECT_EQ(same.exit_code, 0) << same.output;
+  EXPECT_NE(same.output.find("the same in all 2 runs: {'OMP_NUM_THREADS': '2'}"), std::string::npos)
+      << same.output;
+  const auto differ =
+      testing::run_command(py_script_("thread_env_check.py", (dir / "a") + " " + (dir / "c")));
+  EXPECT_NE(differ.output.find("WARNING: the runs' thread environments differ"), std::string::npos)
+      << differ.output;
+}
+
+TEST(Scripts, FlashBackendUsedNamesTheKernelOrTheMissingFolder) {
+  testing::TempDir dir;
+  const std::string run = dir / "flash_handcraft_layer2_bfloat16_flash";
+  std::filesystem::create_directories(run);
+  testing::write_file(run + "/summary.json", R"({"sdpa_backend_used": "flash"})");
+  const auto r =
+      testing::run_command(py_script_("flash_backend_used.py", dir.path() + " bfloat16"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "bfloat16: the flash run's attention kernel: flash\n");
+  EXPECT_EQ(
+      testing::run_command(py_script_("flash_backend_used.py", dir.path() + " float32")).exit_code,
+      2);
+}
+
+TEST(Scripts, HostNetTableFitsTheRingModelToTheMeasuredAllReduces) {
+  testing::TempDir dir;
+  auto run = [&](const std::string& name, double step_ms, double comm_ms) {
+    std::filesystem::create_directories(dir / name);
+    testing::write_file(dir / name + "/summary.json",
+                        nlohmann::json{{"params", 1000000},
+                                       {"step_time_ms", {{"median", step_ms}}},
+                                       {"communication_ms", comm_ms}}
+                            .dump());
+  };
+  run("one_x", 100, 0);
+  run("seq_none_x", 120, 20);
+  run("ov_none_x", 110, 5);
+  // 1 KiB in 0.2 ms and 1 MiB in 2 ms: alpha = 0.1 ms, busbw on the free link 1 MiB / 2 ms.
+  testing::write_file(dir / "allreduce_none.log", "| 1024 | 0.2 |\n| 1048576 | 2.0 |\n");
+  const auto r = testing::run_command(py_script_("host_net_table.py", dir.path() + " none"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1000000 parameters = 4.0 MB of float32 gradients; 1 process: 100 "
+                          "ms/step; alpha = 0.10 ms"),
+            std::string::npos)
+      << r.output;
+  // ring(2, 1 MiB) = 2 (2-1)/2 * 1 MiB / busbw + 2 alpha = 2.0 + 0.2 ms.
+  EXPECT_NE(r.output.find("| unlimited (veth) | 2.0 | 2.2 | 0.524 | 120 | 20 | 110 | 5 |"),
+            std::string::npos)
+      << r.output;
+}
+
 }  // namespace
 }  // namespace trainbench

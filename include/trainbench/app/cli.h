@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "trainbench/core/config.h"
 
 namespace trainbench {
@@ -11,6 +13,7 @@ namespace trainbench {
 struct CliResult {
   RunConfig config;
   bool help = false;          // --help was given: print help_text and exit 0
+  bool help_json = false;     // --help --json: print flag_table_json() and exit 0
   bool version = false;       // --version was given: print the version line and exit 0
   std::string help_text;      // the full usage text
   std::string export_corpus;  // --export_corpus FILE: write the embedded corpus there and exit
@@ -25,6 +28,12 @@ inline constexpr const char* kHelpGroups[] = {
     "model and training", "precision and compile", "data",         "timing, logging and results",
     "checkpoints",        "several processes",     "testing aids", "other"};
 std::string help_group(const std::string& flag);
+
+// The flag table as JSON (`bench --help --json`), for the Python peers and the README check:
+// {"schema_version", "flags": [{"name", "kind" (int|number|text|switch), "group", "help",
+// "choices", "default" (the reference preset's, typed as config.json holds it), "quick" (the
+// quick preset's)}]}.
+nlohmann::json flag_table_json();
 
 // The known flag closest to an unknown `name` (an edit distance of at most 2, or one that
 // starts with it), or "" when none is close: "num_layers" → "num_layer".
