@@ -1,9 +1,12 @@
-// Autocast guard state handling and the dynamic loss-scaling rules (GradScaler's).
+// Autocast guard state handling, the dynamic loss-scaling rules (GradScaler's) and the
+// sync-free scaler on CUDA (skips without a GPU).
 #include <gtest/gtest.h>
 
 #include <ATen/autocast_mode.h>
 
 #include <limits>
+
+#include <torch/cuda.h>
 
 #include "trainbench/model/precision.h"
 
@@ -65,6 +68,31 @@ TEST(Precision, ScalerBacksOffOnInfAndGrowsAfterAnIntervalOfGoodSteps) {
   EXPECT_DOUBLE_EQ(s.scale(), 512.0);  // grown after 3 good steps in a row
   EXPECT_EQ(s.growth_tracker(), 0);
   EXPECT_EQ(s.skipped_steps(), 2);
+}
+
+TEST(LossScalerOnDevice, ChecksBacksOffAndGrowsWithoutHostReads) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  LossScaler s(true, {/*init_scale=*/8.0, /*growth=*/2.0, /*backoff=*/0.5, /*interval=*/2},
+               torch::kCUDA);
+  ASSERT_TRUE(s.on_device());
+  torch::Tensor g = torch::full({4}, 16.0f, torch::kCUDA);
+  s.check_({g});
+  EXPECT_EQ(s.found_inf().item<float>(), 0.0f);
+  EXPECT_TRUE(torch::equal(g, torch::full({4}, 16.0f, torch::kCUDA)));  // checked, not unscaled
+  s.update_on_device();
+  s.check_({g});
+  s.update_on_device();
+  EXPECT_DOUBLE_EQ(s.scale(), 16.0);  // grown after 2 good steps
+  g[1] = std::numeric_limits<float>::infinity();
+  s.check_({g});
+  EXPECT_EQ(s.found_inf().item<float>(), 1.0f);
+  s.update_on_device();
+  EXPECT_DOUBLE_EQ(s.scale(), 8.0);
+  EXPECT_EQ(s.skipped_steps(), 1);
+  EXPECT_EQ(s.growth_tracker(), 0);
+  torch::Tensor h = torch::full({2}, 16.0f, torch::kCUDA);
+  EXPECT_FALSE(s.unscale_({h}));  // the host-decision path: unscaled by 8
+  EXPECT_TRUE(torch::allclose(h, torch::full({2}, 2.0f, torch::kCUDA)));
 }
 
 }  // namespace

@@ -1,0 +1,226 @@
+// A whole run (app/run.h, run_benchmark): its result files and their contract fields, the
+// train figure's steps, divergence, resume bit for bit, and the folders it refuses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "test_util.h"
+#include "trainbench/app/run.h"
+#include "trainbench/core/log.h"
+#include "trainbench/report/env_info.h"
+#include "trainbench/report/results.h"
+#include "trainbench/train/checkpoint.h"
+
+namespace trainbench {
+namespace {
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override { log_set_quiet(true); }
+  void TearDown() override { log_set_quiet(false); }
+  RunConfig config() {
+    RunConfig c = testing::tiny_config();
+    c.save_dir = dir / "run";
+    return c;
+  }
+  testing::TempDir dir;
+};
+
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
+  RunConfig c = config();
+  c.eval_every = 4;
+  const RunResult r = run_benchmark(c);
+  EXPECT_EQ(r.status, RunStatus::kCompleted);
+  EXPECT_EQ(r.run_dir, dir / "run_handcraft_layer1_float32");
+  const auto cfg = read_json_file(r.run_dir + "/config.json");
+  for (const char* k :
+       {"model",     "dtype",   "num_layer", "flash",      "compile",    "seq_len",     "d_model",
+        "num_heads", "ff_dim",  "dropout",   "batch_size", "lr",         "steps",       "data",
+        "device",    "threads", "seed",      "log_every",  "eval_every", "warmup_steps"}) {
+    EXPECT_TRUE(cfg.contains(k)) << k;
+  }
+  EXPECT_EQ(cfg["schema_version"], 1);
+  EXPECT_EQ(cfg["device"], "cpu");
+  const auto env = read_json_file(r.run_dir + "/env.json");
+  for (const char* k : {"libtorch_version", "device_name", "cuda_version", "num_threads", "blas",
+                        "compiler", "git_revision", "hostname", "started_at"}) {
+    EXPECT_TRUE(env.contains(k)) << k;
+  }
+  EXPECT_TRUE(env["cuda_version"].is_null());
+  // LibTorch 2.11 or later (the supported range), as "MAJOR.MINOR.PATCH".
+  int major = 0, minor = 0;
+  ASSERT_EQ(
+      std::sscanf(env["libtorch_version"].get<std::string>().c_str(), "%d.%d", &major, &minor), 2)
+      << env["libtorch_version"];
+  EXPECT_GE(major * 100 + minor, 211) << env["libtorch_version"];
+  const auto lines = read_jsonl(r.run_dir + "/metrics.jsonl");
+  std::vector<int64_t> train_steps, eval_steps, initial_steps;
+  for (const auto& l : lines) {
+    if (l.contains("initial_loss")) {
+      // The loss before any update (step 1's forward), where the loss curves start.
+      initial_steps.push_back(l["step"]);
+      EXPECT_NEAR(l["initial_bpb"].get<double>(), l["initial_loss"].get<double>() / std::log(2.0),
+                  1e-9);
+      EXPECT_NEAR(l["initial_loss"].get<double>(), std::log(256.0), 1.0) << l.dump();
+      EXPECT_EQ(l["elapsed_s"], 0.0);
+    } else if (l.contains("loss")) {
+      train_steps.push_back(l["step"]);
+      for (const char* k : {"sequences_per_s", "tokens_per_s", "elapsed_s"})
+        EXPECT_TRUE(l[k].is_number()) << k;
+      EXPECT_DOUBLE_EQ(l["tokens_per_s"].get<double>(), l["sequences_per_s"].get<double>() * 32);
+    } else {
+      eval_steps.push_back(l["step"]);
+      EXPECT_NEAR(l["valid_bpb"].get<double>(), l["valid_loss"].get<double>() / std::log(2.0),
+                  1e-9);
+    }
+  }
+  EXPECT_EQ(train_steps, (std::vector<int64_t>{2, 4, 6}));
+  EXPECT_EQ(initial_steps, (std::vector<int64_t>{0}));
+  EXPECT_TRUE(lines.front().contains("initial_loss"));
+  EXPECT_EQ(eval_steps, (std::vector<int64_t>{4, 6}));
+  const auto s = read_json_file(r.run_dir + "/summary.json");
+  EXPECT_EQ(s["status"], "completed");
+  EXPECT_EQ(s["steps_done"], 6);
+  EXPECT_EQ(s["steps_timed"], 5);  // 6 steps minus 1 warm-up
+  EXPECT_LE(s["step_time_ms"]["min"].get<double>(), s["step_time_ms"]["median"].get<double>());
+  EXPECT_LE(s["step_time_ms"]["median"].get<double>(), s["step_time_ms"]["max"].get<double>());
+  EXPECT_NEAR(s["sequences_per_s"].get<double>(),
+              4 * 1e3 / s["step_time_ms"]["median"].get<double>(), 1e-6);
+  EXPECT_EQ(s["peak_flops_source"], "flag");
+  EXPECT_NEAR(s["mfu"].get<double>(),
+              s["tokens_per_s"].get<double>() * s["flops_per_token"].get<double>() / 1e12, 1e-9);
+  for (const char* k : {"params", "warmup_seconds", "peak_memory_bytes", "final_train_loss",
+                        "final_valid_loss", "final_valid_bpb", "peak_flops"}) {
+    EXPECT_TRUE(s[k].is_number()) << k;
+  }
+  EXPECT_EQ(s["step_time_ms_samples"].size(), 5u);
+  EXPECT_TRUE(s["compile_seconds"].is_null());  // an eager run compiled nothing
+  EXPECT_NE(env["blas"].get<std::string>().find("mkl"), std::string::npos) << env["blas"];
+  for (const std::string& var : thread_env_vars()) {
+    EXPECT_TRUE(env["thread_env"].contains(var)) << var;
+  }
+  // The machine beside the device, as pyperf records it.
+  EXPECT_FALSE(env["cpu"]["vendor"].get<std::string>().empty()) << env["cpu"];
+  EXPECT_FALSE(env["cpu"]["family"].get<std::string>().empty()) << env["cpu"];
+  EXPECT_FALSE(env["cpu"]["model"].get<std::string>().empty()) << env["cpu"];
+  EXPECT_TRUE(env["cpu"]["isa"].is_array());
+  EXPECT_GT(env["memory_bytes"].get<int64_t>(), int64_t{1} << 30);
+  EXPECT_EQ(env["kernel"].get<std::string>().rfind("Linux ", 0), 0u) << env["kernel"];
+  EXPECT_FALSE(env["os"].get<std::string>().empty());
+  EXPECT_EQ(env["load_average"].size(), 3u);
+  EXPECT_NE(env["command_line"][0].get<std::string>().find("trainbench_tests"), std::string::npos)
+      << env["command_line"];
+  EXPECT_EQ(env["gemm_path"]["dtype"], "float32");
+  EXPECT_EQ(env["gemm_path"]["model_gemms"], "mkl_float32");
+}
+
+// The tables' train figure is in bits per byte, like the validation one, and covers the timed
+// steps only: a last window that holds warm-up steps leaves them out.
+TEST_F(RunTest, TrainBitsPerByteComeFromTheLastWindowsTimedStepsOnly) {
+  RunConfig c = config();
+  c.steps = 3;
+  c.warmup_steps = 2;
+  c.log_every = 1;
+  c.save_dir = dir / "each";
+  const RunResult each = run_benchmark(c);
+  const auto losses = testing::window_values(each.run_dir);
+  ASSERT_EQ(losses.size(), 3u);
+  c.log_every = 3;  // one window: two warm-up steps and the timed one
+  c.save_dir = dir / "one";
+  const RunResult one = run_benchmark(c);
+  EXPECT_NEAR(one.summary["final_train_bpb"].get<double>(), losses[2] / std::log(2.0), 1e-9);
+  EXPECT_NEAR(one.summary["final_train_loss"].get<double>(),
+              (losses[0] + losses[1] + losses[2]) / 3, 1e-9);
+}
+
+TEST_F(RunTest, InjectedNanStopsTheRunAsDiverged) {
+  RunConfig c = config();
+  c.fault_nan_step = 3;
+  const RunResult r = run_benchmark(c);
+  EXPECT_EQ(r.status, RunStatus::kDiverged);
+  const auto s = read_json_file(r.run_dir + "/summary.json");
+  EXPECT_EQ(s["status"], "diverged");
+  EXPECT_EQ(s["steps_done"], 3);
+  EXPECT_TRUE(s["final_valid_loss"].is_null());  // not evaluated; non-finite is null
+}
+
+std::vector<std::pair<int64_t, double>> train_lines(const std::string& run_dir) {
+  std::vector<std::pair<int64_t, double>> out;
+  for (const auto& l : read_jsonl(run_dir + "/metrics.jsonl")) {
+    if (l.contains("loss")) out.emplace_back(l["step"], l["loss"]);
+  }
+  return out;
+}
+
+TEST_F(RunTest, TwentyStepsPlusResumePlusTwentyEqualFortyStraight) {
+  RunConfig c = config();
+  const auto [straight, first] = testing::straight_and_split(c, dir);
+  c.log_every = 1;
+  c.checkpoint_every = 10;
+  c.save_dir = dir / "split";
+  EXPECT_EQ(latest_checkpoint(first.run_dir), first.run_dir + "/checkpoint-20.pt");
+  c.resume = first.run_dir;
+  c.steps = 40;
+  const RunResult resumed = run_benchmark(c);
+  EXPECT_EQ(resumed.run_dir, first.run_dir);
+  EXPECT_EQ(resumed.summary["resumed_from_step"], 20);
+  const auto a = train_lines(straight.run_dir), b = train_lines(resumed.run_dir);
+  ASSERT_EQ(a.size(), 40u);
+  ASSERT_EQ(b.size(), 40u);  // no step missing or repeated
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(b[i].first, static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(a[i].second, b[i].second) << "step " << i + 1;
+  }
+  // Only the newest keep_checkpoints (2) remain.
+  EXPECT_TRUE(std::filesystem::exists(first.run_dir + "/checkpoint-30.pt"));
+  EXPECT_TRUE(std::filesystem::exists(first.run_dir + "/checkpoint-40.pt"));
+  EXPECT_FALSE(std::filesystem::exists(first.run_dir + "/checkpoint-20.pt"));
+}
+
+TEST_F(RunTest, ResumeRefusesChangedFlagsAndFoldersWithoutCheckpoints) {
+  RunConfig c = config();
+  c.checkpoint_every = 3;
+  const RunResult first = run_benchmark(c);
+  c.resume = first.run_dir;
+  c.steps = 12;
+  c.lr = 5e-3;
+  c.batch_size = 8;
+  try {
+    run_benchmark(c);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("these flags differ from the run in '" + first.run_dir +
+                                         "': --batch_size, --lr"),
+              std::string::npos)
+        << e.what();
+  }
+  RunConfig plain = config();
+  plain.save_dir = dir / "plain";
+  const RunResult no_ckpt = run_benchmark(plain);
+  plain.resume = no_ckpt.run_dir;
+  plain.steps = 12;
+  EXPECT_THROW(run_benchmark(plain), ConfigError);
+}
+
+TEST_F(RunTest, AnOccupiedRunFolderIsNeverOverwritten) {
+  RunConfig c = config();
+  const RunResult first = run_benchmark(c);
+  const std::string before = testing::read_file(first.run_dir + "/summary.json");
+  EXPECT_THROW(run_benchmark(c), ConfigError);
+  EXPECT_EQ(testing::read_file(first.run_dir + "/summary.json"), before);
+  c.overwrite = true;
+  EXPECT_EQ(run_benchmark(c).status, RunStatus::kCompleted);
+}
+
+}  // namespace
+}  // namespace trainbench

@@ -1,0 +1,102 @@
+// The fused kernels' own layer, below the autograd ops: the storage conversions both backends
+// share (storage.h) against LibTorch's, the null contract of kernel_args.h through run() on
+// the CPU, and the dtypes run() refuses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <torch/torch.h>
+
+#include "trainbench/core/errors.h"
+#include "trainbench/kernels/fused_kernels.h"
+#include "trainbench/kernels/fused_math.h"
+#include "trainbench/kernels/storage.h"
+
+namespace trainbench {
+namespace {
+
+namespace k = kernels;
+
+// Every float a test cares about: ordinary values, rounding ties, subnormals, infinities, NaN.
+torch::Tensor awkward_floats() {
+  torch::manual_seed(3);
+  const float inf = std::numeric_limits<float>::infinity();
+  torch::Tensor special =
+      torch::tensor({0.0f, -0.0f, 1.0f, -1.0f, 1.00390625f, 1.01171875f, 65504.0f, 65520.0f, 1e-8f,
+                     1e-40f, -3e-39f, inf, -inf, std::nanf("")});
+  return torch::cat({special, torch::randn({4096}) * 100, torch::randn({4096}) * 1e-5});
+}
+
+TEST(KernelStorage, Bfloat16AndFloat16RoundAsLibTorchDoes) {
+  const torch::Tensor x = awkward_floats();
+  const float* xs = x.data_ptr<float>();
+  const torch::Tensor bf = x.to(torch::kBFloat16), hf = x.to(torch::kHalf);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    uint16_t want_bf, want_hf;
+    std::memcpy(&want_bf, bf.data_ptr<at::BFloat16>() + i, 2);
+    std::memcpy(&want_hf, hf.data_ptr<at::Half>() + i, 2);
+    if (std::isnan(xs[i])) {  // any quiet NaN will do
+      EXPECT_TRUE(std::isnan(k::to_float(k::to_bf16(xs[i]))));
+      EXPECT_TRUE(std::isnan(k::to_float(k::to_half(xs[i]))));
+      continue;
+    }
+    EXPECT_EQ(k::to_bf16(xs[i]).bits, want_bf) << xs[i];
+    EXPECT_EQ(k::to_half(xs[i]).bits, want_hf) << xs[i];
+    EXPECT_EQ(k::to_float(k::Bf16{want_bf}), static_cast<float>(bf[i].item<float>()));
+    EXPECT_EQ(k::to_float(k::Half{want_hf}), static_cast<float>(hf[i].item<float>()));
+  }
+}
+
+// DropAddLn with the inputs that may be null left null (no residual, no LayerNorm) and no
+// dropout: y = r' = branch + bias, in the branch's storage type.
+TEST(KernelRun, DropAddLnWithoutResidualOrLayerNormIsBranchPlusBias) {
+  const torch::Tensor branch = torch::randn({70, 24}).to(torch::kBFloat16);
+  const torch::Tensor bias = torch::randn({24});
+  torch::Tensor resid_out = torch::empty({70, 24}), y = torch::empty({70, 24}, torch::kBFloat16);
+  k::DropAddLnArgs a;
+  a.rows = 70;
+  a.cols = 24;
+  a.branch = branch.data_ptr();
+  a.bias = bias.data_ptr();
+  a.resid_out = resid_out.data_ptr();
+  a.y = y.data_ptr();
+  a.branch_type = a.out_type = k::storage_type_of(torch::kBFloat16);
+  a.drop = k::math::dropout_args(0.0, 9);
+  k::run(a, c10::DeviceType::CPU);
+  const torch::Tensor want = branch.to(torch::kFloat) + bias;
+  EXPECT_TRUE(torch::equal(resid_out, want));
+  EXPECT_TRUE(torch::equal(y, want.to(torch::kBFloat16)));
+}
+
+// The causal softmax on the CPU: each row sums to one over the keys it may see, zero above.
+TEST(KernelRun, CausalSoftmaxRowsSumToOneBelowTheDiagonal) {
+  const int64_t s = 9;
+  torch::Tensor x = torch::randn({2 * s, s});
+  const torch::Tensor before = x.clone();
+  k::CausalSoftmaxArgs a;
+  a.rows = 2 * s;
+  a.seq = s;
+  a.x = x.data_ptr();
+  a.scale = 0.5;
+  k::run(a, c10::DeviceType::CPU);
+  const torch::Tensor mask = torch::ones({s, s}).tril().repeat({2, 1}).to(torch::kBool);
+  const torch::Tensor want =
+      torch::softmax((before * 0.5).masked_fill(~mask, -INFINITY), 1).masked_fill(~mask, 0);
+  EXPECT_TRUE(torch::allclose(x, want, 1e-6, 1e-6));
+}
+
+TEST(KernelRun, DtypesOutsideTheStorageTypesAreRefusedByName) {
+  try {
+    k::storage_type_of(torch::kInt32);
+    FAIL();
+  } catch (const RunError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "fused kernels: dtype Int is not supported; use float32, float64, bfloat16 or "
+              "float16");
+  }
+}
+
+}  // namespace
+}  // namespace trainbench
