@@ -44,15 +44,16 @@ void warn_about_setup(int threads, int local_world) {
 
 nlohmann::json gemm_paths(const RunConfig& cfg, bool cuda) {
   const CpuIsa isa = effective_isa();
-  const std::string lib =
-      cuda ? gemm_path_name(GemmPath::kCuda) : gemm_path_name(libtorch_gemm_path(isa, cfg.dtype));
-  const std::string model =
-      resolved_lowp_gemm(cfg) == "float32" ? gemm_path_name(GemmPath::kFloat32Rounded) : lib;
+  const std::string lib = cuda ? gemm_path_name(GemmPath::kCuda)
+                               : gemm_path_name(libtorch_gemm_path(isa, precision(cfg)));
+  const std::string model = resolved_lowp_gemm(cfg) == LowpGemm::kFloat32
+                                ? gemm_path_name(GemmPath::kFloat32Rounded)
+                                : lib;
   return {{"dtype", cfg.dtype},
           {"model_gemms", model},
           {"attention", model},
           {"libtorch", lib},
-          {"native_gemm", cuda || has_native_gemm(isa, cfg.dtype)},
+          {"native_gemm", cuda || has_native_gemm(isa, precision(cfg))},
           {"cpu_isa", isa_names(isa)}};
 }
 
@@ -65,14 +66,14 @@ std::string warn_about_lowp_gemm(const RunConfig& cfg, const nlohmann::json& pat
   // The FF-in GEMM of this model, rows cut down by the probe itself (a reference GEMM at about
   // 1 GFLOP/s must not hold the start for long).
   const GemmShape ff{cfg.batch_size * cfg.seq_len, cfg.d_model, cfg.ff_dim};
-  const auto low = cfg.dtype == "float16" ? torch::kHalf : torch::kBFloat16;
+  const auto low = precision(cfg) == Precision::kFloat16 ? torch::kHalf : torch::kBFloat16;
   const double slow = gemm_rate(low, false, ff, 3, 0.3);
   const double fast = gemm_rate(torch::kFloat, false, ff, 3, 0.3);
   char ratio[32];
   std::snprintf(ratio, sizeof(ratio), "%.1fx", slow > 0 ? fast / slow : 0.0);
   const bool fused = compile_path(cfg) == CompilePath::kFused;
   const std::string line =
-      cfg.dtype + " has no native GEMM on this CPU (it lacks " + native_gemm_needs(cfg.dtype) +
+      cfg.dtype + " has no native GEMM on this CPU (it lacks " + native_gemm_needs(precision(cfg)) +
       "): LibTorch's " +
       (path == "reference" ? std::string("reference GEMM (one thread)")
                            : std::string("oneDNN GEMM (emulated through float32)")) +

@@ -112,8 +112,8 @@ RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, Di
   resolved.device = device.is_cuda() ? "cuda" : "cpu";  // not the rank's own GPU index
   resolved.threads = threads;
   resolved.valid_bytes = valid_bytes;
-  resolved.dropout_impl = resolved_dropout_impl(cfg);
-  resolved.lowp_gemm = resolved_lowp_gemm(cfg);
+  resolved.dropout_impl = dropout_impl_name(resolved_dropout_impl(cfg));
+  resolved.lowp_gemm = lowp_gemm_name(resolved_lowp_gemm(cfg));
   if (dist) resolved.dist_backend = dist->backend();
   s.config_json = resolved;
   s.config_json["run_dir"] = s.run_dir;

@@ -42,7 +42,7 @@ void validate(const RunConfig& cfg) {
         "--flash: 1 is not allowed with --model torch (nn::TransformerEncoder's C++ attention is "
         "a fixed composite with no fused kernel); use --model handcraft or --flash 0");
   }
-  if (cfg.dropout_impl == "parallel" &&
+  if (dropout_impl(cfg) == DropoutImpl::kParallel &&
       (cfg.model == "torch" || compile_path(cfg) == CompilePath::kTorchScript)) {
     throw ConfigError("--dropout_impl: 'parallel' is not allowed with " +
                       std::string(cfg.model == "torch" ? "--model torch (its nn layers apply "
@@ -51,8 +51,8 @@ void validate(const RunConfig& cfg) {
                                                          "uses torch.dropout)") +
                       "; use --dropout_impl auto|native");
   }
-  if ((compile_path(cfg) == CompilePath::kFused) != (cfg.dropout_impl == "fused") &&
-      cfg.dropout_impl != "auto") {
+  if ((compile_path(cfg) == CompilePath::kFused) != (dropout_impl(cfg) == DropoutImpl::kFused) &&
+      dropout_impl(cfg) != DropoutImpl::kAuto) {
     throw ConfigError("--dropout_impl: '" + cfg.dropout_impl + "' is not allowed with --compile " +
                       cfg.compile +
                       " (the fused kernels apply dropout with their own counter-based masks, "
@@ -75,7 +75,7 @@ void validate(const RunConfig& cfg) {
     const std::string why = kernels::cpu_kernels_unavailable();
     if (!why.empty()) throw ConfigError(why);
   }
-  if (cfg.lowp_gemm == "float32" && compile_path(cfg) != CompilePath::kFused) {
+  if (lowp_gemm(cfg) == LowpGemm::kFloat32 && compile_path(cfg) != CompilePath::kFused) {
     throw ConfigError("--lowp_gemm: 'float32' is not allowed with --compile " + cfg.compile +
                       " (eager and TorchScript runs measure LibTorch's own GEMMs); use "
                       "--compile fused or --lowp_gemm auto");

@@ -45,25 +45,69 @@ CompilePath compile_path(const RunConfig& cfg) {
   return CompilePath::kNone;
 }
 
+Precision precision_named(const std::string& dtype) {
+  if (dtype == "bfloat16") return Precision::kBFloat16;
+  if (dtype == "float16") return Precision::kFloat16;
+  return Precision::kFloat32;
+}
+Precision precision(const RunConfig& cfg) { return precision_named(cfg.dtype); }
+
+DropoutImpl dropout_impl(const RunConfig& cfg) {
+  if (cfg.dropout_impl == "native") return DropoutImpl::kNative;
+  if (cfg.dropout_impl == "parallel") return DropoutImpl::kParallel;
+  if (cfg.dropout_impl == "fused") return DropoutImpl::kFused;
+  return DropoutImpl::kAuto;
+}
+const char* dropout_impl_name(DropoutImpl impl) {
+  switch (impl) {
+    case DropoutImpl::kNative:
+      return "native";
+    case DropoutImpl::kParallel:
+      return "parallel";
+    case DropoutImpl::kFused:
+      return "fused";
+    case DropoutImpl::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+LowpGemm lowp_gemm(const RunConfig& cfg) {
+  if (cfg.lowp_gemm == "native") return LowpGemm::kNative;
+  if (cfg.lowp_gemm == "float32") return LowpGemm::kFloat32;
+  return LowpGemm::kAuto;
+}
+const char* lowp_gemm_name(LowpGemm route) {
+  switch (route) {
+    case LowpGemm::kNative:
+      return "native";
+    case LowpGemm::kFloat32:
+      return "float32";
+    case LowpGemm::kAuto:
+      break;
+  }
+  return "auto";
+}
+
 std::string resolved_device(const RunConfig& cfg) {
   if (cfg.device == "auto") return torch::cuda::is_available() ? "cuda" : "cpu";
   return cfg.device;
 }
 
-std::string resolved_dropout_impl(const RunConfig& cfg) {
-  if (cfg.dropout_impl != "auto") return cfg.dropout_impl;
-  if (compile_path(cfg) == CompilePath::kFused)
-    return "fused";  // the fused kernels draw their own masks
+DropoutImpl resolved_dropout_impl(const RunConfig& cfg) {
+  if (dropout_impl(cfg) != DropoutImpl::kAuto) return dropout_impl(cfg);
+  if (compile_path(cfg) == CompilePath::kFused) return DropoutImpl::kFused;  // their own masks
   const bool eager_handcraft = cfg.model == "handcraft" && compile_path(cfg) == CompilePath::kNone;
-  return eager_handcraft && resolved_device(cfg) == "cpu" ? "parallel" : "native";
+  return eager_handcraft && resolved_device(cfg) == "cpu" ? DropoutImpl::kParallel
+                                                          : DropoutImpl::kNative;
 }
 
-std::string resolved_lowp_gemm(const RunConfig& cfg) {
-  const bool applies = compile_path(cfg) == CompilePath::kFused && cfg.dtype != "float32" &&
-                       resolved_device(cfg) == "cpu";
-  if (!applies) return "native";
-  if (cfg.lowp_gemm != "auto") return cfg.lowp_gemm;
-  return has_native_gemm(effective_isa(), cfg.dtype) ? "native" : "float32";
+LowpGemm resolved_lowp_gemm(const RunConfig& cfg) {
+  const bool applies = compile_path(cfg) == CompilePath::kFused &&
+                       precision(cfg) != Precision::kFloat32 && resolved_device(cfg) == "cpu";
+  if (!applies) return LowpGemm::kNative;
+  if (lowp_gemm(cfg) != LowpGemm::kAuto) return lowp_gemm(cfg);
+  return has_native_gemm(effective_isa(), precision(cfg)) ? LowpGemm::kNative : LowpGemm::kFloat32;
 }
 
 std::string run_dir_name(const RunConfig& cfg) {

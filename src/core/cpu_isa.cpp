@@ -145,25 +145,25 @@ const char* gemm_path_name(GemmPath p) {
   return "unknown";
 }
 
-bool has_native_gemm(const CpuIsa& isa, const std::string& dtype) {
-  if (dtype == "bfloat16") return isa.avx512_bf16 || isa.amx_bf16;
-  if (dtype == "float16") return isa.avx512_fp16 || isa.amx_fp16;
+bool has_native_gemm(const CpuIsa& isa, Precision dtype) {
+  if (dtype == Precision::kBFloat16) return isa.avx512_bf16 || isa.amx_bf16;
+  if (dtype == Precision::kFloat16) return isa.avx512_fp16 || isa.amx_fp16;
   return true;
 }
 
-GemmPath libtorch_gemm_path(const CpuIsa& isa, const std::string& dtype) {
-  if (dtype != "bfloat16" && dtype != "float16") return GemmPath::kMklFloat32;
+GemmPath libtorch_gemm_path(const CpuIsa& isa, Precision dtype) {
+  if (dtype == Precision::kFloat32) return GemmPath::kMklFloat32;
   // LibTorch's mkldnn_bf16_device_check / mkldnn_fp16_device_check (ideep's type support).
-  const bool onednn = dtype == "bfloat16"
+  const bool onednn = dtype == Precision::kBFloat16
                           ? (isa.avx512bw && isa.avx512vl && isa.avx512dq) || isa.avx_ne_convert
                           : isa.avx512_fp16 || isa.avx_ne_convert;
   if (!onednn) return GemmPath::kReference;
   return has_native_gemm(isa, dtype) ? GemmPath::kOnednnNative : GemmPath::kOnednnEmulated;
 }
 
-std::string native_gemm_needs(const std::string& dtype) {
-  if (dtype == "bfloat16") return "AVX512-BF16 or AMX-BF16";
-  if (dtype == "float16") return "AVX512-FP16 or AMX-FP16";
+std::string native_gemm_needs(Precision dtype) {
+  if (dtype == Precision::kBFloat16) return "AVX512-BF16 or AMX-BF16";
+  if (dtype == Precision::kFloat16) return "AVX512-FP16 or AMX-FP16";
   return "";
 }
 

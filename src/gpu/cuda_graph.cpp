@@ -29,7 +29,7 @@ std::string cuda_graph_config_error(const RunConfig& cfg) {
            "the host each step and a replay would repeat the captured masks); use --compile "
            "none or --cuda_graph 0";
   }
-  if (cfg.dropout_impl == "parallel") {
+  if (dropout_impl(cfg) == DropoutImpl::kParallel) {
     return "--cuda_graph: 1 is not allowed with --dropout_impl parallel (a CPU-only kernel); use "
            "--dropout_impl auto|native";
   }

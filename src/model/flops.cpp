@@ -33,7 +33,7 @@ MemoryEstimate estimate_memory(const RunConfig& cfg, int64_t params) {
   const double S = static_cast<double>(cfg.seq_len), d = static_cast<double>(cfg.d_model);
   const double ff = static_cast<double>(cfg.ff_dim), H = static_cast<double>(cfg.num_heads);
   const double B = static_cast<double>(cfg.batch_size), L = static_cast<double>(cfg.num_layer);
-  const bool half = cfg.dtype != "float32";
+  const bool half = precision(cfg) != Precision::kFloat32;
   MemoryEstimate m;
   m.state_bytes = static_cast<double>(params) * (16.0 + (half ? 2.0 : 0.0));
   const double per_sequence_layer = 10 * S * d + 3 * S * ff + (cfg.flash ? 2 : 3) * H * S * S;
@@ -61,12 +61,12 @@ const std::vector<GpuPeak>& gpu_table_() {
 
 }  // namespace
 
-double gpu_peak_flops(const std::string& device_name, const std::string& dtype) {
+double gpu_peak_flops(const std::string& device_name, Precision dtype) {
   for (const GpuPeak& g : gpu_table_()) {
     if (device_name.find(g.name_part) == std::string::npos) continue;
-    const double t = dtype == "bfloat16"  ? g.bf16_tflops
-                     : dtype == "float16" ? g.fp16_tflops
-                                          : g.tf32_tflops;
+    const double t = dtype == Precision::kBFloat16  ? g.bf16_tflops
+                     : dtype == Precision::kFloat16 ? g.fp16_tflops
+                                                    : g.tf32_tflops;
     return t * 1e12;
   }
   return 0;
@@ -117,12 +117,12 @@ double gemm_rate(c10::ScalarType dtype, bool float32_rounded, GemmShape shape, i
 PeakFlops gemm_probe(const RunConfig& cfg, double seconds) {
   PeakFlops p;
   p.source = "gemm_probe";
-  const bool rounded = resolved_lowp_gemm(cfg) == "float32";
-  const c10::ScalarType type = cfg.dtype == "bfloat16"  ? torch::kBFloat16
-                               : cfg.dtype == "float16" ? torch::kHalf
-                                                        : torch::kFloat;
+  const bool rounded = resolved_lowp_gemm(cfg) == LowpGemm::kFloat32;
+  const c10::ScalarType type = precision(cfg) == Precision::kBFloat16  ? torch::kBFloat16
+                               : precision(cfg) == Precision::kFloat16 ? torch::kHalf
+                                                                       : torch::kFloat;
   p.gemm_path = rounded ? gemm_path_name(GemmPath::kFloat32Rounded)
-                        : gemm_path_name(libtorch_gemm_path(effective_isa(), cfg.dtype));
+                        : gemm_path_name(libtorch_gemm_path(effective_isa(), precision(cfg)));
   constexpr int kTrials = 7;
   const std::vector<GemmShape> shapes = model_gemm_shapes(cfg);
   nlohmann::json rows = nlohmann::json::array();
@@ -142,7 +142,7 @@ PeakFlops resolve_peak_flops(const RunConfig& cfg, const torch::Device& device,
                              const std::string& device_name) {
   if (cfg.peak_tflops > 0) return {cfg.peak_tflops * 1e12, "flag", "", nullptr};
   if (device.is_cuda()) {
-    const double peak = gpu_peak_flops(device_name, cfg.dtype);
+    const double peak = gpu_peak_flops(device_name, precision(cfg));
     if (peak > 0) return {peak, "table:" + device_name, gemm_path_name(GemmPath::kCuda), nullptr};
     return {0, "unknown", gemm_path_name(GemmPath::kCuda), nullptr};
   }

@@ -17,10 +17,10 @@ ModelOptions ModelOptions::from_config(const RunConfig& cfg) {
   o.num_layer = cfg.num_layer;
   o.dropout = cfg.dropout;
   o.flash = cfg.flash;
-  o.parallel_dropout = resolved_dropout_impl(cfg) == "parallel";
-  if (cfg.dtype == "bfloat16") o.compute_dtype = torch::kBFloat16;
-  if (cfg.dtype == "float16") o.compute_dtype = torch::kHalf;
-  o.float32_gemm = resolved_lowp_gemm(cfg) == "float32";
+  o.parallel_dropout = resolved_dropout_impl(cfg) == DropoutImpl::kParallel;
+  if (precision(cfg) == Precision::kBFloat16) o.compute_dtype = torch::kBFloat16;
+  if (precision(cfg) == Precision::kFloat16) o.compute_dtype = torch::kHalf;
+  o.float32_gemm = resolved_lowp_gemm(cfg) == LowpGemm::kFloat32;
   return o;
 }
 

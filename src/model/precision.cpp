@@ -5,9 +5,9 @@
 
 namespace trainbench {
 
-c10::optional<c10::ScalarType> autocast_dtype(const std::string& dtype) {
-  if (dtype == "bfloat16") return c10::ScalarType::BFloat16;
-  if (dtype == "float16") return c10::ScalarType::Half;
+c10::optional<c10::ScalarType> autocast_dtype(Precision dtype) {
+  if (dtype == Precision::kBFloat16) return c10::ScalarType::BFloat16;
+  if (dtype == Precision::kFloat16) return c10::ScalarType::Half;
   return c10::nullopt;
 }
 

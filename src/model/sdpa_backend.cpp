@@ -87,7 +87,7 @@ std::string sdpa_backend_config_error(const RunConfig& cfg) {
     }
     return "";
   }
-  if ((b == "flash" || b == "cudnn") && cfg.dtype == "float32") {
+  if ((b == "flash" || b == "cudnn") && precision(cfg) == Precision::kFloat32) {
     return flag_prefix_(b) +
            "needs --dtype float16|bfloat16 on CUDA (its kernels have no float32 path); use "
            "--sdpa_backend auto|efficient|math or a lower-precision --dtype";
@@ -101,7 +101,7 @@ std::string resolve_sdpa_backend(const RunConfig& cfg, const torch::Device& devi
   // q, k, v as the attention sees them: [batch, heads, seq, head_dim] in the compute dtype
   // (autocast casts the qkv projection's output), requiring grad as in training. Zeros, not
   // randn: the probe must not move the seeded random stream.
-  const auto dtype = autocast_dtype(cfg.dtype).value_or(torch::kFloat);
+  const auto dtype = autocast_dtype(precision(cfg)).value_or(torch::kFloat);
   const auto opts = torch::TensorOptions().dtype(dtype).device(device).requires_grad(true);
   const torch::Tensor q =
       torch::zeros({1, cfg.num_heads, cfg.seq_len, cfg.d_model / cfg.num_heads}, opts);

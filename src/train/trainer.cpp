@@ -15,7 +15,7 @@ Trainer::Trainer(const RunConfig& cfg, torch::Device device)
     : cfg_(cfg),
       device_(device),
       sdpa_guard_(cfg.flash ? cfg.sdpa_backend : "auto"),
-      scaler_(cfg.dtype == "float16", {}, device) {
+      scaler_(precision(cfg) == Precision::kFloat16, {}, device) {
   model_ = make_model(cfg);
   model_->to(device_);
   if (cfg.fused_adam) {
@@ -48,7 +48,7 @@ torch::Tensor Trainer::step_body_(const torch::Tensor& bytes) {
   for (auto& p : model_->parameters()) p.mutable_grad() = torch::Tensor();
   torch::Tensor loss;
   {
-    AutocastGuard autocast(device_.type(), autocast_dtype(cfg_.dtype));
+    AutocastGuard autocast(device_.type(), autocast_dtype(precision(cfg_)));
     loss = model_->loss(bytes);
   }
   if (cfg_.fault_nan_step > 0 && steps_done_ == cfg_.fault_nan_step) {
@@ -97,7 +97,7 @@ Trainer::EvalSums Trainer::evaluate_sums(const ByteCorpus& corpus,
   int64_t count = 0;
   for (const auto& starts : batches) {
     const torch::Tensor bytes = make_batch(corpus, starts, cfg_.seq_len, false).to(device_);
-    AutocastGuard autocast(device_.type(), autocast_dtype(cfg_.dtype));
+    AutocastGuard autocast(device_.type(), autocast_dtype(precision(cfg_)));
     const double loss = model_->loss(bytes).item<double>();
     total += loss * static_cast<double>(bytes.numel());
     count += bytes.numel();

@@ -103,7 +103,7 @@ TEST_F(LowpRun, FusedBfloat16TakesTheFloat32RouteWithoutAWarning) {
 
 TEST_F(LowpRun, AutoOnThisCpuFollowsItsInstructionSets) {
   const std::string run = run_("", "--dtype bfloat16 --compile fused", "auto");
-  const bool native = has_native_gemm(hardware_isa(), "bfloat16");
+  const bool native = has_native_gemm(hardware_isa(), Precision::kBFloat16);
   EXPECT_EQ(read_json_file(run + "/config.json")["lowp_gemm"], native ? "native" : "float32");
   EXPECT_EQ(read_json_file(run + "/env.json")["gemm_path"]["native_gemm"], native);
 }

@@ -36,7 +36,7 @@ CpuIsa sapphire_rapids() {  // AMX-BF16 and AVX512-FP16
 }
 
 std::string path(const CpuIsa& i, const char* dtype) {
-  return gemm_path_name(libtorch_gemm_path(i, dtype));
+  return gemm_path_name(libtorch_gemm_path(i, precision_named(dtype)));
 }
 
 TEST(CpuIsa, LibTorchsGemmPathOnEachMachineClass) {
@@ -55,10 +55,10 @@ TEST(CpuIsa, LibTorchsGemmPathOnEachMachineClass) {
   ne.avx_ne_convert = true;
   EXPECT_EQ(path(ne, "bfloat16"), "onednn_emulated");
   EXPECT_EQ(path(ne, "float16"), "onednn_emulated");
-  EXPECT_FALSE(has_native_gemm(avx512_no_bf16(), "bfloat16"));
-  EXPECT_TRUE(has_native_gemm(zen4(), "bfloat16"));
-  EXPECT_TRUE(has_native_gemm(avx2_only(), "float32"));
-  EXPECT_EQ(native_gemm_needs("float16"), "AVX512-FP16 or AMX-FP16");
+  EXPECT_FALSE(has_native_gemm(avx512_no_bf16(), Precision::kBFloat16));
+  EXPECT_TRUE(has_native_gemm(zen4(), Precision::kBFloat16));
+  EXPECT_TRUE(has_native_gemm(avx2_only(), Precision::kFloat32));
+  EXPECT_EQ(native_gemm_needs(Precision::kFloat16), "AVX512-FP16 or AMX-FP16");
 }
 
 TEST(CpuIsa, OnednnMaxCpuIsaTurnsOffEverySetAboveTheCap) {
@@ -112,23 +112,24 @@ TEST(CpuIsa, AutoRouteFollowsTheCpuAndAppliesToFusedLowPrecisionCpuRunsOnly) {
   const char* saved = std::getenv("ONEDNN_MAX_CPU_ISA");
   const std::string keep = saved ? saved : "";
   setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
-  EXPECT_EQ(resolved_lowp_gemm(c), "float32");
+  EXPECT_EQ(resolved_lowp_gemm(c), LowpGemm::kFloat32);
   c.dtype = "float16";
-  EXPECT_EQ(resolved_lowp_gemm(c), "float32");
+  EXPECT_EQ(resolved_lowp_gemm(c), LowpGemm::kFloat32);
   c.lowp_gemm = "native";
-  EXPECT_EQ(resolved_lowp_gemm(c), "native");  // forced
+  EXPECT_EQ(resolved_lowp_gemm(c), LowpGemm::kNative);  // forced
   unsetenv("ONEDNN_MAX_CPU_ISA");
   c.lowp_gemm = "auto";
   c.dtype = "bfloat16";
-  EXPECT_EQ(resolved_lowp_gemm(c),
-            has_native_gemm(hardware_isa(), "bfloat16") ? "native" : "float32");
+  EXPECT_EQ(resolved_lowp_gemm(c), has_native_gemm(hardware_isa(), Precision::kBFloat16)
+                                       ? LowpGemm::kNative
+                                       : LowpGemm::kFloat32);
   c.lowp_gemm = "float32";
-  EXPECT_EQ(resolved_lowp_gemm(c), "float32");  // forced
+  EXPECT_EQ(resolved_lowp_gemm(c), LowpGemm::kFloat32);  // forced
   c.dtype = "float32";
-  EXPECT_EQ(resolved_lowp_gemm(c), "native");
+  EXPECT_EQ(resolved_lowp_gemm(c), LowpGemm::kNative);
   c.dtype = "bfloat16";
   c.compile = "none";
-  EXPECT_EQ(resolved_lowp_gemm(c), "native");  // eager runs measure LibTorch's own
+  EXPECT_EQ(resolved_lowp_gemm(c), LowpGemm::kNative);  // eager runs measure LibTorch's own
   if (saved) setenv("ONEDNN_MAX_CPU_ISA", keep.c_str(), 1);
 }
 

@@ -103,7 +103,7 @@ TEST(FusedModel, Float32GemmRouteInBfloat16TracksFloat32AndEagerBfloat16) {
   const auto f32 = testing::train_losses(c, 40);
   c.dtype = "bfloat16";
   c.lowp_gemm = "float32";
-  ASSERT_EQ(resolved_lowp_gemm(c), "float32");
+  ASSERT_EQ(resolved_lowp_gemm(c), LowpGemm::kFloat32);
   ASSERT_TRUE(ModelOptions::from_config(c).float32_gemm);
   const auto routed = testing::train_losses(c, 40);
   for (size_t i = 0; i < routed.size(); ++i) {

@@ -105,7 +105,7 @@ TEST(Model, GemmProbeUsesTheModelsShapesAndNamesItsPath) {
   c.compile = "none";
   c.lowp_gemm = "auto";
   EXPECT_EQ(gemm_probe(c, 0.01).gemm_path,
-            gemm_path_name(libtorch_gemm_path(effective_isa(), "bfloat16")));
+            gemm_path_name(libtorch_gemm_path(effective_isa(), Precision::kBFloat16)));
 }
 
 // Changing byte t must leave logits at positions <= t unchanged and change some later logit.

@@ -123,7 +123,7 @@ TEST(Scripted, Bfloat16AutocastRunsTheScriptInLowPrecision) {
   auto [eager, compiled] = twins(small(0));
   const torch::Tensor x = torch::randint(0, 256, {32, 2}, torch::kInt64);
   for (int call = 0; call < 3; ++call) {
-    AutocastGuard autocast(torch::kCPU, autocast_dtype("bfloat16"));
+    AutocastGuard autocast(torch::kCPU, autocast_dtype(Precision::kBFloat16));
     const torch::Tensor le = eager->forward(x), lc = compiled->forward(x);
     EXPECT_EQ(lc.scalar_type(), torch::kBFloat16);  // autocast reached the script's linear
     EXPECT_LT(rel_err(le.to(torch::kFloat), lc.to(torch::kFloat)), 2e-2);

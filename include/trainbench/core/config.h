@@ -66,10 +66,24 @@ struct RunConfig {
   bool cuda_graph = false;            // the whole step captured once, then replayed
 };
 
-// The path --compile names: eager LibTorch, the TorchScript graph executor, or bench's own
-// kernels with a hand-written backward (model/fused_model.cpp).
+// The text flags whose values choose code paths, as types: RunConfig keeps the text (the flag
+// table and config.json speak it), the code asks these.
+// --compile: eager LibTorch, the TorchScript graph executor, or bench's own kernels with a
+// hand-written backward (model/fused_model.cpp).
 enum class CompilePath { kNone, kTorchScript, kFused };
 CompilePath compile_path(const RunConfig& cfg);
+// --dtype.
+enum class Precision { kFloat32, kFloat16, kBFloat16 };
+Precision precision(const RunConfig& cfg);
+Precision precision_named(const std::string& dtype);  // float32 for a name it does not know
+// --dropout_impl (kAuto as given, before resolved_dropout_impl).
+enum class DropoutImpl { kAuto, kNative, kParallel, kFused };
+DropoutImpl dropout_impl(const RunConfig& cfg);
+const char* dropout_impl_name(DropoutImpl impl);  // as the flag spells it
+// --lowp_gemm (kAuto as given, before resolved_lowp_gemm).
+enum class LowpGemm { kAuto, kNative, kFloat32 };
+LowpGemm lowp_gemm(const RunConfig& cfg);
+const char* lowp_gemm_name(LowpGemm route);  // as the flag spells it
 
 // Steps the TorchScript graph executor spends profiling and optimizing (--compile 1); they
 // must fall inside the warm-up.
@@ -82,13 +96,14 @@ void apply_preset(RunConfig& cfg, const std::string& name);
 // The device the run uses: "cpu" or "cuda" ("auto" resolved).
 std::string resolved_device(const RunConfig& cfg);
 
-// The dropout kernel a run uses: "parallel" (dropout.h) for eager handcraft models on the CPU
-// under "auto", else "native" (torch::dropout).
-std::string resolved_dropout_impl(const RunConfig& cfg);
+// The dropout kernel a run uses under "auto": fused with --compile fused (the kernels' own
+// masks), parallel (dropout.h) for eager handcraft models on the CPU, else native
+// (torch::dropout); an explicit choice stays.
+DropoutImpl resolved_dropout_impl(const RunConfig& cfg);
 
-// The GEMM route of a run's fused model: "float32" or "native" ("auto" resolved; "native" for
+// The GEMM route of a run's fused model: kFloat32 or kNative ("auto" resolved; kNative for
 // every run that is not --compile fused with bfloat16/float16 on the CPU).
-std::string resolved_lowp_gemm(const RunConfig& cfg);
+LowpGemm resolved_lowp_gemm(const RunConfig& cfg);
 
 // Reference run-folder name: {save_dir}_{model}_layer{N}_{dtype}[_compiled|_fused][_flash]
 // (_compiled: TorchScript, as the reference names its compiled runs).

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "trainbench/core/config.h"
+
 namespace trainbench {
 
 struct CpuIsa {
@@ -52,11 +54,11 @@ enum class GemmPath {
 const char* gemm_path_name(GemmPath p);
 
 // The path of LibTorch's own GEMM for `dtype` (float32 | bfloat16 | float16) on this CPU.
-GemmPath libtorch_gemm_path(const CpuIsa& isa, const std::string& dtype);
+GemmPath libtorch_gemm_path(const CpuIsa& isa, Precision dtype);
 // True when the CPU has dot-product instructions for `dtype` (float32 always; bfloat16:
 // AVX512-BF16 or AMX-BF16; float16: AVX512-FP16 or AMX-FP16).
-bool has_native_gemm(const CpuIsa& isa, const std::string& dtype);
+bool has_native_gemm(const CpuIsa& isa, Precision dtype);
 // The instructions a native GEMM in `dtype` needs, in words: "AVX512-BF16 or AMX-BF16".
-std::string native_gemm_needs(const std::string& dtype);
+std::string native_gemm_needs(Precision dtype);
 
 }  // namespace trainbench

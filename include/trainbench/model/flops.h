@@ -43,7 +43,7 @@ struct PeakFlops {
 };
 
 // Dense peak of a known GPU for a dtype (float32 means TF32 tensor cores); 0 when unknown.
-double gpu_peak_flops(const std::string& device_name, const std::string& dtype);
+double gpu_peak_flops(const std::string& device_name, Precision dtype);
 
 // One GEMM shape of the model: [m, k] x [k, n].
 struct GemmShape {

@@ -7,10 +7,12 @@
 
 #include <torch/types.h>
 
+#include "trainbench/core/config.h"
+
 namespace trainbench {
 
 // Lower-precision compute dtype for --dtype, or nullopt for float32.
-c10::optional<c10::ScalarType> autocast_dtype(const std::string& dtype);
+c10::optional<c10::ScalarType> autocast_dtype(Precision dtype);
 
 // Enables autocast for `device` in its scope and restores the previous state on exit; the
 // weight-cast cache is cleared when the outermost guard closes, so no stale low-precision copy
