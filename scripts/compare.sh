@@ -13,11 +13,8 @@
 # Without --data, bench's embedded corpus is exported to OUT_DIR/corpus.bin for all of them.
 # Example: scripts/compare.sh runs/cmp --num_layer 2 --batch_size 8 --steps 13 --warmup_steps 3
 source "$(dirname "$0")/usage.sh"
-tb_help "$0" "$@"
-set -euo pipefail
-cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { echo "usage: $0 OUT_DIR [flags...]" >&2; exit 2; }
-out=$(tb_out_dir "$1"); shift
+tb_start "$0" "[flags...]" "$@"
+shift  # OUT_DIR, now $out
 BENCH=${BENCH:-./build/bench}
 PYTHON=${PYTHON:-.venv/bin/python}
 "$PYTHON" -c 'import torch, jax, flax, optax' 2>/dev/null || {

@@ -15,11 +15,8 @@
 # the report puts in their labels: batch B is one thread, batch 2B two.
 # Example: scripts/dist_scaling.sh runs/dp --num_layer 2 --steps 20
 source "$(dirname "$0")/usage.sh"
-tb_help "$0" "$@"
-set -euo pipefail
-cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { echo "usage: scripts/dist_scaling.sh OUT_DIR [bench flags...]" >&2; exit 2; }
-out=$(tb_out_dir "$1"); shift
+tb_start "$0" "[bench flags...]" "$@"
+shift  # OUT_DIR, now $out
 BENCH=${BENCH:-./build/bench}
 batch=4 model=handcraft dtype=float32 compile=0 flash=0 fused=0 graph=0
 args=()  # the other flags; those above are set per run (bench refuses a flag given twice)

@@ -10,11 +10,8 @@
 # BENCH_ARGS overrides the model (default: 2 layers at the reference width, batch 4 per rank).
 # Example: scripts/host_net_bench.sh runs/net 1gbit 100mbit
 source "$(dirname "$0")/usage.sh"
-tb_help "$0" "$@"
-set -euo pipefail
-cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { echo "usage: scripts/host_net_bench.sh OUT_DIR [RATE...]" >&2; exit 2; }
-out=$(tb_out_dir "$1"); shift
+tb_start "$0" "[RATE...]" "$@"
+shift  # OUT_DIR, now $out
 rates=("$@")
 [ ${#rates[@]} -gt 0 ] || rates=(none 10gbit 1gbit 100mbit)
 for r in "${rates[@]}"; do

@@ -6,11 +6,8 @@
 # Usage: scripts/kernel_bench.sh OUT_DIR [extra Google Benchmark flags, e.g. --benchmark_filter=Op]
 # Example: scripts/kernel_bench.sh runs/kernels --benchmark_filter=Op
 source "$(dirname "$0")/usage.sh"
-tb_help "$0" "$@"
-set -euo pipefail
-cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { echo "usage: $0 OUT_DIR [benchmark flags...]" >&2; exit 2; }
-out=$(tb_out_dir "$1"); shift
+tb_start "$0" "[benchmark flags...]" "$@"
+shift  # OUT_DIR, now $out
 exe=${KERNEL_BENCH:-./build/kernel_bench}
 [ -x "$exe" ] || { echo "kernel_bench.sh: $exe not found: run scripts/build.sh" >&2; exit 2; }
 mkdir -p "$out"

@@ -9,11 +9,8 @@
 # Usage: scripts/libtorch_ab.sh OUT_DIR [bench flags...]   (DTYPES="float32 bfloat16")
 # Example: DTYPES=float32 scripts/libtorch_ab.sh runs/ab --num_layer 2 --steps 20
 source "$(dirname "$0")/usage.sh"
-tb_help "$0" "$@"
-set -euo pipefail
-cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { echo "usage: $0 OUT_DIR [bench flags...]" >&2; exit 2; }
-out=$(tb_out_dir "$1"); shift
+tb_start "$0" "[bench flags...]" "$@"
+shift  # OUT_DIR, now $out
 BENCH=${BENCH:-./build/bench}
 PY=${PYTHON:-.venv/bin/python}
 for dtype in ${DTYPES:-float32 bfloat16}; do

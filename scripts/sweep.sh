@@ -16,11 +16,8 @@
 #     scripts/sweep.sh runs/cpu8 --num_layer 8 --batch_size 8 --steps 12 --warmup_steps 2
 #   PROCS=2 MATRIX="handcraft:float32:0:0" scripts/sweep.sh runs/dp2 --num_layer 8 --threads 1
 source "$(dirname "$0")/usage.sh"
-tb_help "$0" "$@"
-set -euo pipefail
-cd "$(dirname "$0")/.."
-[ $# -ge 1 ] || { echo "usage: $0 OUT_DIR [bench flags...]" >&2; exit 2; }
-out=$(tb_out_dir "$1"); shift
+tb_start "$0" "[bench flags...]" "$@"
+shift  # OUT_DIR, now $out
 BENCH=${BENCH:-./build/bench}
 procs=${PROCS:-1}
 [[ "$procs" =~ ^[1-9][0-9]{0,3}$ ]] ||

@@ -2,7 +2,11 @@
 #   tb_help "$0" "$@"   answers -h/--help as the first argument with the script's header comment
 #                       (its usage, variables and an example) and exits 0 before anything runs;
 #   tb_out_dir ARG      prints the OUT_DIR argument as an absolute path against the caller's folder
-#                       (the scripts cd to the repository), refusing one that starts with '-'.
+#                       (the scripts cd to the repository), refusing one that starts with '-';
+#   tb_start "$0" "REST OF USAGE" "$@"
+#                       the start of a script whose first argument is OUT_DIR: tb_help, strict
+#                       mode, a usage line without OUT_DIR, $out (tb_out_dir), then the
+#                       repository as the working folder; the caller shifts OUT_DIR away.
 TB_CALLER_PWD=$PWD
 tb_help() {
   local script=$1
@@ -21,4 +25,13 @@ tb_out_dir() {
     /*) echo "$1" ;;
     *) echo "$TB_CALLER_PWD/$1" ;;
   esac
+}
+tb_start() {
+  local script=$1 rest=$2
+  shift 2
+  tb_help "$script" "$@"
+  set -euo pipefail
+  [ $# -ge 1 ] || { echo "usage: $script OUT_DIR $rest" >&2; exit 2; }
+  out=$(tb_out_dir "$1")
+  cd "$(dirname "$script")/.."
 }
