@@ -2,7 +2,7 @@
 """Loss curves and throughput of run folders as PNG files (matplotlib).
 Usage: plot_runs.py [--bench BENCH] --out DIR RUN_DIR...
 Writes DIR/loss_by_step.png, DIR/loss_by_time.png (train loss from step 0, the loss before any
-update, then one point per logging window (--log_every), solid with dots, and
+update, then each logging window's mean (--log_every) at the window's middle, solid with dots, and
 validation loss, dashed with circles, in bits per byte as the tables) and DIR/throughput.png
 (tokens/s of completed runs, the value on each bar), each titled with the runs' shape and
 machine, the legend beside the plot. Each run is labelled as
@@ -55,16 +55,26 @@ def context(dirs):
 
 
 def read_run(run_dir):
+    """summary.json, the train points (step, seconds, loss) and the validation points. A
+    window's mean loss stands at the window's middle (step and time), where a mean of a falling
+    curve belongs, not at its last step; step 0 is the loss before any update."""
     with open(os.path.join(run_dir, "summary.json")) as f:
         summary = json.load(f)
+    with open(os.path.join(run_dir, "config.json")) as f:
+        config = json.load(f)
+    global_batch = config.get("batch_size", 1) * config.get("world_size", 1)
     train, valid = [], []
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
         for line in f:
             m = json.loads(line)
-            if m.get("initial_loss") is not None:  # step 0: the loss before any update
+            if m.get("initial_loss") is not None:
                 train.append((0, 0.0, m["initial_loss"]))
             elif m.get("loss") is not None:
-                train.append((m["step"], m.get("elapsed_s"), m["loss"]))
+                n, seq_s, t = m.get("window_steps"), m.get("sequences_per_s"), m.get("elapsed_s")
+                step = m["step"] - n / 2 if n else m["step"]
+                if n and seq_s and t is not None:
+                    t -= n * global_batch / seq_s / 2
+                train.append((step, t, m["loss"]))
             elif m.get("valid_loss") is not None:
                 valid.append((m["step"], m["valid_loss"]))
     return summary, train, valid
