@@ -22,6 +22,8 @@
 #include "trainbench/report/results.h"
 #include "trainbench/report/run_lock.h"
 
+#include "speed_table.h"
+
 namespace trainbench {
 
 namespace {
@@ -92,67 +94,13 @@ nlohmann::json noise_(const RunRecord& r, const char* key) {
   return r.noise.is_object() ? r.noise.value(key, nlohmann::json()) : nlohmann::json();
 }
 
-bool completed_(const RunRecord& r) {
-  return r.status == "completed" && r.sequences_per_s.is_number();
-}
-
-// The speed table: dtype rows (in first-seen order) × label columns (first-seen order); a cell
-// holds every run of its configuration (repetitions are aggregated, google/benchmark-style).
-struct SpeedTable {
-  std::vector<std::string> dtypes, labels;
-  std::map<std::pair<std::string, std::string>, std::vector<const RunRecord*>> cells;
-};
-
-SpeedTable speed_table_(const std::vector<RunRecord>& runs) {
-  SpeedTable t;
-  auto add_unique = [](std::vector<std::string>& v, const std::string& s) {
-    if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
-  };
-  for (const RunRecord& r : runs) {
-    add_unique(t.dtypes, r.dtype);
-    add_unique(t.labels, r.label);
-    t.cells[{r.dtype, r.label}].push_back(&r);
-  }
-  return t;
-}
-
-// The completed repetitions of one configuration: count, median, range and spread of seq/s.
-struct Aggregate {
-  size_t count = 0;
-  double median = 0, min = 0, max = 0, cv = 0;
-  const RunRecord* first = nullptr;  // the first run listed (its status when none completed)
-};
-
-Aggregate aggregate_(const SpeedTable& t, const std::string& dtype, const std::string& label) {
-  Aggregate a;
-  auto it = t.cells.find({dtype, label});
-  if (it == t.cells.end()) return a;
-  a.first = it->second.front();
-  std::vector<double> v;
-  for (const RunRecord* r : it->second) {
-    if (completed_(*r)) v.push_back(r->sequences_per_s.get<double>());
-  }
-  a.count = v.size();
-  if (v.empty()) return a;
-  const size_t n = v.size();
-  const StepStats st = step_stats(v);  // median, min and max of any list (core/timing.h)
-  a.median = st.median_ms;
-  a.min = st.min_ms;
-  a.max = st.max_ms;
-  double mean = 0, sq = 0;
-  for (double x : v) mean += x / static_cast<double>(n);
-  for (double x : v) sq += (x - mean) * (x - mean) / static_cast<double>(n);
-  a.cv = mean > 0 ? std::sqrt(sq) / mean : 0;
-  return a;
-}
-
 // Three significant figures or whole numbers: 1093, 98.1, 3.53.
 std::string speed_text_(double v) {
   return num_(nlohmann::json(v), v >= 100 ? 0 : v >= 10 ? 1 : 2);
 }
 
 std::string cell_(const SpeedTable& t, const std::string& dtype, const std::string& label) {
-  const Aggregate a = aggregate_(t, dtype, label);
+  const Aggregate a = aggregate(t, dtype, label);
   if (!a.first) return "";
   if (a.count == 0) return a.first->status;
   if (a.count == 1) return speed_text_(a.median);
@@ -161,28 +109,11 @@ std::string cell_(const SpeedTable& t, const std::string& dtype, const std::stri
          "-" + speed_text_(a.max) + ")";
 }
 
-// label's median speed over the baseline's, when both have a completed run.
-std::optional<double> ratio_value_(const SpeedTable& t, const std::string& dtype,
-                                   const std::string& label, const std::string& baseline) {
-  const Aggregate a = aggregate_(t, dtype, label), b = aggregate_(t, dtype, baseline);
-  if (a.count == 0 || b.count == 0) return std::nullopt;
-  return a.median / b.median;
-}
-
-// Two configurations differ beyond their spread when both were repeated and the ranges of
-// their repetitions do not overlap.
-bool within_spread_(const SpeedTable& t, const std::string& dtype, const std::string& label,
-                    const std::string& baseline) {
-  const Aggregate a = aggregate_(t, dtype, label), b = aggregate_(t, dtype, baseline);
-  return a.count > 1 && b.count > 1 && a.min <= b.max && b.min <= a.max;
-}
-
 std::string ratio_(const SpeedTable& t, const std::string& dtype, const std::string& label,
                    const std::string& baseline) {
-  const auto r = ratio_value_(t, dtype, label, baseline);
+  const auto r = ratio_value(t, dtype, label, baseline);
   if (!r) return "-";
-  return num_(nlohmann::json(*r), 2) + "x" +
-         (within_spread_(t, dtype, label, baseline) ? " ~" : "");
+  return num_(nlohmann::json(*r), 2) + "x" + (within_spread(t, dtype, label, baseline) ? " ~" : "");
 }
 
 std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
@@ -206,8 +137,8 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
   bool any_within = false, any_repeated = false;
   for (const auto& d : t.dtypes) {
     for (const auto& l : t.labels) {
-      any_within |= l != baseline && within_spread_(t, d, l, baseline);
-      any_repeated |= aggregate_(t, d, l).count > 1;
+      any_within |= l != baseline && within_spread(t, d, l, baseline);
+      any_repeated |= aggregate(t, d, l).count > 1;
     }
   }
   if (any_repeated) {
@@ -308,7 +239,7 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
   j["aggregates"] = nlohmann::json::array();
   for (const auto& d : t.dtypes) {
     for (const auto& l : t.labels) {
-      const Aggregate a = aggregate_(t, d, l);
+      const Aggregate a = aggregate(t, d, l);
       if (a.count == 0) continue;
       j["aggregates"].push_back(
           {{"configuration", l},
@@ -320,64 +251,18 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
            {"sequences_per_s_cv_percent", percent_(a.cv)},
            {"differs_from_baseline_beyond_spread",
             l == baseline ? nlohmann::json(nullptr)
-                          : nlohmann::json(a.count > 1 && aggregate_(t, d, baseline).count > 1 &&
-                                           !within_spread_(t, d, l, baseline))}});
+                          : nlohmann::json(a.count > 1 && aggregate(t, d, baseline).count > 1 &&
+                                           !within_spread(t, d, l, baseline))}});
     }
   }
   j["speedup"] = nlohmann::json::object();
   for (const auto& d : t.dtypes) {
     for (const auto& l : t.labels) {
-      const auto r = ratio_value_(t, d, l, baseline);
+      const auto r = ratio_value(t, d, l, baseline);
       if (l != baseline && r) j["speedup"][d][l] = std::round(*r * 100) / 100;  // as shown
     }
   }
   return j;
-}
-
-std::vector<std::string> split_(const std::string& s, const std::string& sep) {
-  std::vector<std::string> out;
-  for (size_t at = 0;;) {
-    const size_t next = s.find(sep, at);
-    out.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
-    if (next == std::string::npos) return out;
-    at = next + sep.size();
-  }
-}
-
-// The markdown's column labels say only what tells the runs apart: a framework every run shares
-// and the shape fields every run shares go to the caption ("libtorch; 2 layers, d_model 128,
-// batch 16"), the label keeps the rest ("handcraft fused [seq_len 64]"). Returns the caption.
-std::string shorten_labels_(std::vector<RunRecord>& runs) {
-  const std::string framework = runs[0].label.substr(0, runs[0].label.find(' '));
-  const bool one_framework = std::all_of(runs.begin(), runs.end(), [&](const RunRecord& r) {
-    return r.label.rfind(framework + " ", 0) == 0;
-  });
-  const std::vector<std::string> first = split_(runs[0].shape, ", ");
-  std::vector<bool> shared(first.size(), true);
-  for (const RunRecord& r : runs) {
-    const std::vector<std::string> parts = split_(r.shape, ", ");
-    for (size_t i = 0; i < first.size(); ++i) {
-      shared[i] = shared[i] && parts.size() == first.size() && parts[i] == first[i];
-    }
-  }
-  std::string common = one_framework ? framework : "";
-  std::vector<std::string> in_caption;
-  for (size_t i = 0; i < first.size(); ++i)
-    if (shared[i]) in_caption.push_back(first[i]);
-  for (size_t i = 0; i < in_caption.size(); ++i) {
-    common += (i == 0 ? (common.empty() ? "" : "; ") : ", ") + in_caption[i];
-  }
-  for (RunRecord& r : runs) {
-    if (one_framework) r.label = r.label.substr(framework.size() + 1);
-    const std::vector<std::string> parts = split_(r.shape, ", ");
-    std::string own;
-    for (size_t i = 0; i < parts.size(); ++i) {
-      if (i < shared.size() && shared[i] && parts.size() == first.size()) continue;
-      own += (own.empty() ? "" : ", ") + parts[i];
-    }
-    if (!own.empty()) r.label += " [" + own + "]";
-  }
-  return common;
 }
 
 }  // namespace
@@ -392,7 +277,7 @@ std::string render_report(const std::vector<RunRecord>& input, const ReportOptio
   if (mixed) {
     for (RunRecord& r : runs) r.label += " [" + r.shape + "]";
   }
-  const std::string caption = shorten_labels_(shortened);
+  const std::string caption = shorten_labels(shortened);
   const bool markdown = options.format != "csv" && options.format != "json";
   std::string baseline = options.baseline;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -401,7 +286,7 @@ std::string render_report(const std::vector<RunRecord>& input, const ReportOptio
     }
   }
   if (markdown) runs = shortened;
-  const SpeedTable t = speed_table_(runs);
+  const SpeedTable t = speed_table(runs);
   if (baseline.empty()) baseline = t.labels.front();
   if (std::find(t.labels.begin(), t.labels.end(), baseline) == t.labels.end()) {
     std::string allowed;

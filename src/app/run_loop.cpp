@@ -1,0 +1,178 @@
+// The step loop of a run (run_state.h): each step as named phases (before, the step itself,
+// accounting, progress, divergence, the agreed stop, window and checkpoint, evaluation) over
+// one counter, step_ (session_steps_() is derived from it).
+#include "run_state.h"
+
+namespace trainbench::run_detail {
+
+void Run::train_() {
+  run_start_ = synchronized_now_s(device_);
+  try {
+    while (step_ < cfg_.steps && one_step_()) {
+    }
+    if (status_ == RunStatus::kCompleted) evaluate_();
+  } catch (const CollectiveError& e) {
+    fail_(dist_->explain_failure(e.what(), /*collective=*/true));
+  } catch (const std::exception& e) {
+    fail_(dist_ ? dist_->explain_failure(error_text(e), /*collective=*/false) : error_text(e));
+  }
+  progress_->finish();
+}
+
+void Run::fail_(const std::string& error) {
+  status_ = RunStatus::kFailed;
+  error_ = error;
+}
+
+bool Run::one_step_() {
+  before_step_();
+  const StepResult r = run_step_();
+  ++step_;
+  account_(r);
+  show_progress_(r);
+  if (diverged_(r.loss)) return false;
+  const bool stopping = agree_on_stop_();
+  end_window_and_checkpoint_(r, stopping);
+  if (stopping) {
+    status_ = RunStatus::kInterrupted;
+    progress_->finish();
+    log_warn("stopped by signal " + std::to_string(run_signal_) + " after step " +
+             std::to_string(step_) + "; writing the results so far");
+    return false;
+  }
+  if (cfg_.eval_every > 0 && step_ % cfg_.eval_every == 0 && step_ < cfg_.steps) evaluate_();
+  return true;
+}
+
+void Run::before_step_() {
+  if (cfg_.fault_exit_step == step_ + 1) std::_Exit(3);  // testing aid: a crashing process
+  // Dropout differs per rank. Rank 0 keeps the single-process stream (checkpointed); the
+  // others reseed from (seed, rank, step) each step, so a resume continues them exactly.
+  if (dist_ && !rank0_()) torch::manual_seed(rank_step_seed(cfg_.seed, env_.rank, step_));
+  if (cfg_.profile_steps > 0 && session_steps_() == cfg_.warmup_steps && rank0_()) {
+    profiler_ = std::make_unique<StepProfiler>();
+    profiler_->start();
+  }
+}
+
+Run::StepResult Run::run_step_() {
+  StepResult r;
+  const CpuSample cpu_before = cpu_sample();
+  r.t0 = synchronized_now_s(device_);
+  torch::Tensor batch;
+  {
+    RECORD_FUNCTION("trainbench::data", std::vector<c10::IValue>());
+    batch = loader_->next();
+  }
+  r.loss = setup_.trainer->step(batch).item<double>();  // synchronizes on CUDA
+  r.t1 = synchronized_now_s(device_);
+  r.interference = interference(cpu_before, cpu_sample());
+  return r;
+}
+
+void Run::account_(const StepResult& r) {
+  const int64_t n = session_steps_();
+  const StepKind kind = kind_of_(n);
+  if (compile_path(cfg_) == CompilePath::kTorchScript) {
+    if (n <= kProfilingSteps) compile_s_ += r.seconds();
+    if (n == cfg_.warmup_steps) fused_groups_ = last_graph_fused_groups();
+  }
+  if (kind == StepKind::kWarmup) warmup_s_ += r.seconds();
+  if (kind == StepKind::kProfiled) {  // the profiler's overhead stays out of the timing
+    profile_s_ += r.seconds();
+    if (n == cfg_.warmup_steps + cfg_.profile_steps && profiler_) {
+      profile_ = profiler_->stop(cfg_.profile_steps, profile_s_, setup_.run_dir + "/trace.json");
+      profiler_.reset();
+    }
+  }
+  if (kind == StepKind::kTimed) {
+    timed_ms_.push_back(r.seconds() * 1e3);
+    interference_.push_back(r.interference);
+    if (sync_) comm_ms_.push_back(sync_->last_wait_s() * 1e3);
+    win_.timed_loss_sum += r.loss;
+    ++win_.timed_steps;
+  }
+  win_.loss_sum += r.loss;
+  win_.seconds += r.seconds();
+  win_.has_warmup |= kind == StepKind::kWarmup;
+  ++win_.steps;
+}
+
+void Run::show_progress_(const StepResult& r) {
+  const int64_t n = session_steps_();
+  const double tok_s = global_batch_() * cfg_.seq_len * win_.steps / win_.seconds;
+  progress_->update(step_, r.loss, tok_s, r.seconds());
+  if (n <= cfg_.warmup_steps + kEarlyLines && step_ % cfg_.log_every != 0 && step_ != cfg_.steps) {
+    progress_->early_step(step_, r.loss, r.seconds(), kind_of_(n) == StepKind::kWarmup);
+  }
+  if (n == cfg_.warmup_steps + 1 && step_ < cfg_.steps) {
+    progress_->projection(cfg_.steps - step_, r.seconds(), !device_.is_cuda());
+  }
+  if (step_ == 1) {
+    metric_({{"step", 0},
+             {"initial_loss", r.loss},
+             {"initial_bpb", r.loss / std::log(2.0)},
+             {"elapsed_s", 0.0}});
+  }
+}
+
+bool Run::diverged_(double loss) {
+  if (std::isfinite(loss)) return false;
+  status_ = RunStatus::kDiverged;
+  progress_->finish();
+  log_error("loss is " + std::to_string(loss) + " at step " + std::to_string(step_) +
+            "; the run diverged (try a lower --lr, or float32/bfloat16)");
+  return true;
+}
+
+bool Run::agree_on_stop_() {
+  const bool stopping = sync_ ? sync_->stop_requested() : stop_signal() != 0;
+  if (stopping) {
+    torch::Tensor sig = torch::full({1}, static_cast<int64_t>(stop_signal()), torch::kInt64);
+    if (dist_) dist_->allreduce({sig}, ReduceOp::kMax);  // the ranks agreed to stop together
+    run_signal_ = static_cast<int>(sig.item<int64_t>());
+  }
+  return stopping;
+}
+
+void Run::end_window_and_checkpoint_(const StepResult& r, bool stopping) {
+  const bool checkpoint_now =
+      cfg_.checkpoint_every > 0 && (step_ % cfg_.checkpoint_every == 0 || stopping);
+  if (step_ % cfg_.log_every == 0 || step_ == cfg_.steps || checkpoint_now || stopping) {
+    flush_window_(r.t1);
+  }
+  if (checkpoint_now && rank0_()) {
+    save_checkpoint(setup_.run_dir, step_, *setup_.trainer, cfg_.keep_checkpoints);
+  }
+}
+
+void Run::evaluate_() {
+  const Trainer::EvalSums sums = setup_.trainer->evaluate_sums(setup_.corpus, valid_);
+  torch::Tensor t =
+      torch::tensor({sums.loss_sum, static_cast<double>(sums.count)}, torch::kFloat64);
+  if (dist_) dist_->allreduce({t});
+  valid_loss_ = t[0].item<double>() / t[1].item<double>();
+  const double bpb = valid_loss_ / std::log(2.0);
+  metric_({{"step", step_}, {"valid_loss", valid_loss_}, {"valid_bpb", bpb}});
+  progress_->message("eval at step " + std::to_string(step_) + ": valid loss " +
+                     std::to_string(valid_loss_) + " nats/byte, " + std::to_string(bpb) +
+                     " bits/byte");
+}
+
+void Run::flush_window_(double now) {
+  final_train_loss_ = win_.loss_sum / win_.steps;
+  if (win_.timed_steps > 0) final_timed_loss_ = win_.timed_loss_sum / win_.timed_steps;
+  const double seq_s = global_batch_() * win_.steps / win_.seconds;
+  metric_({{"step", step_},
+           {"loss", final_train_loss_},
+           {"sequences_per_s", seq_s},
+           {"tokens_per_s", seq_s * cfg_.seq_len},
+           {"elapsed_s", elapsed_before_ + now - run_start_},
+           {"window_steps", win_.steps},
+           {"includes_warmup", win_.has_warmup}});
+  progress_->window(step_, final_train_loss_, seq_s, seq_s * cfg_.seq_len,
+                    win_.seconds / static_cast<double>(win_.steps));
+  win_ = Window{};
+}
+
+}  // namespace trainbench::run_detail
