@@ -266,10 +266,11 @@ TEST(Scripts, PlotCurvesStartAtStepZeroWithWindowsAtTheirMiddle) {
                       "{\"step\": 20, \"loss\": 3.0, \"window_steps\": 20, "
                       "\"sequences_per_s\": 8.0, \"elapsed_s\": 12.0}\n"
                       "{\"step\": 20, \"valid_loss\": 2.9, \"valid_bpb\": 4.2}\n");
-  const auto r = testing::run_command(
-      std::string(TB_PYTHON) + " -c \"import sys; sys.path.insert(0, '" TB_SOURCE_DIR
-      "/scripts'); import plot_runs; s, train, valid = plot_runs.read_run('" + dir.path() +
-      "'); print(train, valid)\"");
+  const auto r =
+      testing::run_command(std::string(TB_PYTHON) +
+                           " -c \"import sys; sys.path.insert(0, '" TB_SOURCE_DIR
+                           "/scripts'); import plot_runs; s, train, valid = plot_runs.read_run('" +
+                           dir.path() + "'); print(train, valid)\"");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // 20 steps of 4 sequences at 8 seq/s took 10 s: the window's middle is step 10 at 12 - 5 s.
   EXPECT_NE(r.output.find("[(0, 0.0, 5.5), (10.0, 7.0, 3.0)] [(20, 2.9)]"), std::string::npos)
