@@ -52,10 +52,11 @@ Precision precision_named(const std::string& dtype) {
 }
 Precision precision(const RunConfig& cfg) { return precision_named(cfg.dtype); }
 
+// The flags' text read back through the name functions, so each spelling is written once.
 DropoutImpl dropout_impl(const RunConfig& cfg) {
-  if (cfg.dropout_impl == "native") return DropoutImpl::kNative;
-  if (cfg.dropout_impl == "parallel") return DropoutImpl::kParallel;
-  if (cfg.dropout_impl == "fused") return DropoutImpl::kFused;
+  for (DropoutImpl i : {DropoutImpl::kNative, DropoutImpl::kParallel, DropoutImpl::kFused}) {
+    if (cfg.dropout_impl == dropout_impl_name(i)) return i;
+  }
   return DropoutImpl::kAuto;
 }
 const char* dropout_impl_name(DropoutImpl impl) {
@@ -73,8 +74,9 @@ const char* dropout_impl_name(DropoutImpl impl) {
 }
 
 LowpGemm lowp_gemm(const RunConfig& cfg) {
-  if (cfg.lowp_gemm == "native") return LowpGemm::kNative;
-  if (cfg.lowp_gemm == "float32") return LowpGemm::kFloat32;
+  for (LowpGemm g : {LowpGemm::kNative, LowpGemm::kFloat32}) {
+    if (cfg.lowp_gemm == lowp_gemm_name(g)) return g;
+  }
   return LowpGemm::kAuto;
 }
 const char* lowp_gemm_name(LowpGemm route) {
