@@ -8,6 +8,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "trainbench/core/cpu_isa.h"
+#include "trainbench/model/precision.h"
 
 namespace trainbench {
 
@@ -118,9 +119,7 @@ PeakFlops gemm_probe(const RunConfig& cfg, double seconds) {
   PeakFlops p;
   p.source = "gemm_probe";
   const bool rounded = resolved_lowp_gemm(cfg) == LowpGemm::kFloat32;
-  const c10::ScalarType type = precision(cfg) == Precision::kBFloat16  ? torch::kBFloat16
-                               : precision(cfg) == Precision::kFloat16 ? torch::kHalf
-                                                                       : torch::kFloat;
+  const c10::ScalarType type = autocast_dtype(precision(cfg)).value_or(torch::kFloat);
   p.gemm_path = rounded ? gemm_path_name(GemmPath::kFloat32Rounded)
                         : gemm_path_name(libtorch_gemm_path(effective_isa(), precision(cfg)));
   constexpr int kTrials = 7;

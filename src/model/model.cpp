@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "trainbench/model/dropout.h"
+#include "trainbench/model/precision.h"
 #include "trainbench/model/scripted_model.h"
 
 namespace trainbench {
@@ -18,8 +19,7 @@ ModelOptions ModelOptions::from_config(const RunConfig& cfg) {
   o.dropout = cfg.dropout;
   o.flash = cfg.flash;
   o.parallel_dropout = resolved_dropout_impl(cfg) == DropoutImpl::kParallel;
-  if (precision(cfg) == Precision::kBFloat16) o.compute_dtype = torch::kBFloat16;
-  if (precision(cfg) == Precision::kFloat16) o.compute_dtype = torch::kHalf;
+  o.compute_dtype = autocast_dtype(precision(cfg)).value_or(torch::kFloat);
   o.float32_gemm = resolved_lowp_gemm(cfg) == LowpGemm::kFloat32;
   return o;
 }
