@@ -29,6 +29,7 @@ bool Run::one_step_() {
   const StepResult r = run_step_();
   ++step_;
   account_(r);
+  record_initial_loss_(r);
   show_progress_(r);
   if (diverged_(r.loss)) return false;
   const bool stopping = agree_on_stop_();
@@ -108,12 +109,14 @@ void Run::show_progress_(const StepResult& r) {
   if (n == cfg_.warmup_steps + 1 && step_ < cfg_.steps) {
     progress_->projection(cfg_.steps - step_, r.seconds(), !device_.is_cuda());
   }
-  if (step_ == 1) {
-    metric_({{"step", 0},
-             {"initial_loss", r.loss},
-             {"initial_bpb", r.loss / std::log(2.0)},
-             {"elapsed_s", 0.0}});
-  }
+}
+
+void Run::record_initial_loss_(const StepResult& r) {
+  if (step_ != 1) return;  // a resumed run has its record already
+  metric_({{"step", 0},
+           {"initial_loss", r.loss},
+           {"initial_bpb", r.loss / std::log(2.0)},
+           {"elapsed_s", 0.0}});
 }
 
 bool Run::diverged_(double loss) {

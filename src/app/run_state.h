@@ -114,9 +114,12 @@ class Run {
   void account_(const StepResult& r);
 
   // The live line; a line for each warm-up and early timed step (a slow run speaks from step
-  // 1); the first timed step's projection of the whole run; the loss before any update (the
-  // first step's forward) as metrics.jsonl's step-0 record, where the loss curves start.
+  // 1); the first timed step's projection of the whole run.
   void show_progress_(const StepResult& r);
+
+  // metrics.jsonl's step-0 record, where the loss curves start: the loss before any update
+  // (the first step's forward) of a run that starts from scratch.
+  void record_initial_loss_(const StepResult& r);
 
   bool diverged_(double loss);
 
