@@ -4,6 +4,7 @@
 #include "trainbench/app/run.h"
 
 #include "run_state.h"
+#include "trainbench/kernels/fused_kernels.h"
 
 namespace trainbench {
 namespace run_detail {
@@ -43,7 +44,7 @@ void Run::set_up_() {
       sdpa_used.empty() ? nlohmann::json(nullptr) : nlohmann::json(sdpa_used);
   if (rank0_()) {
     warn_about_setup(threads_, env_.local_world_size);
-    if (!device_.is_cuda()) warn_about_lowp_gemm(cfg_, setup_.gemm_paths);
+    if (!device_.is_cuda()) warn_about_lowp_gemm(cfg_, setup_.gemm_paths, setup_.probe);
   }
   step_ = setup_.start_step;
   compile_s_ = setup_.compile_s;
@@ -75,6 +76,10 @@ void Run::open_files_() {
       writer_->write_config(setup_.config_json);
       nlohmann::json env = collect_env(device_, threads_);
       env["gemm_path"] = setup_.gemm_paths;
+      // Which build of the fused kernels' CPU rows ran (kernels/cpu: avx2 | avx512).
+      if (compile_path(cfg_) == CompilePath::kFused && !device_.is_cuda()) {
+        env["cpu_rows"] = kernels::cpu_rows_isa();
+      }
       writer_->write_env(env);
     } catch (const RunError& e) {
       writer_.reset();
@@ -141,6 +146,7 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
       {"peak_flops_source", peak.source},
       {"peak_probe", peak.probe},  // gemm_probe: shapes, best rates, trials; else null
       {"gemm_path", setup_.gemm_paths.at("model_gemms")},
+      {"gemm_route", setup_.gemm_route},  // the probe's rates, the route chosen and why; or null
       {"noise", speed_.noise},
       {"peak_memory_bytes", peak_memory_bytes(device_)},
       {"warmup_seconds", warmup_s_},

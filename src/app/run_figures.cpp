@@ -5,9 +5,11 @@
 
 #include <cstdio>
 
+#include "trainbench/app/run_setup.h"
 #include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/log.h"
 #include "trainbench/model/flops.h"
+#include "trainbench/model/step_bounds.h"
 #include "trainbench/report/env_info.h"
 
 #ifdef TB_WITH_CUDA
@@ -57,33 +59,55 @@ nlohmann::json gemm_paths(const RunConfig& cfg, bool cuda) {
           {"cpu_isa", isa_names(isa)}};
 }
 
-std::string warn_about_lowp_gemm(const RunConfig& cfg, const nlohmann::json& paths) {
+std::string warn_about_lowp_gemm(const RunConfig& cfg, const nlohmann::json& paths,
+                                 const GemmProbe& probe) {
   const std::string path = paths.at("model_gemms");
-  if (path != gemm_path_name(GemmPath::kReference) &&
-      path != gemm_path_name(GemmPath::kOnednnEmulated)) {
-    return "";
-  }
-  // The FF-in GEMM of this model, rows cut down by the probe itself (a reference GEMM at about
-  // 1 GFLOP/s must not hold the start for long).
-  const GemmShape ff{cfg.batch_size * cfg.seq_len, cfg.d_model, cfg.ff_dim};
-  const auto low = precision(cfg) == Precision::kFloat16 ? torch::kHalf : torch::kBFloat16;
-  const double slow = gemm_rate(low, false, ff, 3, 0.3);
-  const double fast = gemm_rate(torch::kFloat, false, ff, 3, 0.3);
+  const RouteRate* rounded = probe.find(GemmPath::kFloat32Rounded);
+  if (path == gemm_path_name(GemmPath::kFloat32Rounded) || !rounded || probe.empty()) return "";
+  const double own = probe.routes.front().flops_per_s;
+  const double slowdown = own > 0 ? rounded->flops_per_s / own : 0.0;
+  const bool emulated = path == gemm_path_name(GemmPath::kReference) ||
+                        path == gemm_path_name(GemmPath::kOnednnEmulated);
+  // A native GEMM within 10% of the float32 route is no reason to warn.
+  if (!emulated && slowdown <= 1.1) return "";
   char ratio[32];
-  std::snprintf(ratio, sizeof(ratio), "%.1fx", slow > 0 ? fast / slow : 0.0);
+  std::snprintf(ratio, sizeof(ratio), "%.1fx", slowdown);
   const bool fused = compile_path(cfg) == CompilePath::kFused;
+  const std::string what = emulated
+                               ? cfg.dtype + " has no native GEMM on this CPU (it lacks " +
+                                     native_gemm_needs(precision(cfg)) + "): LibTorch's " +
+                                     (path == gemm_path_name(GemmPath::kReference)
+                                          ? std::string("reference GEMM (one thread)")
+                                          : std::string("oneDNN GEMM (emulated through float32)"))
+                               : cfg.dtype + "'s native GEMM on this CPU (LibTorch's " + path + ")";
   const std::string line =
-      cfg.dtype + " has no native GEMM on this CPU (it lacks " + native_gemm_needs(precision(cfg)) +
-      "): LibTorch's " +
-      (path == "reference" ? std::string("reference GEMM (one thread)")
-                           : std::string("oneDNN GEMM (emulated through float32)")) +
-      " took " + ratio +
-      " the time of float32 in a probe at this model's FF shape; for speed use " +
+      what + " took " + ratio + " the time of float32 GEMMs of " + cfg.dtype +
+      " operands in a probe at this model's GEMM shapes; for speed use " +
       (fused ? "--lowp_gemm auto|float32 (float32 GEMMs of " + cfg.dtype + " operands)"
-             : "--compile fused (float32 GEMMs of " + cfg.dtype + " operands)") +
+             : "--compile fused (float32 GEMMs of " + cfg.dtype + " operands where faster)") +
       " or --dtype float32";
   log_warn(line);
   return line;
+}
+
+nlohmann::json profile_bounds(const RunSetup& setup, const nlohmann::json& ms_per_step,
+                              const torch::Device& device) {
+  RunConfig cfg;
+  from_json(setup.config_json, cfg);  // the resolved flags, the route included
+  const std::string path = setup.gemm_paths.value("model_gemms", std::string());
+  double gemm_rate = setup.peak.flops_per_s;
+  for (const RouteRate& r : setup.probe.routes) {
+    if (path == gemm_path_name(r.path)) gemm_rate = r.flops_per_s;
+  }
+  const double bandwidth = memory_bandwidth_probe(device);
+  char line[160];
+  std::snprintf(line, sizeof(line),
+                "profile bounds: GEMMs at %.1f GFLOP/s (%s), memory at %.1f GB/s (triad probe)",
+                gemm_rate / 1e9, path.c_str(), bandwidth / 1e9);
+  log_info(line);
+  const bool float32_route = resolved_lowp_gemm(cfg) == LowpGemm::kFloat32;
+  return step_bounds(ms_per_step, step_work(cfg, setup.params, float32_route), gemm_rate,
+                     bandwidth);
 }
 
 SpeedJudgement judge_speed(const StepStats& stats, const std::vector<double>& step_ms,

@@ -84,6 +84,7 @@ void Run::account_(const StepResult& r) {
     if (n == cfg_.warmup_steps + cfg_.profile_steps && profiler_) {
       profile_ = profiler_->stop(cfg_.profile_steps, profile_s_, setup_.run_dir + "/trace.json");
       profiler_.reset();
+      profile_["bounds"] = profile_bounds(setup_, profile_.at("ms_per_step"), device_);
     }
   }
   if (kind == StepKind::kTimed) {

@@ -9,6 +9,7 @@
 #include "trainbench/core/log.h"
 #include "trainbench/core/timing.h"
 #include "trainbench/model/flops.h"
+#include "trainbench/model/gemm_probe.h"
 #include "trainbench/model/model.h"
 #include "trainbench/model/scripted_model.h"
 #include "trainbench/report/env_info.h"
@@ -54,6 +55,66 @@ void check_memory_(const RunConfig& cfg, int64_t corpus_bytes, int local_process
   }
 }
 
+// The GEMM probe of a CPU run and the route it decides: cfg with --lowp_gemm auto replaced by
+// the measured route (the model, the peak, env.json and config.json all take that one). The
+// probe runs where a figure needs it: the MFU peak (no --peak_tflops), the choice, or the
+// warning's slowdown of a bfloat16/float16 GEMM. The ranks of a multi-process run decide from
+// their mean rates, so every replica takes the same route.
+RunConfig decide_gemm_route_(const RunConfig& cfg, const torch::Device& device, DistContext* dist,
+                             bool rank0, RunSetup& s) {
+  RunConfig run_cfg = cfg;
+  const bool lowp = precision(cfg) != Precision::kFloat32;
+  const bool forced_float32 = lowp_gemm(cfg) == LowpGemm::kFloat32;
+  if (device.is_cuda() || (cfg.peak_tflops > 0 && (!lowp || forced_float32))) return run_cfg;
+  if (rank0) {
+    log_info("measuring this model's GEMMs (" + std::to_string(model_gemm_products(cfg).size()) +
+             " products: forward, input and weight gradients) for " + cfg.dtype +
+             (lowp ? " natively and as float32 GEMMs of rounded operands" : "") +
+             "; --peak_tflops and --lowp_gemm native|float32 skip what they decide");
+  }
+  s.probe = probe_gemm(cfg);
+  if (dist) {
+    torch::Tensor rates =
+        torch::zeros({static_cast<int64_t>(2 * s.probe.routes.size())}, torch::kFloat64);
+    for (size_t i = 0; i < s.probe.routes.size(); ++i) {
+      rates[2 * i] = s.probe.routes[i].flops_per_s;
+      rates[2 * i + 1] = s.probe.routes[i].peak_flops_per_s;
+    }
+    dist->allreduce({rates});
+    for (size_t i = 0; i < s.probe.routes.size(); ++i) {
+      s.probe.routes[i].flops_per_s = rates[2 * i].item<double>() / dist->world_size();
+      s.probe.routes[i].peak_flops_per_s = rates[2 * i + 1].item<double>() / dist->world_size();
+    }
+  }
+  s.gemm_route = {{"lowp_gemm", cfg.lowp_gemm}, {"probe_seconds", s.probe.seconds}};
+  nlohmann::json rates = nlohmann::json::object();
+  for (const RouteRate& r : s.probe.routes) rates[gemm_path_name(r.path)] = r.flops_per_s;
+  s.gemm_route["flops_per_s"] = rates;
+  const bool applies = lowp && compile_path(cfg) == CompilePath::kFused;
+  std::string decision;
+  if (applies && lowp_gemm(cfg) == LowpGemm::kAuto) {
+    const RouteChoice choice = choose_route(s.probe);
+    run_cfg.lowp_gemm = lowp_gemm_name(choice.route);
+    s.gemm_route["reason"] = choice.reason;
+    decision =
+        "; --lowp_gemm auto takes the " +
+        std::string(choice.route == LowpGemm::kFloat32 ? "float32 route: " : "native route: ") +
+        choice.reason;
+  } else {
+    s.gemm_route["reason"] =
+        applies ? "forced by --lowp_gemm " + cfg.lowp_gemm
+                : "one route (" + std::string(lowp ? "not --compile fused" : "float32") + ")";
+  }
+  s.gemm_route["chosen"] = lowp_gemm_name(resolved_lowp_gemm(run_cfg));
+  if (rank0) {
+    char cost[32];
+    std::snprintf(cost, sizeof(cost), "%.1f s", s.probe.seconds);
+    log_info("GEMM probe took " + std::string(cost) +
+             (s.probe.injected ? " (rates injected)" : "") + decision);
+  }
+  return run_cfg;
+}
+
 }  // namespace
 
 RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, DistContext* dist,
@@ -92,20 +153,17 @@ RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, Di
   s.backend = script                                     ? configure_script_executor(device)
               : compile_path(cfg) == CompilePath::kFused ? "fused"
                                                          : "eager";
+  const RunConfig run_cfg = decide_gemm_route_(cfg, device, dist, rank0, s);
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   const double build_start = synchronized_now_s(device);
-  s.trainer = std::make_unique<Trainer>(cfg, device);
+  s.trainer = std::make_unique<Trainer>(run_cfg, device);
   // Compiling = defining the script (here) + the executor's profiling steps (in the loop).
   s.compile_s = script ? synchronized_now_s(device) - build_start : 0.0;
   s.params = count_parameters(s.trainer->model());
   s.device_name = device_name(device);
-  s.gemm_paths = gemm_paths(cfg, device.is_cuda());
-  if (!device.is_cuda() && cfg.peak_tflops <= 0 && rank0) {
-    log_info("measuring the GEMM peak for MFU (" +
-             s.gemm_paths.at("model_gemms").get<std::string>() +
-             " at this model's shapes, about 2 s; --peak_tflops skips it)");
-  }
-  s.peak = resolve_peak_flops(cfg, device, s.device_name);
+  s.gemm_paths = gemm_paths(run_cfg, device.is_cuda());
+  if (!s.gemm_route.is_null()) s.gemm_paths["route"] = s.gemm_route;
+  s.peak = resolve_peak_flops(run_cfg, device, s.device_name, s.probe);
   s.flops_per_token = flops_per_token(cfg);
 
   RunConfig resolved = cfg;
@@ -113,7 +171,7 @@ RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, Di
   resolved.threads = threads;
   resolved.valid_bytes = valid_bytes;
   resolved.dropout_impl = dropout_impl_name(resolved_dropout_impl(cfg));
-  resolved.lowp_gemm = lowp_gemm_name(resolved_lowp_gemm(cfg));
+  resolved.lowp_gemm = lowp_gemm_name(resolved_lowp_gemm(run_cfg));
   if (dist) resolved.dist_backend = dist->backend();
   s.config_json = resolved;
   s.config_json["run_dir"] = s.run_dir;

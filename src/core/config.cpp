@@ -46,9 +46,21 @@ CompilePath compile_path(const RunConfig& cfg) {
 }
 
 Precision precision_named(const std::string& dtype) {
-  if (dtype == "bfloat16") return Precision::kBFloat16;
-  if (dtype == "float16") return Precision::kFloat16;
+  for (Precision p : {Precision::kBFloat16, Precision::kFloat16}) {
+    if (dtype == precision_name(p)) return p;
+  }
   return Precision::kFloat32;
+}
+const char* precision_name(Precision dtype) {
+  switch (dtype) {
+    case Precision::kBFloat16:
+      return "bfloat16";
+    case Precision::kFloat16:
+      return "float16";
+    case Precision::kFloat32:
+      break;
+  }
+  return "float32";
 }
 Precision precision(const RunConfig& cfg) { return precision_named(cfg.dtype); }
 

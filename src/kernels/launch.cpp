@@ -1,7 +1,8 @@
-// run(): the CPU rows over at::parallel_for (after checking the CPU runs the instructions they
-// were built for), or the CUDA launch on LibTorch's current stream.
+// run(): the CPU rows over at::parallel_for (the build for the CPU's widest vectors, after
+// checking the CPU runs its instructions), or the CUDA launch on LibTorch's current stream.
 #include <ATen/Parallel.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "cpu/rows.h"
@@ -17,6 +18,37 @@
 namespace trainbench::kernels {
 namespace {
 
+// The rows build for this process: TB_CPU_ROWS (avx2 | avx512) where set, else the widest the
+// CPU runs. "" when none runs (cpu_kernels_unavailable says why).
+std::string pick_rows_isa_(std::string* why) {
+  const char* env = std::getenv("TB_CPU_ROWS");
+  const std::string forced = env ? env : "";
+  if (!forced.empty() && forced != "avx2" && forced != "avx512") {
+    *why = "TB_CPU_ROWS: '" + forced + "' is not allowed; use avx2 or avx512 (or leave it unset)";
+    return "";
+  }
+  if (forced == "avx512" && !cpu::avx512::cpu_supported()) {
+    *why = "TB_CPU_ROWS=avx512: this CPU lacks AVX-512 F/BW/VL/DQ; use avx2 or leave it unset";
+    return "";
+  }
+  if (!cpu::avx2::cpu_supported()) {
+    *why =
+        "--compile fused: this CPU lacks AVX2, FMA or F16C, which the fused CPU kernels are "
+        "built for; use --compile none";
+    return "";
+  }
+  if (forced.empty()) return cpu::avx512::cpu_supported() ? "avx512" : "avx2";
+  return forced;
+}
+struct RowsIsa {
+  std::string name, why;
+  RowsIsa() { name = pick_rows_isa_(&why); }
+};
+const RowsIsa& rows_isa_() {
+  static const RowsIsa isa;
+  return isa;
+}
+
 template <typename Args>
 void run_(const Args& a, c10::DeviceType device) {
   if (device == c10::DeviceType::CUDA) {
@@ -30,9 +62,15 @@ void run_(const Args& a, c10::DeviceType device) {
     throw RunError("--compile fused on CUDA: this bench was built without CUDA");
 #endif
   }
-  static const std::string why = cpu_kernels_unavailable();
-  if (!why.empty()) throw RunError(why);
-  at::parallel_for(0, num_chunks(a.rows), 1, [&](int64_t c0, int64_t c1) { cpu::rows(a, c0, c1); });
+  const RowsIsa& isa = rows_isa_();
+  if (!isa.why.empty()) throw RunError(isa.why);
+  if (isa.name == "avx512") {
+    at::parallel_for(0, num_chunks(a.rows), 1,
+                     [&](int64_t c0, int64_t c1) { cpu::avx512::rows(a, c0, c1); });
+  } else {
+    at::parallel_for(0, num_chunks(a.rows), 1,
+                     [&](int64_t c0, int64_t c1) { cpu::avx2::rows(a, c0, c1); });
+  }
 }
 
 }  // namespace
@@ -58,10 +96,8 @@ StorageType storage_type_of(c10::ScalarType type) {
 TB_FUSED_KERNELS(TB_DEFINE_RUN)
 #undef TB_DEFINE_RUN
 
-std::string cpu_kernels_unavailable() {
-  if (cpu::cpu_supported()) return "";
-  return "--compile fused: this CPU lacks AVX2, FMA or F16C, which the fused CPU kernels are "
-         "built for; use --compile none";
-}
+std::string cpu_kernels_unavailable() { return rows_isa_().why; }
+
+std::string cpu_rows_isa() { return rows_isa_().name; }
 
 }  // namespace trainbench::kernels

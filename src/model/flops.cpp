@@ -2,10 +2,7 @@
 #include "trainbench/model/flops.h"
 
 #include <algorithm>
-#include <chrono>
 #include <vector>
-
-#include <ATen/CPUGeneratorImpl.h>
 
 #include "trainbench/core/cpu_isa.h"
 #include "trainbench/model/precision.h"
@@ -73,79 +70,19 @@ double gpu_peak_flops(const std::string& device_name, Precision dtype) {
   return 0;
 }
 
-std::vector<GemmShape> model_gemm_shapes(const RunConfig& cfg) {
-  const int64_t rows = cfg.batch_size * cfg.seq_len, d = cfg.d_model, ff = cfg.ff_dim;
-  return {{rows, d, 3 * d}, {rows, d, ff}, {rows, ff, d}};
-}
-
-double gemm_rate(c10::ScalarType dtype, bool float32_rounded, GemmShape shape, int trials,
-                 double seconds, int64_t* rows_used) {
-  torch::NoGradGuard no_grad;
-  // A private generator: the probe runs after the model is built and must not move the run's
-  // seeded random stream (dropout masks, sampler-independent draws).
-  at::Generator gen = at::detail::createCPUGenerator(0);
-  using clock = std::chrono::steady_clock;
-  const auto product = [&](const torch::Tensor& a, const torch::Tensor& b) {
-    return float32_rounded ? torch::mm(a.to(torch::kFloat), b.to(torch::kFloat)).to(a.scalar_type())
-                           : torch::mm(a, b);
-  };
-  // As a Linear computes it: rows [m, k] against a weight [n, k] read transposed.
-  const torch::Tensor b = torch::randn({shape.n, shape.k}, gen).to(dtype).t();
-  // A first product of a few rows measures the path (and warms its thread pool and buffers);
-  // the trial size follows from it.
-  int64_t m = std::min<int64_t>(shape.m, 16);
-  torch::Tensor a = torch::randn({m, shape.k}, gen).to(dtype);
-  product(a, b);
-  auto t0 = clock::now();
-  product(a, b);
-  const double first_s = std::max(1e-6, std::chrono::duration<double>(clock::now() - t0).count());
-  const double per_trial = seconds / std::max(1, trials);
-  m = std::clamp<int64_t>(static_cast<int64_t>(m * per_trial / first_s), 1, shape.m);
-  if (rows_used) *rows_used = m;
-  a = torch::randn({m, shape.k}, gen).to(dtype);
-  product(a, b);
-  double best = 0;
-  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(shape.k * shape.n);
-  for (int trial = 0; trial < trials; ++trial) {
-    t0 = clock::now();
-    product(a, b);
-    const double s = std::chrono::duration<double>(clock::now() - t0).count();
-    best = std::max(best, flops / std::max(s, 1e-9));
-  }
-  return best;
-}
-
-PeakFlops gemm_probe(const RunConfig& cfg, double seconds) {
-  PeakFlops p;
-  p.source = "gemm_probe";
-  const bool rounded = resolved_lowp_gemm(cfg) == LowpGemm::kFloat32;
-  const c10::ScalarType type = autocast_dtype(precision(cfg)).value_or(torch::kFloat);
-  p.gemm_path = rounded ? gemm_path_name(GemmPath::kFloat32Rounded)
-                        : gemm_path_name(libtorch_gemm_path(effective_isa(), precision(cfg)));
-  constexpr int kTrials = 7;
-  const std::vector<GemmShape> shapes = model_gemm_shapes(cfg);
-  nlohmann::json rows = nlohmann::json::array();
-  for (const GemmShape& g : shapes) {
-    int64_t m = 0;
-    const double rate =
-        gemm_rate(type, rounded, g, kTrials, seconds / static_cast<double>(shapes.size()), &m);
-    p.flops_per_s = std::max(p.flops_per_s, rate);
-    rows.push_back({{"m", m}, {"k", g.k}, {"n", g.n}, {"flops_per_s", rate}});
-  }
-  p.probe = {
-      {"dtype", cfg.dtype}, {"gemm_path", p.gemm_path}, {"trials", kTrials}, {"shapes", rows}};
-  return p;
-}
-
 PeakFlops resolve_peak_flops(const RunConfig& cfg, const torch::Device& device,
-                             const std::string& device_name) {
+                             const std::string& device_name, const GemmProbe& probe) {
   if (cfg.peak_tflops > 0) return {cfg.peak_tflops * 1e12, "flag", "", nullptr};
   if (device.is_cuda()) {
     const double peak = gpu_peak_flops(device_name, precision(cfg));
     if (peak > 0) return {peak, "table:" + device_name, gemm_path_name(GemmPath::kCuda), nullptr};
     return {0, "unknown", gemm_path_name(GemmPath::kCuda), nullptr};
   }
-  return gemm_probe(cfg);
+  const RouteRate* route = resolved_lowp_gemm(cfg) == LowpGemm::kFloat32
+                               ? probe.find(GemmPath::kFloat32Rounded)
+                               : (probe.empty() ? nullptr : &probe.routes.front());
+  if (!route) return {0, "unknown", "", nullptr};
+  return {route->peak_flops_per_s, "gemm_probe", gemm_path_name(route->path), probe.to_json()};
 }
 
 }  // namespace trainbench

@@ -42,13 +42,22 @@ bool any_communication_(const std::vector<RunRecord>& runs) {
 }
 
 // Profiled runs side by side: ms per step (and share of the profiled step) by op category.
+// A category's row of summary.json's profile bounds (model/step_bounds.h), or an empty object.
+nlohmann::json bound_of_(const RunRecord& r, const std::string& category) {
+  const nlohmann::json& b = r.profile.value("bounds", nlohmann::json());
+  return b.is_object() && b.contains(category) && b[category].is_object()
+             ? b[category]
+             : nlohmann::json::object();
+}
+
 std::string profile_table_(const std::vector<RunRecord>& runs) {
   std::vector<const RunRecord*> p;
   for (const RunRecord& r : runs)
     if (r.profile.is_object() && r.profile.contains("ms_per_step")) p.push_back(&r);
   if (p.empty()) return "";
   std::ostringstream os;
-  os << "\nTime per profiled step by op category, ms (share)\n\n| category |";
+  os << "\nTime per profiled step by op category, ms (share; times its bound: the category's "
+        "FLOPs at the probed GEMM rate and bytes at the measured bandwidth)\n\n| category |";
   for (const RunRecord* r : p) os << " " << r->label << " " << r->dtype << " |";
   os << "\n|---|";
   for (size_t i = 0; i < p.size(); ++i) os << "---|";
@@ -56,14 +65,25 @@ std::string profile_table_(const std::vector<RunRecord>& runs) {
   for (const std::string& c : profile_categories()) {
     os << "| " << c << " |";
     for (const RunRecord* r : p) {
+      const nlohmann::json times = bound_of_(*r, c).value("times", nlohmann::json());
       os << " " << num_(r->profile["ms_per_step"].value(c, nlohmann::json()), 1) << " ("
-         << num_(r->profile["share"].value(c, nlohmann::json()), 0, 100) << "%) |";
+         << num_(r->profile["share"].value(c, nlohmann::json()), 0, 100) << "%"
+         << (times.is_number() ? ", " + num_(times, 1) + "x bound" : std::string()) << ") |";
     }
     os << "\n";
   }
   os << "| step |";
   for (const RunRecord* r : p)
     os << " " << num_(r->profile.value("step_ms", nlohmann::json()), 1) << " |";
+  os << "\n| bound |";
+  for (const RunRecord* r : p) {
+    const nlohmann::json step = bound_of_(*r, "step");
+    os << " " << num_(step.value("bound_ms", nlohmann::json()), 1)
+       << (step.value("times", nlohmann::json()).is_number()
+               ? " (step " + num_(step["times"], 2) + "x)"
+               : std::string())
+       << " |";
+  }
   os << "\n";
   return os.str();
 }
@@ -156,8 +176,11 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
   for (const RunRecord& r : runs) {
     os << "| " << r.label << " | " << r.dtype << " | " << r.num_layer << " | " << r.batch_size
        << " | " << num_(r.sequences_per_s, 2) << " | " << num_(r.tokens_per_s, 0) << " | "
-       << mfu_text_(r) << " | " << (r.gemm_path.empty() ? "-" : r.gemm_path) << " | "
-       << noise_text_(r) << " | " << num_(r.peak_memory_bytes, 0, 1.0 / (1 << 20)) << " | "
+       << mfu_text_(r) << " | "
+       << (r.gemm_path.empty()
+               ? "-"
+               : r.gemm_path + (r.gemm_choice.empty() ? "" : " (" + r.gemm_choice + ")"))
+       << " | " << noise_text_(r) << " | " << num_(r.peak_memory_bytes, 0, 1.0 / (1 << 20)) << " | "
        << num_(r.warmup_seconds, 1) << " | " << num_(r.compile_seconds, 1) << " | "
        << num_(r.final_train_bpb, 4) << " | " << num_(r.final_valid_bpb, 4) << " | ";
     if (comm) {
@@ -177,7 +200,8 @@ std::string csv_(const std::vector<RunRecord>& runs) {
   std::ostringstream os;
   const bool comm = any_communication_(runs);
   os << "configuration,dtype,num_layer,batch_size,sequences_per_s,tokens_per_s,mfu_percent,"
-        "peak_unreliable,gemm_path,step_time_cv_percent,disturbed_step_percent,peak_memory_bytes,"
+        "peak_unreliable,gemm_path,gemm_choice,step_time_cv_percent,disturbed_step_percent,peak_"
+        "memory_bytes,"
         "final_train_bpb,final_valid_bpb,"
      << (comm ? "communication_ms,communication_percent," : "")
      << "status,machine,date,revision,dir\n";
@@ -191,9 +215,9 @@ std::string csv_(const std::vector<RunRecord>& runs) {
   for (const RunRecord& r : runs) {
     os << quoted(r.label) << "," << r.dtype << "," << r.num_layer << "," << r.batch_size << ","
        << field(r.sequences_per_s) << "," << field(r.tokens_per_s) << "," << pct(r.mfu) << ","
-       << (r.peak_unreliable ? "true" : "false") << "," << r.gemm_path << ","
-       << pct(noise_(r, "step_time_cv")) << "," << pct(noise_(r, "disturbed_step_share")) << ","
-       << field(r.peak_memory_bytes) << "," << field(r.final_train_bpb) << ","
+       << (r.peak_unreliable ? "true" : "false") << "," << r.gemm_path << "," << r.gemm_choice
+       << "," << pct(noise_(r, "step_time_cv")) << "," << pct(noise_(r, "disturbed_step_share"))
+       << "," << field(r.peak_memory_bytes) << "," << field(r.final_train_bpb) << ","
        << field(r.final_valid_bpb) << ",";
     if (comm) os << field(r.communication_ms) << "," << pct(r.communication_share) << ",";
     os << r.status << "," << quoted(r.machine) << "," << r.date << "," << quoted(r.revision) << ","
@@ -219,6 +243,8 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
          {"mfu_percent", percent_(r.mfu)},
          {"peak_unreliable", r.peak_unreliable},
          {"gemm_path", r.gemm_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gemm_path)},
+         {"gemm_choice",
+          r.gemm_choice.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gemm_choice)},
          {"step_time_cv_percent", percent_(noise_(r, "step_time_cv"))},
          {"disturbed_step_percent", percent_(noise_(r, "disturbed_step_share"))},
          {"unstable", r.noise.is_object() ? r.noise.value("unstable", nlohmann::json(nullptr))

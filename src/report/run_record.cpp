@@ -1,6 +1,7 @@
 // Run folders as the report reads them: config.json + summary.json (or, without one, a run
 // that is still going or was killed), and the search for run folders below a folder.
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <type_traits>
@@ -14,6 +15,24 @@
 namespace trainbench {
 
 namespace {
+
+// summary.json's gemm_route as the report's short words (report.h RunRecord::gemm_choice).
+std::string gemm_choice_(const nlohmann::json& route) {
+  if (!route.is_object() || !route.contains("flops_per_s")) return "";
+  const std::string given = route.value("lowp_gemm", std::string());
+  const auto& rates = route["flops_per_s"];
+  if (!rates.is_object() || rates.size() < 2) return "";
+  if (given != "auto") return "forced";
+  double chosen = 0, other = 0;
+  const bool rounded = route.value("chosen", std::string()) == "float32";
+  for (const auto& [path, rate] : rates.items()) {
+    if (!rate.is_number()) return "";
+    ((path == "float32_rounded") == rounded ? chosen : other) = rate.get<double>();
+  }
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "auto %.2fx", other > 0 ? chosen / other : 0.0);
+  return buf;
+}
 
 // A contract field of a run's file: present and of its type, or a RunError naming the file and
 // the field ("'DIR/config.json': field 'num_layer' is string; expected number_integer").
@@ -124,6 +143,7 @@ RunRecord read_run(const std::string& dir) {
   if (summary.contains("gemm_path") && summary["gemm_path"].is_string()) {
     r.gemm_path = summary["gemm_path"];
   }
+  r.gemm_choice = gemm_choice_(summary.value("gemm_route", nlohmann::json()));
   r.peak_unreliable = summary.value("peak_unreliable", false) == true;
   if (summary.contains("noise") && summary["noise"].is_object()) r.noise = summary["noise"];
   return r;

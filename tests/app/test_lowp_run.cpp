@@ -60,8 +60,9 @@ TEST_F(LowpRun, EagerBfloat16WithoutNativeGemmWarnsOnceWithTheSlowdownAndTheWayO
             1u)
       << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex("took [0-9]+\\.[0-9]x the time of float32 "
-                                                     "in a probe at this model's FF shape; for "
-                                                     "speed use --compile fused")))
+                                                     "GEMMs of bfloat16 operands in a probe at "
+                                                     "this model's GEMM shapes; for speed use "
+                                                     "--compile fused")))
       << r.output;
   const nlohmann::json env = read_json_file(run + "/env.json");
   EXPECT_EQ(env["gemm_path"]["model_gemms"], "reference");
@@ -90,8 +91,20 @@ TEST_F(LowpRun, FusedBfloat16TakesTheFloat32RouteWithoutAWarning) {
   EXPECT_EQ(r.output.find("no native GEMM"), std::string::npos) << r.output;
   EXPECT_EQ(read_json_file(run + "/config.json")["lowp_gemm"], "float32");
   EXPECT_EQ(read_json_file(run + "/env.json")["gemm_path"]["model_gemms"], "float32_rounded");
-  EXPECT_EQ(read_json_file(run + "/summary.json")["gemm_path"], "float32_rounded");
+  const nlohmann::json summary = read_json_file(run + "/summary.json");
+  EXPECT_EQ(summary["gemm_path"], "float32_rounded");
   EXPECT_EQ(read_run(run).label, "libtorch handcraft fused float32-gemm");
+  // Chosen by measurement: the reference GEMM's rate and the float32 route's, both recorded.
+  const nlohmann::json route = summary["gemm_route"];
+  EXPECT_EQ(route["lowp_gemm"], "auto");
+  EXPECT_EQ(route["chosen"], "float32");
+  EXPECT_LT(route["flops_per_s"]["reference"].get<double>(),
+            route["flops_per_s"]["float32_rounded"].get<double>());
+  EXPECT_EQ(read_json_file(run + "/env.json")["gemm_path"]["route"], route);
+  EXPECT_NE(r.output.find("--lowp_gemm auto takes the float32 route: float32 GEMMs of bfloat16 "
+                          "operands measured "),
+            std::string::npos)
+      << r.output;
   // Forcing the native route there is LibTorch's slow path again, and says so.
   testing::CommandResult forced;
   const std::string native =
@@ -101,11 +114,64 @@ TEST_F(LowpRun, FusedBfloat16TakesTheFloat32RouteWithoutAWarning) {
       << forced.output;
 }
 
-TEST_F(LowpRun, AutoOnThisCpuFollowsItsInstructionSets) {
-  const std::string run = run_("", "--dtype bfloat16 --compile fused", "auto");
-  const bool native = has_native_gemm(hardware_isa(), Precision::kBFloat16);
-  EXPECT_EQ(read_json_file(run + "/config.json")["lowp_gemm"], native ? "native" : "float32");
-  EXPECT_EQ(read_json_file(run + "/env.json")["gemm_path"]["native_gemm"], native);
+// On this CPU, uncapped: auto takes whichever route measured faster, in both dtypes, and the
+// report's GEMM column says so.
+TEST_F(LowpRun, AutoOnThisCpuTakesTheFasterMeasuredRoute) {
+  for (const char* dtype : {"bfloat16", "float16"}) {
+    const std::string run =
+        run_("", std::string("--dtype ") + dtype + " --compile fused", std::string("auto") + dtype);
+    const nlohmann::json route = read_json_file(run + "/summary.json")["gemm_route"];
+    const std::string own =
+        gemm_path_name(libtorch_gemm_path(effective_isa(), precision_named(dtype)));
+    const bool rounded_faster = route["flops_per_s"]["float32_rounded"].get<double>() >
+                                route["flops_per_s"][own].get<double>();
+    EXPECT_EQ(route["chosen"], rounded_faster ? "float32" : "native") << route.dump();
+    EXPECT_EQ(read_json_file(run + "/config.json")["lowp_gemm"], route["chosen"]);
+    EXPECT_EQ(read_run(run).gemm_choice.rfind("auto ", 0), 0u) << read_run(run).gemm_choice;
+  }
+}
+
+// Rates injected through the test hook: auto follows them both ways and records both; a forced
+// route is said to be forced; the report's GEMM column shows the ratio.
+TEST_F(LowpRun, AutoFollowsTheProbesRatesBothWays) {
+  testing::CommandResult r;
+  const std::string slow_native = run_("TB_TEST_GEMM_RATES=native=1e9,float32_rounded=4e9 ",
+                                       "--dtype bfloat16 --compile fused", "slow", &r);
+  EXPECT_EQ(read_json_file(slow_native + "/config.json")["lowp_gemm"], "float32");
+  EXPECT_NE(r.output.find("GEMM probe took "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" (rates injected); --lowp_gemm auto takes the float32 route: "),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(read_run(slow_native).gemm_choice, "auto 4.00x");
+  EXPECT_NE(render_report({read_run(slow_native)}, ReportOptions{})
+                .find("| float32_rounded (auto 4.00x) |"),
+            std::string::npos);
+  const std::string fast_native = run_("TB_TEST_GEMM_RATES=native=8e9,float32_rounded=2e9 ",
+                                       "--dtype bfloat16 --compile fused", "fast");
+  const nlohmann::json s = read_json_file(fast_native + "/summary.json");
+  EXPECT_EQ(s["gemm_route"]["chosen"], "native");
+  EXPECT_EQ(s["peak_probe"]["injected"], true);
+  EXPECT_DOUBLE_EQ(s["peak_flops"].get<double>(), 8e9);  // the native route's peak
+  EXPECT_EQ(read_run(fast_native).gemm_choice, "auto 4.00x");
+  const std::string forced = run_("TB_TEST_GEMM_RATES=native=8e9,float32_rounded=2e9 ",
+                                  "--dtype bfloat16 --compile fused --lowp_gemm float32", "forced");
+  EXPECT_EQ(read_json_file(forced + "/config.json")["lowp_gemm"], "float32");
+  EXPECT_EQ(read_run(forced).gemm_choice, "forced");
+}
+
+// A native GEMM that the probe measured slower than the float32 route is warned about in eager
+// runs too, though the CPU has the instructions.
+TEST_F(LowpRun, AMeasuredSlowNativeGemmIsWarnedAboutInEagerRuns) {
+  testing::CommandResult r;
+  run_("TB_TEST_GEMM_RATES=native=1e9,float32_rounded=3e9 ", "--dtype bfloat16", "eagerslow", &r);
+  EXPECT_EQ(count_(r.output, " took 3.0x the time of float32 GEMMs of bfloat16 operands"), 1u)
+      << r.output;
+  testing::CommandResult quiet;
+  run_("TB_TEST_GEMM_RATES=native=3e9,float32_rounded=3.1e9 ", "--dtype bfloat16", "eagerok",
+       &quiet);
+  if (libtorch_gemm_path(effective_isa(), Precision::kBFloat16) == GemmPath::kOnednnNative) {
+    EXPECT_EQ(quiet.output.find("the time of float32 GEMMs"), std::string::npos) << quiet.output;
+  }
 }
 
 TEST_F(LowpRun, Float32RouteOutsideTheFusedPathIsRefusedInOneLine) {
@@ -136,8 +202,11 @@ TEST_F(LowpRun, MfuIsNeverAboveOneHundredPercent) {
   const std::string probed = run_("", "--peak_tflops 0", "probed");
   const nlohmann::json p = read_json_file(probed + "/summary.json");
   EXPECT_EQ(p["peak_flops_source"], "gemm_probe");
-  EXPECT_EQ(p["peak_probe"]["shapes"].size(), 3u);
-  EXPECT_EQ(p["peak_probe"]["gemm_path"], "mkl_float32");
+  ASSERT_EQ(p["peak_probe"]["routes"].size(), 1u);
+  EXPECT_EQ(p["peak_probe"]["routes"][0]["gemm_path"], "mkl_float32");
+  EXPECT_EQ(p["peak_probe"]["routes"][0]["products"].size(), 9u);
+  EXPECT_DOUBLE_EQ(p["peak_flops"].get<double>(),
+                   p["peak_probe"]["routes"][0]["peak_flops_per_s"].get<double>());
   if (p["mfu"].is_number()) {
     EXPECT_LE(p["mfu"].get<double>(), 1.0);
     EXPECT_EQ(p["peak_unreliable"], false);

@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
 #include <torch/torch.h>
 
+#include "test_util.h"
+#include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/errors.h"
 #include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/kernels/fused_math.h"
@@ -95,6 +98,33 @@ TEST(KernelRun, DtypesOutsideTheStorageTypesAreRefusedByName) {
     EXPECT_EQ(std::string(e.what()),
               "fused kernels: dtype Int is not supported; use float32, float64, bfloat16 or "
               "float16");
+  }
+}
+
+// The CPU rows run on the widest build the CPU runs (AVX-512 F/BW/VL/DQ, else AVX2), or the one
+// TB_CPU_ROWS forces (ctest runs every row-kernel test once more on each build).
+TEST(KernelRun, TheRowsBuildIsTheForcedOneOrTheWidestTheCpuRuns) {
+  const char* env = std::getenv("TB_CPU_ROWS");
+  const CpuIsa isa = hardware_isa();
+  const bool wide = isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512dq;
+  EXPECT_EQ(k::cpu_rows_isa(), env && *env ? std::string(env) : wide ? "avx512" : "avx2");
+}
+
+TEST(KernelRun, AnUnknownOrUnrunnableRowsBuildIsRefusedInOneLine) {
+  const std::string flags =
+      " --compile fused --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 16 "
+      "--batch_size 2 --steps 2 --warmup_steps 0 --eval_every 0 --save_dir /nonexistent/x";
+  const auto bad = testing::run_command(std::string("TB_CPU_ROWS=sse ") + TB_BENCH_EXE + flags);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("TB_CPU_ROWS: 'sse' is not allowed; use avx2 or avx512"),
+            std::string::npos)
+      << bad.output;
+  const CpuIsa isa = hardware_isa();
+  if (!(isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512dq)) {
+    const auto wide =
+        testing::run_command(std::string("TB_CPU_ROWS=avx512 ") + TB_BENCH_EXE + flags);
+    EXPECT_EQ(wide.exit_code, 2) << wide.output;
+    EXPECT_NE(wide.output.find("TB_CPU_ROWS=avx512: this CPU lacks AVX-512"), std::string::npos);
   }
 }
 

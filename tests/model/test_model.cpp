@@ -61,53 +61,6 @@ TEST(Model, MemoryEstimateCountsTheModelsParametersAndScalesWithTheShape) {
   EXPECT_DOUBLE_EQ(estimate_memory(c, 1).activation_bytes, base.activation_bytes / 2);
 }
 
-RunConfig tiny_probe_config_() {
-  RunConfig c;
-  c.batch_size = 2;
-  c.seq_len = 16;
-  c.d_model = 32;
-  c.ff_dim = 64;
-  return c;
-}
-
-TEST(Model, GemmProbeLeavesTheSeededRandomStreamAlone) {
-  torch::manual_seed(17);
-  const torch::Tensor expected = torch::rand({4});
-  torch::manual_seed(17);
-  RunConfig c = tiny_probe_config_();
-  EXPECT_GT(gemm_probe(c, 0.01).flops_per_s, 0);
-  EXPECT_TRUE(torch::equal(torch::rand({4}), expected));
-}
-
-// The probe measures the model's own GEMM shapes on the path the run takes, and records them.
-TEST(Model, GemmProbeUsesTheModelsShapesAndNamesItsPath) {
-  RunConfig c = tiny_probe_config_();
-  const PeakFlops f32 = gemm_probe(c, 0.01);
-  EXPECT_EQ(f32.source, "gemm_probe");
-  EXPECT_EQ(f32.gemm_path, "mkl_float32");
-  ASSERT_EQ(f32.probe["shapes"].size(), 3u);
-  EXPECT_EQ(f32.probe["shapes"][0]["k"], 32);
-  EXPECT_EQ(f32.probe["shapes"][0]["n"], 96);  // qkv
-  EXPECT_EQ(f32.probe["shapes"][1]["n"], 64);  // FF in
-  EXPECT_EQ(f32.probe["shapes"][2]["k"], 64);  // FF out
-  EXPECT_EQ(f32.probe["trials"], 7);
-  double best = 0;
-  for (const auto& s : f32.probe["shapes"]) {
-    EXPECT_LE(s["m"].get<int64_t>(), 32);  // never more rows than batch * seq
-    best = std::max(best, s["flops_per_s"].get<double>());
-  }
-  EXPECT_DOUBLE_EQ(f32.flops_per_s, best);
-  c.dtype = "bfloat16";
-  c.compile = "fused";
-  c.device = "cpu";
-  c.lowp_gemm = "float32";
-  EXPECT_EQ(gemm_probe(c, 0.01).gemm_path, "float32_rounded");
-  c.compile = "none";
-  c.lowp_gemm = "auto";
-  EXPECT_EQ(gemm_probe(c, 0.01).gemm_path,
-            gemm_path_name(libtorch_gemm_path(effective_isa(), Precision::kBFloat16)));
-}
-
 // Changing byte t must leave logits at positions <= t unchanged and change some later logit.
 void expect_causal(const RunConfig& cfg) {
   torch::manual_seed(0);

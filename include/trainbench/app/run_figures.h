@@ -14,6 +14,7 @@
 #include "trainbench/dist/dist.h"
 #include "trainbench/dist/grad_sync.h"
 #include "trainbench/model/flops.h"
+#include "trainbench/model/gemm_probe.h"
 #include "trainbench/model/model.h"
 
 namespace trainbench {
@@ -30,10 +31,19 @@ void warn_about_setup(int threads, int local_world);
 // (the instruction sets they were chosen from, after ONEDNN_MAX_CPU_ISA), "native_gemm"}.
 nlohmann::json gemm_paths(const RunConfig& cfg, bool cuda);
 
-// One warning line when the run's GEMMs in bfloat16/float16 have no native instructions on
-// this CPU: the missing instructions, the slowdown against float32 measured by a short probe at
-// the model's FF shape, and the alternatives. Returns the line ("" when none applies).
-std::string warn_about_lowp_gemm(const RunConfig& cfg, const nlohmann::json& paths);
+// One warning line when the run's GEMMs in bfloat16/float16 take LibTorch's own path and that
+// path is slow on this CPU: a reference or emulated GEMM (the missing instructions named), or a
+// native one that the probe measured slower than float32 GEMMs of the same operands; with the
+// measured slowdown and the way out. Returns the line ("" when none applies).
+std::string warn_about_lowp_gemm(const RunConfig& cfg, const nlohmann::json& paths,
+                                 const GemmProbe& probe);
+
+// --profile_steps' bounds (model/step_bounds.h) for this run: its work by category at the
+// probe's rate for the run's GEMM route (or the peak where no probe ran) and a bandwidth
+// measured now (about 0.2 s, logged). Null where neither rate is known.
+struct RunSetup;
+nlohmann::json profile_bounds(const RunSetup& setup, const nlohmann::json& ms_per_step,
+                              const torch::Device& device);
 
 // What the timed steps say about the figures: MFU (null when no peak is known, or when the run's
 // model FLOP rate exceeds the peak: then peak_unreliable, since a run cannot beat its machine's

@@ -1,6 +1,7 @@
 // Everything a benchmark run prepares before its first step: the corpus and its split, the run
-// folder and checkpoint to resume from, the model and optimizer, and the resolved config.
-// Nothing is written to disk here; a failure throws ConfigError/RunError.
+// folder and checkpoint to resume from, the GEMM route (measured), the model and optimizer, and
+// the resolved config. Only the run folder's hold is made here (the folder itself for a new
+// run); the files come later. A failure throws ConfigError/RunError.
 #pragma once
 
 #include <memory>
@@ -14,6 +15,7 @@
 #include "trainbench/data/sampler.h"
 #include "trainbench/dist/dist.h"
 #include "trainbench/model/flops.h"
+#include "trainbench/model/gemm_probe.h"
 #include "trainbench/report/run_lock.h"
 #include "trainbench/train/trainer.h"
 
@@ -32,7 +34,10 @@ struct RunSetup {
   int64_t params = 0;
   std::string device_name;
   PeakFlops peak;
-  nlohmann::json gemm_paths;  // env.json "gemm_path" (run_figures.h)
+  GemmProbe probe;  // the CPU's GEMM routes measured (empty on CUDA or when not needed)
+  nlohmann::json
+      gemm_route;  // {lowp_gemm, chosen, reason, flops_per_s {path: rate}, probe_seconds}
+  nlohmann::json gemm_paths;  // env.json "gemm_path" (run_figures.h), with "route"
   double flops_per_token = 0;
   nlohmann::json config_json;  // config.json's contents
 };

@@ -76,6 +76,7 @@ CompilePath compile_path(const RunConfig& cfg);
 enum class Precision { kFloat32, kFloat16, kBFloat16 };
 Precision precision(const RunConfig& cfg);
 Precision precision_named(const std::string& dtype);  // float32 for a name it does not know
+const char* precision_name(Precision dtype);          // as --dtype spells it
 // --dropout_impl (kAuto as given, before resolved_dropout_impl).
 enum class DropoutImpl { kAuto, kNative, kParallel, kFused };
 DropoutImpl dropout_impl(const RunConfig& cfg);

@@ -21,7 +21,12 @@ StorageType storage_type_of(c10::ScalarType type);
 TB_FUSED_KERNELS(TB_DECLARE_RUN)
 #undef TB_DECLARE_RUN
 
-// "" when this CPU can run the fused kernels, else why not (they are built for AVX2 + FMA).
+// "" when this CPU can run the fused kernels, else why not (they are built for AVX2 + FMA, or
+// TB_CPU_ROWS asks for a build the CPU cannot run).
 std::string cpu_kernels_unavailable();
+// The build of the CPU rows this process runs: "avx512" where the CPU has AVX-512 F/BW/VL/DQ,
+// else "avx2"; TB_CPU_ROWS=avx2|avx512 forces one (the tests run every kernel test on both).
+// "" when none can run.
+std::string cpu_rows_isa();
 
 }  // namespace trainbench::kernels

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainbench/core/config.h"
+#include "trainbench/model/gemm_probe.h"
 
 namespace trainbench {
 
@@ -39,34 +40,16 @@ struct PeakFlops {
   double flops_per_s = 0;  // 0: unknown (MFU is then null)
   std::string source;      // "flag", "table:<gpu>", "gemm_probe", or "unknown"
   std::string gemm_path;   // the path probed (core/cpu_isa.h gemm_path_name), or ""
-  nlohmann::json probe;    // gemm_probe: the shapes, their best rates and the trials; else null
+  nlohmann::json probe;    // gemm_probe: GemmProbe::to_json() (every route measured); else null
 };
 
 // Dense peak of a known GPU for a dtype (float32 means TF32 tensor cores); 0 when unknown.
 double gpu_peak_flops(const std::string& device_name, Precision dtype);
 
-// One GEMM shape of the model: [m, k] x [k, n].
-struct GemmShape {
-  int64_t m = 0, k = 0, n = 0;
-};
-// The GEMM shapes that carry most of the step's FLOPs: rows [batch * seq, d] against the qkv,
-// FF-in and FF-out weights ([d, 3d], [d, ff], [ff, d]).
-std::vector<GemmShape> model_gemm_shapes(const RunConfig& cfg);
-
-// The best rate (FLOP/s) of one GEMM shape in `dtype` (torch::kFloat, kBFloat16, kHalf), as
-// the run computes it: in the dtype itself, or (float32_rounded) as a float32 GEMM of dtype
-// operands with its conversions. Rows are cut down so that one product takes about
-// `seconds / trials` (a reference GEMM at 1 GFLOP/s must not stall the start); the best of
-// `trials`, since a shared machine's load only ever slows a trial down. *rows_used gets the rows.
-double gemm_rate(c10::ScalarType dtype, bool float32_rounded, GemmShape shape, int trials,
-                 double seconds, int64_t* rows_used = nullptr);
-
-// The peak for a CPU run: the best rate over model_gemm_shapes(cfg) on the GEMM path the run
-// uses (its dtype through LibTorch, or float32 for --compile fused's float32 route), 7 trials
-// each within about `seconds` in all.
-PeakFlops gemm_probe(const RunConfig& cfg, double seconds = 1.5);
-
+// The peak of a run: --peak_tflops, the GPU table, or on the CPU the fastest product of the
+// probe's route for this run (the float32 route when cfg resolves to it, else LibTorch's own
+// path for the dtype); probe.to_json() goes to summary.json's peak_probe.
 PeakFlops resolve_peak_flops(const RunConfig& cfg, const torch::Device& device,
-                             const std::string& device_name);
+                             const std::string& device_name, const GemmProbe& probe);
 
 }  // namespace trainbench

@@ -34,6 +34,9 @@ struct RunRecord {
   // The GEMM path of the model's GEMMs (summary.json "gemm_path": reference, onednn_native,
   // float32_rounded, ...; "" for older folders and the peers).
   std::string gemm_path;
+  // How that path was chosen (summary.json "gemm_route"): "auto 1.69x" (measured, the chosen
+  // route's rate over the other's), "forced", or "" (one route, older folders, the peers).
+  std::string gemm_choice;
   bool peak_unreliable = false;  // the run was faster than its peak: no MFU
   nlohmann::json noise;          // summary.json "noise" (core/cpu_noise.h), or null
   // From env.json where the folder has one ("" otherwise): what ran where and when.

@@ -1,5 +1,7 @@
-// CPU rows of the fused kernels (see rows.h). This file is compiled with AVX2, FMA and F16C
-// enabled and -fopenmp-simd (CMakeLists.txt) and includes no LibTorch or other header with
+// CPU rows of the fused kernels (see rows.h). This file is compiled twice (CMakeLists.txt): as
+// itself with AVX2, FMA and F16C enabled, into namespace cpu::avx2, and through rows_avx512.cpp
+// with AVX-512 F/BW/VL/DQ and 512-bit vectors, into cpu::avx512 (TB_ROWS_ISA names the
+// namespace); both with -fopenmp-simd. It includes no LibTorch or other header with
 // inline functions shared with the rest of the program: every function here, and in the
 // kernels' headers it includes, is its own (static or in an unnamed namespace), so none
 // compiled with these flags can be picked by the linker for a baseline caller. The loops are
@@ -12,7 +14,12 @@
 #include "trainbench/kernels/fused_math.h"
 #include "trainbench/kernels/storage.h"
 
-namespace trainbench::kernels::cpu {
+#ifndef TB_ROWS_ISA
+#define TB_ROWS_ISA avx2
+#define TB_ROWS_AVX2 1
+#endif
+
+namespace trainbench::kernels::cpu::TB_ROWS_ISA {
 namespace {
 
 namespace m = trainbench::kernels::math;
@@ -292,8 +299,14 @@ TB_CPU_ROWS(HeadCrossEntropyArgs, head_cross_entropy_)
 #undef TB_CPU_ROWS
 
 bool cpu_supported() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
+#ifdef TB_ROWS_AVX2
+  return avx2;
+#else
+  return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#endif
 }
 
-}  // namespace trainbench::kernels::cpu
+}  // namespace trainbench::kernels::cpu::TB_ROWS_ISA

@@ -1,0 +1,86 @@
+// The work of a step by category, the bandwidth probe and the bounds (see step_bounds.h).
+#include "trainbench/model/step_bounds.h"
+
+#include <algorithm>
+
+#include "trainbench/core/timing.h"
+#include "trainbench/model/flops.h"
+
+namespace trainbench {
+
+std::map<std::string, CategoryWork> step_work(const RunConfig& cfg, int64_t params,
+                                              bool float32_route) {
+  const double N = static_cast<double>(cfg.batch_size * cfg.seq_len);
+  const double L = static_cast<double>(cfg.num_layer), d = static_cast<double>(cfg.d_model);
+  const double ff = static_cast<double>(cfg.ff_dim), S = static_cast<double>(cfg.seq_len);
+  const double B = static_cast<double>(cfg.batch_size), H = static_cast<double>(cfg.num_heads);
+  const bool lowp = precision(cfg) != Precision::kFloat32;
+  const double e = lowp ? 2.0 : 4.0;
+  std::map<std::string, CategoryWork> w;
+  const double attention_flops = 12.0 * L * S * d * N;
+  w["gemm"].flops =
+      6.0 * static_cast<double>(matmul_weight_count(cfg)) * N + (cfg.flash ? 0.0 : attention_flops);
+  if (cfg.flash) {
+    w["attention"].flops = attention_flops;
+  } else {
+    w["attention"].bytes = 5.0 * e * B * H * S * S * L;
+  }
+  w["normalisation"].bytes = 2.0 * ((8 + 2 * e) + (12 + 2 * e)) * d * N * L;
+  double pointwise = 5.0 * e * ff * N * L;
+  if (lowp) pointwise += (4.0 + e) * static_cast<double>(params);
+  if (float32_route) {
+    // qkv (d -> 3d), out (d -> d), FF in (d -> ff), FF out (ff -> d): 3 inputs, 2 outputs each.
+    const double per_layer =
+        (3 * d + 2 * 3 * d) + (3 * d + 2 * d) + (3 * d + 2 * ff) + (3 * ff + 2 * d);
+    pointwise += (4.0 + e) * N * (per_layer * L + 3 * d + 2 * 256);  // and the head
+  }
+  w["pointwise"].bytes = pointwise;
+  w["loss"].bytes = 3.0 * e * 256 * N;
+  w["optimizer"].bytes = 28.0 * static_cast<double>(params);
+  return w;
+}
+
+double memory_bandwidth_probe(const torch::Device& device, int64_t array_bytes, int trials) {
+  torch::NoGradGuard no_grad;
+  const int64_t n = array_bytes / 4;
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  const torch::Tensor b = torch::ones({n}, opts), c = torch::ones({n}, opts);
+  torch::Tensor a = torch::empty({n}, opts);
+  torch::add_out(a, b, c, 3.0);  // first touch of every page, outside the timing
+  double best = 0;
+  for (int t = 0; t < trials; ++t) {
+    const double t0 = synchronized_now_s(device);
+    torch::add_out(a, b, c, 3.0);
+    const double s = std::max(1e-9, synchronized_now_s(device) - t0);
+    best = std::max(best, 3.0 * static_cast<double>(n) * 4.0 / s);
+  }
+  return best;
+}
+
+nlohmann::json step_bounds(const nlohmann::json& ms_per_step,
+                           const std::map<std::string, CategoryWork>& work, double gemm_flops_per_s,
+                           double bytes_per_s) {
+  nlohmann::json out = nlohmann::json::object();
+  double bound_ms = 0, ms = 0;
+  for (const auto& [category, w] : work) {
+    const double b = (gemm_flops_per_s > 0 ? w.flops / gemm_flops_per_s : 0.0) * 1e3 +
+                     (bytes_per_s > 0 ? w.bytes / bytes_per_s : 0.0) * 1e3;
+    if (w.flops == 0 && w.bytes == 0) continue;
+    const double m = ms_per_step.value(category, 0.0);
+    out[category] = {{"ms", m},
+                     {"flops", w.flops},
+                     {"bytes", w.bytes},
+                     {"bound_ms", b},
+                     {"times", b > 0 ? nlohmann::json(m / b) : nlohmann::json(nullptr)}};
+    bound_ms += b;
+  }
+  for (const auto& [category, v] : ms_per_step.items()) ms += v.get<double>();
+  out["step"] = {{"ms", ms},
+                 {"bound_ms", bound_ms},
+                 {"times", bound_ms > 0 ? nlohmann::json(ms / bound_ms) : nlohmann::json(nullptr)}};
+  out["gemm_flops_per_s"] = gemm_flops_per_s;
+  out["memory_bytes_per_s"] = bytes_per_s;
+  return out;
+}
+
+}  // namespace trainbench

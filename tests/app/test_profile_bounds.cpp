@@ -1,0 +1,81 @@
+// --profile_steps beside the machine's limits, end to end: every profiled run's summary.json has
+// each category's bound from the recorded rates and work, their sum as the step's bound, and
+// the probe's GEMM rate is never far below the rate the run's own GEMMs achieved, on both
+// routes and in all three dtypes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "test_util.h"
+#include "trainbench/report/report.h"
+#include "trainbench/report/results.h"
+
+namespace trainbench {
+namespace {
+
+const char* kShape =
+    "--num_layer 1 --d_model 128 --num_heads 4 --ff_dim 512 --seq_len 64 --batch_size 8 "
+    "--steps 5 --warmup_steps 1 --profile_steps 2 --log_every 2 --eval_every 0 --eval_batches 1 "
+    "--device cpu --flash 1";
+
+nlohmann::json profiled_(const testing::TempDir& dir, const std::string& flags,
+                         const std::string& name) {
+  const auto r =
+      testing::run_bench(std::string(kShape) + " " + flags + " --save_dir " + (dir / name));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("profile bounds: GEMMs at "), std::string::npos) << r.output;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    if (e.path().filename().string().rfind(name + "_", 0) == 0) {
+      return read_json_file(e.path().string() + "/summary.json");
+    }
+  }
+  ADD_FAILURE() << "no run folder for " << name;
+  return {};
+}
+
+TEST(ProfileBounds, EachCategoryBesideItsBoundAndTheProbeNotFarBelowTheRunsGemms) {
+  testing::TempDir dir;
+  const std::pair<const char*, const char*> runs[] = {
+      {"--dtype float32", "f32eager"},
+      {"--dtype float32 --compile fused", "f32"},
+      {"--dtype bfloat16 --compile fused --lowp_gemm native", "bf16native"},
+      {"--dtype bfloat16 --compile fused --lowp_gemm float32", "bf16f32"},
+      {"--dtype float16 --compile fused --lowp_gemm native", "f16native"},
+      {"--dtype float16 --compile fused --lowp_gemm float32", "f16f32"},
+  };
+  for (const auto& [flags, name] : runs) {
+    const nlohmann::json s = profiled_(dir, flags, name);
+    const nlohmann::json b = s["profile"]["bounds"];
+    ASSERT_TRUE(b.is_object()) << name << ": " << s["profile"].dump();
+    const double rate = b["gemm_flops_per_s"], bw = b["memory_bytes_per_s"];
+    EXPECT_GT(bw, 0) << name;
+    double sum = 0;
+    for (const char* c : {"gemm", "attention", "normalisation", "pointwise", "loss", "optimizer"}) {
+      const nlohmann::json& row = b[c];
+      const double expected =
+          (row["flops"].get<double>() / rate + row["bytes"].get<double>() / bw) * 1e3;
+      EXPECT_NEAR(row["bound_ms"].get<double>(), expected, 1e-9 * expected) << name << " " << c;
+      EXPECT_DOUBLE_EQ(row["ms"].get<double>(), s["profile"]["ms_per_step"][c].get<double>());
+      sum += row["bound_ms"].get<double>();
+    }
+    EXPECT_NEAR(b["step"]["bound_ms"].get<double>(), sum, 1e-9 * sum) << name;
+    // The run's own GEMM rate: the category's FLOPs over its profiled time.
+    const double achieved =
+        b["gemm"]["flops"].get<double>() / (b["gemm"]["ms"].get<double>() / 1e3);
+    EXPECT_GE(rate, 0.5 * achieved)
+        << name << ": probe " << rate / 1e9 << " GFLOP/s, run's GEMMs " << achieved / 1e9;
+  }
+}
+
+TEST(ProfileBounds, TheReportShowsEachCategoryAgainstItsBound) {
+  testing::TempDir dir;
+  profiled_(dir, "--dtype float32 --compile fused", "rep");
+  std::string folder;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) folder = e.path().string();
+  const std::string md = render_report({read_run(folder)}, ReportOptions{});
+  EXPECT_NE(md.find("x bound)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| bound |"), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace trainbench
