@@ -102,8 +102,8 @@ std::vector<FlagSpec> make_table_() {
       text_flag("lowp_gemm", &C::lowp_gemm, {"auto", "native", "float32"},
                 "--compile fused with bfloat16/float16 on the CPU: native (GEMMs in the dtype) | "
                 "float32 (float32 GEMMs of operands rounded to the dtype, float32 accumulation); "
-                "auto: native where the CPU has the dtype's dot-product instructions "
-                "(AVX512-BF16/AMX-BF16, AVX512-FP16/AMX-FP16), else float32"),
+                "auto: the faster of the two, measured before training at this model's GEMM "
+                "shapes (the rates and the choice go to env.json and summary.json)"),
       int_flag("batch_size", &C::batch_size, 1, "sequences per step"),
       number_flag("lr", &C::lr, 0, true, kInf, true, "a finite number > 0",
                   "Adam learning rate (> 0, constant)"),

@@ -64,6 +64,12 @@ GemmRoute route_of_(AutogradContext* ctx) {
   return static_cast<GemmRoute>(ctx->saved_data["route"].toInt());
 }
 
+// t in `dtype`, contiguous, in one copy where both a conversion and a new layout are needed
+// (to() keeps the strides, so .to().contiguous() would copy twice).
+Tensor dense_(const Tensor& t, c10::ScalarType dtype) {
+  return t.to(dtype, /*non_blocking=*/false, /*copy=*/false, c10::MemoryFormat::Contiguous);
+}
+
 // Column partial sums [chunks, width] → [width].
 Tensor chunk_sums_(const Tensor& partials) { return partials.sum(0); }
 
@@ -97,7 +103,7 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
     const GemmRoute r = route_of_(ctx);
     // The float32 route reads the output gradient in float32 (exact for a rounded one).
     const Tensor dy =
-        grads[0].to(upcast_(r, x) ? torch::kFloat : x.scalar_type()).contiguous();     // [N, out]
+        dense_(grads[0], upcast_(r, x) ? torch::kFloat : x.scalar_type());             // [N, out]
     Tensor dx = x.requires_grad() ? gemm_(dy, up_(w, r), x.scalar_type()) : Tensor();  // [N, in]
     Tensor dw = gemm_(dy.t(), up_(x, r), w.scalar_type());                             // [out, in]
     const auto bias_dtype = static_cast<c10::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
@@ -220,7 +226,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     RECORD_FUNCTION("fused::linear_relu_dropout_backward", std::vector<c10::IValue>());
     const auto saved = ctx->get_saved_variables();
     const Tensor &x = saved[0], &w = saved[1], &out = saved[2];
-    const Tensor dout = grads[0].to(out.scalar_type()).contiguous();
+    const Tensor dout = dense_(grads[0], out.scalar_type());
     const auto acc = static_cast<c10::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
     Tensor da = torch::empty_like(out);
     Tensor partials =
@@ -254,9 +260,11 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const auto r = static_cast<GemmRoute>(route);
     // [BH, S, S] scores, then probabilities; in float32 only the blocks at or below the
     // diagonal are multiplied (causal_gemm.h), and the softmax writes zeros above the mask.
-    const Tensor q_up = up_(q, r);
+    // On the float32 route the float32 copies of q, k and v ([BH, S, hd], small beside the
+    // scores) are what backward keeps, so each is converted once per step.
+    const Tensor q_up = up_(q, r), k_up = up_(kk, r), v_up = up_(v, r);
     if (block <= 0) block = causal_block_for(q_up.scalar_type(), s, q.is_cuda());
-    Tensor prob = causal_scores(q_up, up_(kk, r), q.scalar_type(), block);
+    Tensor prob = causal_scores(q_up, k_up, q.scalar_type(), block);
     k::CausalSoftmaxArgs a;
     a.rows = bh * s;
     a.seq = s;
@@ -265,23 +273,25 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     a.type = k::storage_type_of(prob.scalar_type());
     a.scale = scale;
     run_(a, prob);
-    ctx->save_for_backward({q, kk, v, prob});
+    ctx->save_for_backward({q_up, k_up, v_up, prob});
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["route"] = route;
     ctx->saved_data["block"] = block;
-    return mm_(prob, v, r);  // [BH, S, hd]
+    return gemm_(up_(prob, r), v_up, q.scalar_type());  // [BH, S, hd]
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     RECORD_FUNCTION("fused::causal_attention_backward", std::vector<c10::IValue>());
     const auto saved = ctx->get_saved_variables();
+    // q, k, v as the route's GEMMs read them (float32 copies on the float32 route).
     const Tensor &q = saved[0], &kk = saved[1], &v = saved[2], &prob = saved[3];
-    const Tensor dout = grads[0].to(prob.scalar_type()).contiguous();
     const GemmRoute r = route_of_(ctx);
-    const Tensor dout_up = up_(dout, r);
     const auto dt = prob.scalar_type();
+    // The gradient rounded to the dtype (as the native route reads it; no copy when it is),
+    // then in the GEMMs' dtype and dense in one copy.
+    const Tensor dout_up = dense_(grads[0].to(dt), upcast_(r, prob) ? torch::kFloat : dt);
     const int64_t block = ctx->saved_data["block"].toInt();
-    Tensor ds = causal_scores(dout_up, up_(v, r), dt, block);  // dP, then the score gradient
+    Tensor ds = causal_scores(dout_up, v, dt, block);  // dP, then the score gradient
     k::CausalSoftmaxGradArgs a;
     a.rows = prob.size(0) * prob.size(1);
     a.seq = prob.size(1);
@@ -292,8 +302,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, prob);
     const Tensor ds_up = up_(ds, r);
-    Tensor dq = gemm_(ds_up, up_(kk, r), dt);
-    Tensor dk = gemm_(ds_up.transpose(1, 2), up_(q, r), dt);
+    Tensor dq = gemm_(ds_up, kk, dt);
+    Tensor dk = gemm_(ds_up.transpose(1, 2), q, dt);
     Tensor dv = gemm_(up_(prob, r).transpose(1, 2), dout_up, dt);
     return {dq, dk, dv, Tensor(), Tensor()};
   }

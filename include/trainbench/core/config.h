@@ -29,8 +29,8 @@ struct RunConfig {
   double dropout = 0.1;               // dropout on embeddings, residual branches and FF hidden
   std::string dropout_impl = "auto";  // auto | native | parallel | fused (see dropout.h)
   // --compile fused with bfloat16/float16 on the CPU: GEMMs in the dtype itself (native) or as
-  // float32 GEMMs of operands rounded to it (float32); auto: native where the CPU has the
-  // dtype's dot-product instructions (core/cpu_isa.h), else float32.
+  // float32 GEMMs of operands rounded to it (float32); auto: the faster route as measured by
+  // the GEMM probe before the model is built (model/gemm_probe.h, app/run_setup.cpp).
   std::string lowp_gemm = "auto";  // auto | native | float32
   int64_t batch_size = 100;        // sequences per step
   double lr = 1e-3;                // Adam learning rate (no schedule)
@@ -102,8 +102,11 @@ std::string resolved_device(const RunConfig& cfg);
 // (torch::dropout); an explicit choice stays.
 DropoutImpl resolved_dropout_impl(const RunConfig& cfg);
 
-// The GEMM route of a run's fused model: kFloat32 or kNative ("auto" resolved; kNative for
-// every run that is not --compile fused with bfloat16/float16 on the CPU).
+// The GEMM route of a run's fused model: kFloat32 or kNative (kNative for every run that is not
+// --compile fused with bfloat16/float16 on the CPU). A run resolves "auto" by measurement before
+// anything reads this (prepare_run replaces it with the probe's choice); for a model built
+// without a run (tests, tools) "auto" is the instruction sets' guess: float32 where the CPU
+// lacks the dtype's dot-product instructions.
 LowpGemm resolved_lowp_gemm(const RunConfig& cfg);
 
 // Reference run-folder name: {save_dir}_{model}_layer{N}_{dtype}[_compiled|_fused][_flash]
