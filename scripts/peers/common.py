@@ -147,7 +147,7 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "flags.json")
 # The bench flags the peers take, each with bench's default and choices, except where a peer
 # means something else by it (PEER_DIFFERS: its folder prefix, and --compile, which is 0|1
 # for torch.compile / jax.jit) or accepts less (--dropout_impl: the framework's own dropout).
-PEER_FLAGS = ["preset", "model", "dtype", "num_layer", "flash", "compile", "save_dir",
+PEER_FLAGS = ["preset", "model", "norm_first", "dtype", "num_layer", "flash", "compile", "save_dir",
               "overwrite", "seq_len", "d_model", "num_heads", "ff_dim", "dropout",
               "dropout_impl", "batch_size", "lr", "steps", "data", "valid_bytes", "device",
               "threads", "seed", "log_every", "eval_every", "eval_batches", "warmup_steps",
@@ -194,6 +194,9 @@ def parse_args(parser, argv=None):
 def check_args(args, parser):
     if args.num_layer < 1 or args.seq_len < 2 or args.batch_size < 1 or args.steps < 1:
         parser.error("num_layer, batch_size and steps must be >= 1 and seq_len >= 2")
+    if not args.norm_first and args.model != "torch":
+        parser.error(f"--norm_first: 0 is not allowed with --model {args.model} (its blocks are "
+                     "pre-LayerNorm); use --model torch or --norm_first 1")
     if args.d_model % args.num_heads:
         parser.error(f"--d_model {args.d_model} is not divisible by --num_heads {args.num_heads}")
     if not 0 <= args.dropout < 1 or args.lr <= 0 or args.warmup_steps >= args.steps:

@@ -47,7 +47,7 @@ class Block(nn.Module):
 
 class ByteLM(nn.Module):
     """bytes [S, B] → logits [S, B, 256]; handcraft (pre-LN) or torch (nn.TransformerEncoder,
-    post-LN like LibTorch's C++ layer)."""
+    pre-LN with --norm_first 1 as the original, post-LN with 0: bench's torch model either way)."""
 
     def __init__(self, a):
         super().__init__()
@@ -58,7 +58,8 @@ class ByteLM(nn.Module):
         if a.model == "handcraft":
             self.blocks = nn.ModuleList(Block(a) for _ in range(a.num_layer))
         else:
-            layer = nn.TransformerEncoderLayer(a.d_model, a.num_heads, a.ff_dim, a.dropout)
+            layer = nn.TransformerEncoderLayer(a.d_model, a.num_heads, a.ff_dim, a.dropout,
+                                               norm_first=bool(a.norm_first))
             self.encoder = nn.TransformerEncoder(layer, a.num_layer, enable_nested_tensor=False)
 
     def forward(self, x):

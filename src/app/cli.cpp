@@ -25,7 +25,10 @@ void start_from_recorded_(RunConfig& cfg, const cxxopts::ParseResult& parsed) {
   if (!std::filesystem::is_regular_file(file)) return;
   RunConfig recorded;
   try {
-    from_json(read_json_file(file), recorded);
+    const nlohmann::json j = read_json_file(file);
+    from_json(j, recorded);
+    // --norm_first came later: a torch run recorded without it trained LibTorch's post-LN layer.
+    if (!j.contains("norm_first") && recorded.model == "torch") recorded.norm_first = false;
   } catch (const std::exception& e) {  // not JSON, or a field of the wrong type
     throw ConfigError("--resume: '" + file + "': " + json_message(e));
   }
@@ -42,8 +45,8 @@ void start_from_recorded_(RunConfig& cfg, const cxxopts::ParseResult& parsed) {
 std::string help_group(const std::string& flag) {
   static const std::vector<std::pair<const char*, std::vector<const char*>>> kGroups = {
       {"model and training",
-       {"preset", "model", "num_layer", "seq_len", "d_model", "num_heads", "ff_dim", "dropout",
-        "dropout_impl", "batch_size", "lr", "steps", "seed", "device", "threads"}},
+       {"preset", "model", "norm_first", "num_layer", "seq_len", "d_model", "num_heads", "ff_dim",
+        "dropout", "dropout_impl", "batch_size", "lr", "steps", "seed", "device", "threads"}},
       {"precision and compile",
        {"dtype", "lowp_gemm", "flash", "compile", "sdpa_backend", "fused_adam", "cuda_graph"}},
       {"data", {"data", "valid_bytes"}},

@@ -96,6 +96,7 @@ RunConfig decide_gemm_route_(const RunConfig& cfg, const torch::Device& device, 
     const RouteChoice choice = choose_route(s.probe);
     run_cfg.lowp_gemm = lowp_gemm_name(choice.route);
     s.gemm_route["reason"] = choice.reason;
+    s.gemm_route["chosen_by"] = "measurement";
     decision =
         "; --lowp_gemm auto takes the " +
         std::string(choice.route == LowpGemm::kFloat32 ? "float32 route: " : "native route: ") +
@@ -104,6 +105,7 @@ RunConfig decide_gemm_route_(const RunConfig& cfg, const torch::Device& device, 
     s.gemm_route["reason"] =
         applies ? "forced by --lowp_gemm " + cfg.lowp_gemm
                 : "one route (" + std::string(lowp ? "not --compile fused" : "float32") + ")";
+    s.gemm_route["chosen_by"] = applies ? "flag" : "one route";
   }
   s.gemm_route["chosen"] = lowp_gemm_name(resolved_lowp_gemm(run_cfg));
   if (rank0) {

@@ -37,6 +37,11 @@ void validate(const RunConfig& cfg) {
                       std::to_string(cfg.steps - cfg.warmup_steps) + ")");
   }
   if (cfg.save_dir.empty()) throw ConfigError("--save_dir: empty; allowed: a folder path prefix");
+  if (cfg.model != "torch" && !cfg.norm_first) {
+    throw ConfigError("--norm_first: 0 is not allowed with --model " + cfg.model +
+                      " (its blocks are pre-LayerNorm, as the original's); use --model torch for "
+                      "LibTorch's post-LN layer, or --norm_first 1");
+  }
   if (cfg.model == "torch" && cfg.flash) {
     throw ConfigError(
         "--flash: 1 is not allowed with --model torch (nn::TransformerEncoder's C++ attention is "

@@ -69,11 +69,16 @@ std::vector<FlagSpec> make_table_() {
           "reference (the defaults shown) | quick (CPU-sized: 2 layers, d 128, seq 128, batch 16, "
           "400 steps); explicit flags override it")),
       text_flag("model", &C::model, {"torch", "handcraft"},
-                "torch (nn::TransformerEncoder, post-LayerNorm) | handcraft (pre-LN blocks from "
+                "torch (nn::TransformerEncoder's modules, pre-LN; --norm_first) | handcraft "
+                "(pre-LN blocks from "
                 "Linear/LayerNorm/matmul)"),
       text_flag("dtype", &C::dtype, {"float32", "float16", "bfloat16"},
                 "float32 | float16 (autocast, loss-scaled) | bfloat16 (autocast); on the CPU see "
                 "--lowp_gemm for CPUs without their GEMM instructions"),
+      switch_flag("norm_first", &C::norm_first,
+                  "torch model: 1 pre-LayerNorm blocks as the original (PyTorch's "
+                  "norm_first=True), from TransformerEncoderLayer's own modules; 0 LibTorch's own "
+                  "post-LN layer forward"),
       int_flag("num_layer", &C::num_layer, 1, "transformer blocks (>= 1)"),
       switch_flag("flash", &C::flash,
                   "1: flash attention, LibTorch's scaled_dot_product_attention instead of explicit "

@@ -18,6 +18,7 @@ ModelOptions ModelOptions::from_config(const RunConfig& cfg) {
   o.num_layer = cfg.num_layer;
   o.dropout = cfg.dropout;
   o.flash = cfg.flash;
+  o.norm_first = cfg.norm_first;
   o.parallel_dropout = resolved_dropout_impl(cfg) == DropoutImpl::kParallel;
   o.compute_dtype = autocast_dtype(precision(cfg)).value_or(torch::kFloat);
   o.float32_gemm = resolved_lowp_gemm(cfg) == LowpGemm::kFloat32;

@@ -19,10 +19,10 @@ namespace {
 // summary.json's gemm_route as the report's short words (report.h RunRecord::gemm_choice).
 std::string gemm_choice_(const nlohmann::json& route) {
   if (!route.is_object() || !route.contains("flops_per_s")) return "";
-  const std::string given = route.value("lowp_gemm", std::string());
+  const std::string by = route.value("chosen_by", std::string());
   const auto& rates = route["flops_per_s"];
-  if (!rates.is_object() || rates.size() < 2) return "";
-  if (given != "auto") return "forced";
+  if (!rates.is_object() || rates.size() < 2 || (by != "measurement" && by != "flag")) return "";
+  if (by == "flag") return "forced";
   double chosen = 0, other = 0;
   const bool rounded = route.value("chosen", std::string()) == "float32";
   for (const auto& [path, rate] : rates.items()) {
@@ -93,6 +93,12 @@ RunRecord read_run(const std::string& dir) {
     const std::string framework = config.value("framework", std::string("libtorch"));
     const std::string cfile = dir + "/config.json", sfile = dir + "/summary.json";
     r.label = framework + " " + field_<std::string>(config, cfile, "model");
+    // The torch model's blocks are pre-LN unless norm_first says otherwise (folders from before
+    // the flag ran LibTorch's post-LN layer).
+    if (config.value("model", std::string()) == "torch" &&
+        !(config.contains("norm_first") && switch_on(config.at("norm_first")))) {
+      r.label += " post-LN";
+    }
     // Switches are true/false in bench's config.json, 0/1 in the peers' and older ones.
     auto on = [&](const char* key) { return config.contains(key) && switch_on(config.at(key)); };
     // bench's TorchScript path and the peers' torch.compile / jax.jit read "compiled"; bench's

@@ -233,6 +233,11 @@ std::vector<std::string> resume_config_differences(const nlohmann::json& saved,
     if (resume_may_change(key)) continue;  // the flag table's resume rule
     // --lowp_gemm came later: a folder without it ran the dtype's own GEMMs.
     if (key == "lowp_gemm" && !saved.contains(key) && value == "native") continue;
+    // --norm_first came later too: a torch model without it was post-LN, the others pre-LN.
+    if (key == "norm_first" && !saved.contains(key) &&
+        value == (saved.value("model", std::string()) != "torch")) {
+      continue;
+    }
     // same_setting: a switch saved as 0/1 (before switches were bools) equals false/true.
     if (!saved.contains(key) || !same_setting(saved.at(key), value)) differ.push_back(key);
   }

@@ -182,7 +182,8 @@ TEST(Config, HelpListsEveryFlagWithItsDefault) {
     EXPECT_NE(r.help_text.find("--" + key), std::string::npos) << key;
   }
   EXPECT_NE(r.help_text.find("(default: 24)"), std::string::npos);
-  EXPECT_NE(r.help_text.find("post-LayerNorm"), std::string::npos);
+  EXPECT_NE(r.help_text.find("modules, pre-LN;"), std::string::npos);
+  EXPECT_NE(r.help_text.find("post-LN layer"), std::string::npos);
 }
 
 }  // namespace

@@ -98,6 +98,7 @@ TEST_F(LowpRun, FusedBfloat16TakesTheFloat32RouteWithoutAWarning) {
   const nlohmann::json route = summary["gemm_route"];
   EXPECT_EQ(route["lowp_gemm"], "auto");
   EXPECT_EQ(route["chosen"], "float32");
+  EXPECT_EQ(route["chosen_by"], "measurement");
   EXPECT_LT(route["flops_per_s"]["reference"].get<double>(),
             route["flops_per_s"]["float32_rounded"].get<double>());
   EXPECT_EQ(read_json_file(run + "/env.json")["gemm_path"]["route"], route);
@@ -163,9 +164,13 @@ TEST_F(LowpRun, AutoFollowsTheProbesRatesBothWays) {
 // runs too, though the CPU has the instructions.
 TEST_F(LowpRun, AMeasuredSlowNativeGemmIsWarnedAboutInEagerRuns) {
   testing::CommandResult r;
-  run_("TB_TEST_GEMM_RATES=native=1e9,float32_rounded=3e9 ", "--dtype bfloat16", "eagerslow", &r);
+  const std::string eager = run_("TB_TEST_GEMM_RATES=native=1e9,float32_rounded=3e9 ",
+                                 "--dtype bfloat16", "eagerslow", &r);
   EXPECT_EQ(count_(r.output, " took 3.0x the time of float32 GEMMs of bfloat16 operands"), 1u)
       << r.output;
+  // Eager runs take LibTorch's GEMM whatever the probe says: nothing was chosen.
+  EXPECT_EQ(read_json_file(eager + "/summary.json")["gemm_route"]["chosen_by"], "one route");
+  EXPECT_EQ(read_run(eager).gemm_choice, "");
   testing::CommandResult quiet;
   run_("TB_TEST_GEMM_RATES=native=3e9,float32_rounded=3.1e9 ", "--dtype bfloat16", "eagerok",
        &quiet);

@@ -23,7 +23,7 @@ std::string make_run(const testing::TempDir& root, const std::string& name,
   std::filesystem::create_directories(dir);
   nlohmann::json config = {{"schema_version", schema}, {"model", model},    {"dtype", dtype},
                            {"num_layer", 8},           {"batch_size", 100}, {"flash", 0},
-                           {"compile", compile}};
+                           {"compile", compile}, {"norm_first", true}};
   if (!framework.empty()) config["framework"] = framework;
   nlohmann::json summary = {
       {"schema_version", schema},    {"status", status}, {"sequences_per_s", seq_s},

@@ -35,8 +35,9 @@ struct RunSetup {
   std::string device_name;
   PeakFlops peak;
   GemmProbe probe;  // the CPU's GEMM routes measured (empty on CUDA or when not needed)
-  nlohmann::json
-      gemm_route;  // {lowp_gemm, chosen, reason, flops_per_s {path: rate}, probe_seconds}
+  // {lowp_gemm (as given), chosen, chosen_by (measurement | flag | one route), reason,
+  //  flops_per_s {path: rate}, probe_seconds}; null where no probe ran
+  nlohmann::json gemm_route;
   nlohmann::json gemm_paths;  // env.json "gemm_path" (run_figures.h), with "route"
   double flops_per_token = 0;
   nlohmann::json config_json;  // config.json's contents

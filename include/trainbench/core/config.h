@@ -13,8 +13,11 @@
 namespace trainbench {
 
 struct RunConfig {
-  std::string preset = "reference";   // reference | quick; explicit flags override it
-  std::string model = "handcraft";    // torch | handcraft
+  std::string preset = "reference";  // reference | quick; explicit flags override it
+  std::string model = "handcraft";   // torch | handcraft
+  // torch model: pre-LayerNorm blocks as the original (PyTorch's norm_first=True), computed from
+  // TransformerEncoderLayer's own modules; false: LibTorch's own (post-LN) layer forward.
+  bool norm_first = true;
   std::string dtype = "float32";      // float32 | float16 | bfloat16
   int64_t num_layer = 24;             // transformer blocks (the reference code's default)
   bool flash = false;                 // flash attention: SDPA instead of explicit scores

@@ -27,11 +27,12 @@ struct ModelOptions {
   double dropout = 0.1;
   bool flash = false;             // handcraft: flash attention (SDPA) instead of explicit scores
   bool parallel_dropout = false;  // handcraft: the parallel-mask dropout of dropout.h
+  bool norm_first = true;         // torch: pre-LN blocks from the layers' modules (else post-LN)
   // fused (--compile fused): the activations' dtype (float32, or bfloat16 / float16 for those
   // runs); parameters stay in their own dtype (float32 master weights).
   c10::ScalarType compute_dtype = c10::ScalarType::Float;
   // fused: bfloat16/float16 GEMMs as float32 GEMMs of operands rounded to the dtype
-  // (--lowp_gemm float32, the route for CPUs without the dtype's dot-product instructions).
+  // (--lowp_gemm float32, the faster route where LibTorch's GEMM in the dtype is slow).
   bool float32_gemm = false;
 
   static ModelOptions from_config(const RunConfig& cfg);

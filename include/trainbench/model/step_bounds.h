@@ -42,7 +42,10 @@ std::map<std::string, CategoryWork> step_work(const RunConfig& cfg, int64_t para
                                               bool float32_route);
 
 // A STREAM-style triad, a = b + s c (LibTorch's add kernel on the run's threads) over arrays of
-// `array_bytes` each (well beyond the caches): the best bytes/s (3 arrays moved) of `trials`.
+// `array_bytes` each (well beyond the caches): the best bytes/s of `trials`, counting the 4
+// transfers the memory really makes (b and c read, a written, and a read first: a store to a
+// line not in cache loads it), so that Adam's in-place pass, which writes only what it has
+// just read, is not measured faster than the machine.
 double memory_bandwidth_probe(const torch::Device& device, int64_t array_bytes = 64 << 20,
                               int trials = 5);
 
