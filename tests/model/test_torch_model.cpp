@@ -16,8 +16,8 @@ nlohmann::json values_(const torch::Tensor& t) {
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
 }
 
-// Writes the model's sizes, parameters, a batch, its logits and gradients; returns the file.
-std::string dump_(const testing::TempDir& dir, bool norm_first) {
+// The torch model at a small shape, dropout 0, in either block order.
+RunConfig small_torch_(bool norm_first) {
   RunConfig c;
   c.model = "torch";
   c.norm_first = norm_first;
@@ -28,6 +28,12 @@ std::string dump_(const testing::TempDir& dir, bool norm_first) {
   c.num_layer = 2;
   c.dropout = 0;
   c.batch_size = 3;
+  return c;
+}
+
+// Writes the model's sizes, parameters, a batch, its logits and gradients; returns the file.
+std::string dump_(const testing::TempDir& dir, bool norm_first) {
+  const RunConfig c = small_torch_(norm_first);
   torch::manual_seed(5);
   auto model = make_model(c);
   model->train();
@@ -71,19 +77,10 @@ TEST(TorchModel, EqualsPyTorchsTransformerEncoderInBothBlockOrders) {
 }
 
 TEST(TorchModel, PreAndPostLayerNormAreDifferentNetworksWithTheSameParameters) {
-  RunConfig c;
-  c.model = "torch";
-  c.d_model = 16;
-  c.num_heads = 2;
-  c.ff_dim = 32;
-  c.seq_len = 8;
-  c.num_layer = 2;
-  c.dropout = 0;
   torch::manual_seed(3);
-  auto pre = make_model(c);
-  c.norm_first = false;
+  auto pre = make_model(small_torch_(true));
   torch::manual_seed(3);
-  auto post = make_model(c);
+  auto post = make_model(small_torch_(false));
   ASSERT_EQ(count_parameters(*pre), count_parameters(*post));
   const torch::Tensor bytes = torch::randint(0, 256, {8, 2}, torch::kInt64);
   EXPECT_FALSE(torch::allclose(pre->forward(bytes), post->forward(bytes)));
