@@ -11,6 +11,7 @@
 # defaults, which bench also keeps; e.g. THREAD_ENV="OMP_WAIT_POLICY=PASSIVE") goes to all.
 # Usage: scripts/compare.sh OUT_DIR [flags for every run, e.g. --num_layer 8 --batch_size 8]
 # Without --data, bench's embedded corpus is exported to OUT_DIR/corpus.bin for all of them.
+# REPEAT=N (default 1): every column N times (see sweep.sh), for medians and U-tests.
 # Example: scripts/compare.sh runs/cmp --num_layer 2 --batch_size 8 --steps 13 --warmup_steps 3
 source "$(dirname "$0")/usage.sh"
 tb_start "$0" "[flags...]" "$@"
@@ -48,11 +49,18 @@ env "${thread_env[@]}" MATRIX="$matrix" BENCH="$BENCH" PYTHON="$PYTHON" \
   echo "   (no bench run finished; see $out/bench/*.log)" >&2
 for d in "$out"/bench/*_*/; do [ -d "$d" ] && dirs+=("${d%/}"); done
 py=("$PYTHON" scripts/peers/pytorch_run.py)
-for dtype in ${DTYPES:-float32 bfloat16}; do
-  run "py_$dtype" "${py[@]}" --dtype "$dtype"
-  run "pyc_$dtype" "${py[@]}" --dtype "$dtype" --compile 1
-  run "pyf_$dtype" "${py[@]}" --dtype "$dtype" --flash 1
-  run "jax_$dtype" "$PYTHON" scripts/peers/jax_run.py --dtype "$dtype"
+# REPEAT=N: bench's columns N times each (sweep.sh interleaves them), the peers' as N runs of
+# each column in turn; bench report aggregates them (median, n=, U-test p against the baseline).
+reps=${REPEAT:-1}
+for ((k = 1; k <= reps; k++)); do
+  r=""
+  [ "$reps" -eq 1 ] || r="_r$k"
+  for dtype in ${DTYPES:-float32 bfloat16}; do
+    run "py_$dtype$r" "${py[@]}" --dtype "$dtype"
+    run "pyc_$dtype$r" "${py[@]}" --dtype "$dtype" --compile 1
+    run "pyf_$dtype$r" "${py[@]}" --dtype "$dtype" --flash 1
+    run "jax_$dtype$r" "$PYTHON" scripts/peers/jax_run.py --dtype "$dtype"
+  done
 done
 "$BENCH" report --baseline "pytorch handcraft" "${dirs[@]}" | tee "$out/report.md"
 # One thread environment for every column, or say which differ.

@@ -5,10 +5,13 @@ Writes DIR/loss_by_step.png, DIR/loss_by_time.png (train loss from step 0, the l
 update, then each logging window's mean (--log_every) at the window's middle, solid with dots, and
 validation loss, dashed with circles, in bits per byte as the tables) and DIR/throughput.png
 (tokens/s of completed runs, the value on each bar), each titled with the runs' shape and
-machine, the legend beside the plot. Each run is labelled as
-`bench report` labels it (configuration, dtype, and the shape where the runs differ in it), so
-the plots and the tables name runs alike. Folders that cannot be read are named in a warning
-and left out."""
+machine, the legend beside the plot. It reads every folder `bench report` reads (a parent
+folder is searched, a folder of repetitions stands for its rep-K folders) and labels each run
+as the report does (configuration, dtype, and the shape where the runs differ in it). One
+colour per configuration: repetitions are one median line with a min-max band, one bar with
+its range; a bar is hatched and marked "unstable" where the noise check said so. Where the
+folders carry every step's loss (step_losses), the loss-by-step curve has every step. Folders
+that cannot be read are named in a warning and left out."""
 import argparse
 import json
 import os
@@ -23,13 +26,53 @@ import matplotlib.pyplot as plt  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def report_labels(bench, dirs):
-    """{run folder: label} from `bench report --json` (its warnings pass through)."""
-    r = subprocess.run([bench, "report", "--json", *dirs], stdout=subprocess.PIPE, text=True)
+def report_runs(bench, paths):
+    """The runs `bench report --json` reads under `paths` (a parent folder is searched, a folder
+    of repetitions stands for its rep-K folders), in its order: [{dir, configuration, dtype,
+    status, tokens_per_s, unstable}, ...]; its warnings pass through."""
+    r = subprocess.run([bench, "report", "--json", *paths], stdout=subprocess.PIPE, text=True)
     if r.returncode != 0:
-        return {}
-    return {run["dir"]: f"{run['configuration']} {run['dtype']}"
-            for run in json.loads(r.stdout)["runs"]}
+        return []
+    return json.loads(r.stdout)["runs"]
+
+
+def colours(n):
+    """n distinct colours: tab10, tab20, then evenly spaced hues (no colour twice)."""
+    if n <= 10:
+        return [plt.get_cmap("tab10")(i) for i in range(n)]
+    if n <= 20:
+        return [plt.get_cmap("tab20")(i) for i in range(n)]
+    return [plt.get_cmap("hsv")(i / n) for i in range(n)]
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def per_step(run_dir):
+    """Every step's train loss [(step, loss)] from the windows' step_losses (bench and the
+    peers write them), with step 0's loss before any update; [] for older folders."""
+    points = []
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        for line in f:
+            m = json.loads(line)
+            if m.get("initial_loss") is not None:
+                points.append((0, m["initial_loss"]))
+            elif m.get("step_losses"):
+                first = m["step"] - len(m["step_losses"]) + 1
+                points.extend((first + i, v) for i, v in enumerate(m["step_losses"]))
+    return points if len(points) > 1 else []
+
+
+def band(curves):
+    """Repetitions' curves [[(x, y)...]...] as one: per point index the median x, the median,
+    min and max y (cut to the shortest curve)."""
+    n = min(len(c) for c in curves)
+    xs = [median([c[i][0] for c in curves]) for i in range(n)]
+    ys = [[c[i][1] for c in curves] for i in range(n)]
+    return xs, [median(y) for y in ys], [min(y) for y in ys], [max(y) for y in ys]
 
 
 LN2 = 0.6931471805599453
@@ -85,57 +128,82 @@ def main():
     p.add_argument("--bench", default=os.environ.get("BENCH", os.path.join(ROOT, "build/bench")),
                    help="the bench binary whose report names the runs (default: build/bench)")
     p.add_argument("--out", required=True, help="folder for the PNG files")
-    p.add_argument("runs", nargs="+", help="run folders")
+    p.add_argument("runs", nargs="+", help="run folders, or folders to search for them (as "
+                   "bench report)")
     a = p.parse_args()
     if not os.access(a.bench, os.X_OK):
         print(f"plot_runs: error: --bench: '{a.bench}' is not an executable; build first "
               "(scripts/build.sh) or give --bench", file=sys.stderr)
         return 2
-    labels_by_dir = report_labels(a.bench, a.runs)
-    runs = []
+    found = report_runs(a.bench, a.runs)
     for d in a.runs:
-        if d not in labels_by_dir:
+        inside = os.path.normpath(d) + os.sep
+        if not any(r["dir"] == d or os.path.normpath(r["dir"]).startswith(inside) for r in found):
             print(f"plot_runs: warning: skipping {d} (bench report could not read it)",
                   file=sys.stderr)
-            continue
+    groups = {}  # label -> [(summary, train, valid, steps, report row)], in report order
+    for r in found:
+        label = f"{r['configuration']} {r['dtype']}"
         try:
-            runs.append((labels_by_dir[d],) + read_run(d) + (d,))
+            groups.setdefault(label, []).append(read_run(r["dir"]) + (per_step(r["dir"]), r))
         except (OSError, ValueError, KeyError) as e:
-            print(f"plot_runs: warning: skipping {d}: {e}", file=sys.stderr)
-    if not runs:
+            print(f"plot_runs: warning: skipping {r['dir']}: {e}", file=sys.stderr)
+    groups = {k: v for k, v in groups.items() if v}
+    if not groups:
         print("plot_runs: error: no readable run folder", file=sys.stderr)
         return 2
-    labels = [r[0] for r in runs]
-    # Same configuration twice: tell the curves apart by folder name.
-    runs = [(f"{r[0]} ({os.path.basename(os.path.normpath(r[4]))})" if labels.count(r[0]) > 1
-             else r[0],) + r[1:4] for r in runs]
     os.makedirs(a.out, exist_ok=True)
-    where = context([r for r in a.runs if r in labels_by_dir])
+    where = context([r["dir"] for r in found])
+    colour = dict(zip(groups, colours(len(groups))))
     for by_time, name in ((False, "loss_by_step.png"), (True, "loss_by_time.png")):
         fig, ax = plt.subplots(figsize=(9, 5))
-        for label, _, train, valid in runs:
-            xs = [t if by_time else s for s, t, _ in train]
-            line, = ax.plot(xs, [l / LN2 for _, _, l in train], ".-", markersize=3,
-                            label=f"{label} train")
+        for label, reps in groups.items():
+            c = colour[label]
+            n = f" (median of {len(reps)}, band min-max)" if len(reps) > 1 else ""
+            # Every step's loss where the folders carry it (by step), else the windows.
+            use_steps = not by_time and all(rep[3] for rep in reps)
+            curves = ([[(s, l / LN2) for s, l in rep[3]] for rep in reps] if use_steps else
+                      [[(t if by_time else s, l / LN2) for s, t, l in rep[1]] for rep in reps])
+            xs, mid, lo, hi = band(curves)
+            ax.plot(xs, mid, "-" if use_steps else ".-", markersize=3, color=c, linewidth=1,
+                    label=label + n)
+            if len(reps) > 1:
+                ax.fill_between(xs, lo, hi, color=c, alpha=0.2, linewidth=0)
+            valid = [rep[2] for rep in reps if rep[2]]
             if valid and not by_time:
-                ax.plot([s for s, _ in valid], [v / LN2 for _, v in valid], "o--",
-                        color=line.get_color(), label=f"{label} valid")
+                vx, vmid, _, _ = band([[(s, v / LN2) for s, v in vs] for vs in valid])
+                ax.plot(vx, vmid, "o--", color=c, markersize=4)
         ax.set_xlabel("wall time (s)" if by_time else "step")
         ax.set_ylabel("loss (bits per byte)")
-        ax.set_title(f"Loss by {'wall time' if by_time else 'step'}: {where}", fontsize=9)
+        ax.set_title(f"Loss by {'wall time' if by_time else 'step'}: {where}"
+                     + ("" if by_time else "; dashed with circles: validation"), fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         fig.savefig(os.path.join(a.out, name), dpi=100, bbox_inches="tight")
         plt.close(fig)
-    # tokens/s compares runs of different sequence lengths, where sequences/s would not.
-    done = [(label, s["tokens_per_s"]) for label, s, _, _ in runs
-            if s.get("status") == "completed" and s.get("tokens_per_s")]
-    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.4 * max(len(done), 1)))
-    bars = ax.barh([l for l, _ in done], [v for _, v in done])
-    ax.bar_label(bars, labels=[f"{v:,.0f}" for _, v in done], padding=3, fontsize=8)
-    ax.set_xlabel("tokens/s (median step)")
+    # tokens/s compares runs of different sequence lengths, where sequences/s would not. One
+    # bar per configuration: the median of its completed repetitions, their range as the error
+    # bar; hatched and marked where a repetition was unstable (the noise check).
+    bars = []
+    for label, reps in groups.items():
+        tok = [rep[4]["tokens_per_s"] for rep in reps
+               if rep[4]["status"] == "completed" and rep[4].get("tokens_per_s")]
+        if tok:
+            unstable = any(rep[4].get("unstable") for rep in reps)
+            bars.append((label + (f" (n={len(tok)})" if len(tok) > 1 else ""), median(tok),
+                         min(tok), max(tok), unstable, colour[label]))
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.4 * max(len(bars), 1)))
+    drawn = ax.barh([b[0] for b in bars], [b[1] for b in bars], color=[b[5] for b in bars],
+                    hatch=None, xerr=[[b[1] - b[2] for b in bars], [b[3] - b[1] for b in bars]],
+                    capsize=3)
+    for patch, b in zip(drawn, bars):
+        if b[4]:
+            patch.set_hatch("//")
+    ax.bar_label(drawn, labels=[f"{b[1]:,.0f}" + (" unstable" if b[4] else "") for b in bars],
+                 padding=3, fontsize=8)
+    ax.set_xlabel("tokens/s (median step; bars: median of repetitions, lines: their range)")
     ax.set_title(f"Throughput: {where}", fontsize=9)
-    ax.margins(x=0.15)
+    ax.margins(x=0.2)
     ax.invert_yaxis()
     fig.savefig(os.path.join(a.out, "throughput.png"), dpi=100, bbox_inches="tight")
     plt.close(fig)

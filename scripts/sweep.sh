@@ -11,7 +11,12 @@
 # PROCS=N (default 1) runs every entry as N data-parallel processes on this machine through
 # scripts/launch.sh (speeds are then global; `bench report` labels them "xN processes"); run i
 # rendezvouses on port MASTER_PORT + i - 1 (MASTER_PORT default: random in [29600, 29900)).
+# REPEAT=N (default 1) runs every entry N times, each a fresh process, interleaved: repetition 1
+# of every entry, then repetition 2 of every entry, ... (bench --repeat N --repetition K), so a
+# slow drift of the machine spreads over all entries; `bench report` then gives each entry's
+# median with n=, min-max, and a U-test's p-value against the baseline (3 or more a side).
 # Examples: scripts/sweep.sh runs/sweep --preset quick --device cpu --steps 100
+#   REPEAT=5 MATRIX="handcraft:float32:0:0 handcraft:float32:fused:1" scripts/sweep.sh runs/ab
 #   MATRIX="handcraft:float32:0:0 handcraft:float32:0:1 handcraft:bfloat16:0:0 torch:float32:0:0" \
 #     scripts/sweep.sh runs/cpu8 --num_layer 8 --batch_size 8 --steps 12 --warmup_steps 2
 #   PROCS=2 MATRIX="handcraft:float32:0:0" scripts/sweep.sh runs/dp2 --num_layer 8 --threads 1
@@ -22,6 +27,13 @@ BENCH=${BENCH:-./build/bench}
 procs=${PROCS:-1}
 [[ "$procs" =~ ^[1-9][0-9]{0,3}$ ]] ||
   { echo "sweep.sh: PROCS: '$procs' is not allowed; use an integer in [1, 9999]" >&2; exit 2; }
+reps=${REPEAT:-1}
+[[ "$reps" =~ ^[1-9][0-9]{0,2}$ ]] ||
+  { echo "sweep.sh: REPEAT: '$reps' is not allowed; use an integer in [1, 999]" >&2; exit 2; }
+if [ "$reps" -gt 1 ] && [ "$procs" -gt 1 ]; then
+  echo "sweep.sh: REPEAT: $reps is not allowed with PROCS=$procs (bench repeats one process); use REPEAT=1" >&2
+  exit 2
+fi
 port=${MASTER_PORT:-$((29600 + RANDOM % 300))}
 if [ "$procs" -gt 1 ] && ! { [[ "$port" =~ ^[1-9][0-9]{0,4}$ ]] && [ "$port" -le 65535 ]; }; then
   echo "sweep.sh: MASTER_PORT: '$port' is not allowed; use a TCP port in [1, 65535]" >&2; exit 2
@@ -42,11 +54,14 @@ for entry in $MATRIX; do
 done
 mkdir -p "$out"
 dirs=()
+declare -A skipped=() finished=()
+for ((rep = 1; rep <= reps; rep++)); do
 i=0
 for entry in $MATRIX; do
   IFS=: read -r model dtype compile flash fused graph <<<"$entry"
   fused=${fused:-0} graph=${graph:-0}
   i=$((i + 1))
+  [ -z "${skipped[$i]:-}" ] || continue  # this machine or build cannot run it
   name="$model $dtype compile=$compile flash=$flash"
   [ "$fused$graph" = 00 ] || name+=" fused_adam=$fused cuda_graph=$graph"
   run=("$BENCH")
@@ -54,23 +69,32 @@ for entry in $MATRIX; do
     name+=" x$procs processes"
     run=(bash scripts/launch.sh --port $((port + i - 1)) "$procs" "$BENCH")
   fi
+  log="$out/$i.log" repeat=()
+  if [ "$reps" -gt 1 ]; then
+    log="$out/$i.rep$rep.log" repeat=(--repeat "$reps" --repetition "$rep")
+    name+=" (repetition $rep of $reps)"
+  fi
   code=0
   "${run[@]}" --model "$model" --dtype "$dtype" --compile "$compile" --flash "$flash" \
-    --fused_adam "$fused" --cuda_graph "$graph" --save_dir "$out/$i" "$@" \
-    2>"$out/$i.log" >/dev/null || code=$?
-  reason=$(grep -E '^bench: (error|failed):' "$out/$i.log" | tail -n 1 || true)
+    --fused_adam "$fused" --cuda_graph "$graph" --save_dir "$out/$i" "${repeat[@]}" "$@" \
+    2>"$log" >/dev/null || code=$?
+  reason=$(grep -E '^bench: (error|failed):' "$log" | tail -n 1 || true)
   # Several processes: every rank writes "bench: rank R: ..."; rank 0's speak for the run.
   if [ -z "$reason" ] && [ "$procs" -gt 1 ]; then
-    reason=$({ grep -E '^bench: rank 0: (error|failed):' "$out/$i.log" ||
-               grep -E '^bench: rank [0-9]+: (error|failed):' "$out/$i.log"; } |
+    reason=$({ grep -E '^bench: rank 0: (error|failed):' "$log" ||
+               grep -E '^bench: rank [0-9]+: (error|failed):' "$log"; } |
              tail -n 1 | sed 's/^bench: rank 0: /bench: /' || true)
   fi
   case $code in
     0) echo "done: $name" >&2
-       for d in "$out/${i}"_*; do [ -d "$d" ] && dirs+=("$d"); done ;;
-    2) echo "skipped: $name: ${reason#bench: error: }" >&2 ;;
+       if [ -z "${finished[$i]:-}" ]; then
+         finished[$i]=1
+         for d in "$out/${i}"_*; do [ -d "$d" ] && dirs+=("$d"); done
+       fi ;;
+    2) echo "skipped: $name: ${reason#bench: error: }" >&2; skipped[$i]=1 ;;
     *) echo "failed: $name: ${reason:-exit $code}" >&2 ;;
   esac
+done
 done
 [ ${#dirs[@]} -gt 0 ] || { echo "sweep: no run finished" >&2; exit 1; }
 "$BENCH" report "${dirs[@]}" | tee "$out/report.md"

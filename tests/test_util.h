@@ -137,6 +137,13 @@ inline std::string merge_flags(const std::string& base, const std::string& extra
 
 // One figure of every training window in a run folder's metrics.jsonl (the lines with a
 // "loss"), in order: the losses by default, or e.g. "elapsed_s".
+// How often `what` occurs in `text`.
+inline int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 inline std::vector<double> window_values(const std::string& run, const std::string& key = "loss") {
   std::vector<double> out;
   std::istringstream in(read_file(run + "/metrics.jsonl"));

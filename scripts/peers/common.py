@@ -160,8 +160,11 @@ QUICK = {n: BENCH_FLAGS[n]["quick"] for n in PEER_FLAGS
          if n != "preset" and BENCH_FLAGS[n]["quick"] != BENCH_FLAGS[n]["default"]}
 
 
-def arg_parser(description):
-    """The bench flags the peers share, with bench's defaults (from its flag table)."""
+def arg_parser(description, accepts=None):
+    """The bench flags the peers share, with bench's defaults (from its flag table). accepts:
+    {flag: (values, help)} for flags a peer takes fewer values of than bench: --help lists only
+    those (the peer's own check names what it runs instead of the others)."""
+    accepts = accepts or {}
     p = argparse.ArgumentParser(description=description)
     types = {"int": int, "number": float, "text": str, "switch": int}
     for name in PEER_FLAGS:
@@ -173,9 +176,20 @@ def arg_parser(description):
                                                              else None)
         help_text = ("accepted for bench's flag set; the peers always use their framework's "
                      "dropout" if name == "dropout_impl" else f["help"].replace("%", "%%"))
+        if name == "compile":
+            help_text = "0 | 1: the framework's compiler (torch.compile with inductor)"
+        if name == "dtype":
+            help_text = "float32 | float16 (autocast, loss-scaled) | bfloat16 (autocast)"
+        if name == "save_dir":
+            help_text = ("run folder prefix; the folder is "
+                         "{save_dir}_{model}_layer{N}_{dtype}[_compiled][_flash]")
+        metavar = None
+        if name in accepts:
+            values, help_text = accepts[name]
+            metavar = "{" + ",".join(str(v) for v in values) + "}"
         kind = "int" if name == "compile" else f["kind"]
         p.add_argument("--" + name, type=types[kind], default=default, choices=choices,
-                       help=help_text)
+                       metavar=metavar, help=help_text)
     return p
 
 
@@ -284,43 +298,106 @@ def step_stats(ms):
     return {"median": statistics.median(ms), "min": min(ms), "max": max(ms)}
 
 
+# bench's noise rule (core/cpu_noise.h): a timed step is disturbed when other work took more
+# than this share of the cores' time meanwhile; unstable above these shares.
+DISTURBED_SHARE, UNSTABLE_DISTURBED, UNSTABLE_CV = 0.10, 0.25, 0.15
+
+
+def cpu_sample():
+    """(busy + steal seconds of all CPUs from /proc/stat, steal seconds, this process's CPU
+    seconds), or None where /proc/stat cannot be read."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    tick = 1.0 / os.sysconf("SC_CLK_TCK")
+    busy = (v[0] + v[1] + v[2] + v[5] + v[6]) * tick
+    steal = (v[7] if len(v) > 7 else 0) * tick
+    return busy, steal, time.process_time()
+
+
+def noise_summary(step_s, other):
+    """summary.json's "noise" as bench writes it, from the timed steps' seconds and the other
+    work's (other, steal) seconds during each."""
+    n = min(len(step_s), len(other))
+    if n == 0:
+        return None
+    cores, tick = os.cpu_count() or 1, 1.0 / os.sysconf("SC_CLK_TCK")
+    mean = sum(step_s[:n]) / n
+    cv = math.sqrt(max(0.0, sum(s * s for s in step_s[:n]) / n - mean * mean)) / mean if mean else 0
+    wall = sum(s * cores for s in step_s[:n])
+    disturbed = sum(1 for s, (o, st) in zip(step_s, other)
+                    if o + st > DISTURBED_SHARE * s * cores + tick * cores)
+    share = disturbed / n
+    return {"timed_steps": n, "disturbed_step_share": share, "step_time_cv": cv,
+            "other_cpu_share": sum(o for o, _ in other[:n]) / wall if wall else 0.0,
+            "steal_share": sum(st for _, st in other[:n]) / wall if wall else 0.0,
+            "disturbed_threshold": DISTURBED_SHARE, "cores": cores,
+            "unstable": share > UNSTABLE_DISTURBED or cv > UNSTABLE_CV}
+
+
 class StepLog:
     """bench's timing rules for the peers: warm-up kept apart, windows of log_every steps
-    (metrics.jsonl + stderr), divergence on a non-finite loss, evaluations, summary.json."""
+    (metrics.jsonl + stderr, with window_steps and includes_warmup), divergence on a
+    non-finite loss, evaluations, the noise check, summary.json."""
 
     def __init__(self, args, results):
         self.a, self.res = args, results
         self.timed, self.warm_s, self.step, self.status = [], 0.0, 0, "completed"
         self.first_s = None  # the first step: where torch.compile / jax.jit compile
         self.last, self.vloss = float("nan"), float("nan")
-        self.wl, self.ws, self.wn = 0.0, 0.0, 0
+        self.wl, self.ws, self.wn, self.ww = 0.0, 0.0, 0, False
+        self.wtl, self.wtn = 0.0, 0  # the window's timed steps (no warm-up)
+        self.wls = []  # the window's every step loss (metrics.jsonl step_losses)
+        self.timed_loss, self.timed_steps = float("nan"), 0
+        self.other = []  # per timed step: (other work's, steal) CPU seconds
+        self.cpu = cpu_sample()
         self.start = time.perf_counter()
+
+    def before(self):
+        """Call just before a step's t0: the CPU sample the noise check compares against."""
+        self.cpu = cpu_sample()
 
     def record(self, t0, t1, loss):
         """One step that ran from t0 to t1 (device synchronized); False once diverged."""
         a = self.a
         self.step += 1
+        after = cpu_sample()
         if self.step == 1:
             self.first_s = t1 - t0
             # bench's step-0 record: the loss before any update, where the loss curves start.
             self.res.metric(step=0, initial_loss=loss, initial_bpb=loss / math.log(2),
                             elapsed_s=0.0)
-        if self.step <= a.warmup_steps:
+        warm = self.step <= a.warmup_steps
+        if warm:
             self.warm_s += t1 - t0
         else:
             self.timed.append((t1 - t0) * 1e3)
+            if self.cpu and after:
+                busy, steal = after[0] - self.cpu[0], after[1] - self.cpu[1]
+                self.other.append((max(0.0, busy - (after[2] - self.cpu[2])), max(0.0, steal)))
+            self.wtl, self.wtn = self.wtl + loss, self.wtn + 1
+        self.cpu = after
         self.wl, self.ws, self.wn = self.wl + loss, self.ws + t1 - t0, self.wn + 1
+        self.ww = self.ww or warm
+        self.wls.append(loss)
         if not math.isfinite(loss):
             self.status = "diverged"
             print(f"loss is {loss} at step {self.step}; the run diverged", file=sys.stderr)
             return False
         if self.step % a.log_every == 0 or self.step == a.steps:
             self.last, seq = self.wl / self.wn, a.batch_size * self.wn / self.ws
+            if self.wtn:
+                self.timed_loss, self.timed_steps = self.wtl / self.wtn, self.wtn
             self.res.metric(step=self.step, loss=self.last, sequences_per_s=seq,
-                            tokens_per_s=seq * a.seq_len, elapsed_s=t1 - self.start)
-            print(f"step {self.step}/{a.steps}  loss {self.last:.4f}  {seq:.2f} seq/s",
-                  file=sys.stderr)
-            self.wl, self.ws, self.wn = 0.0, 0.0, 0
+                            tokens_per_s=seq * a.seq_len, elapsed_s=t1 - self.start,
+                            window_steps=self.wn, includes_warmup=self.ww,
+                            step_losses=[finite_or_none(v) for v in self.wls])
+            print(f"step {self.step}/{a.steps}  loss {self.last:.4f}  {seq:.2f} seq/s"
+                  + ("  (window includes warm-up)" if self.ww else ""), file=sys.stderr)
+            self.wl, self.ws, self.wn, self.ww, self.wtl, self.wtn = 0.0, 0.0, 0, False, 0.0, 0
+            self.wls = []
         return True
 
     def evaluation(self, valid_loss):
@@ -347,8 +424,16 @@ class StepLog:
             "compile_seconds": (max(0.0, self.first_s - st["median"] / 1e3)
                                 if backend != "eager" and self.first_s and st["median"]
                                 else None),
-            "compile_backend": backend,
-            "final_train_loss": self.last, "final_valid_loss": self.vloss,
+            "compile_backend": backend, "noise": noise_summary([t / 1e3 for t in self.timed],
+                                                              self.other),
+            # as bench: both over the timed steps of the last window that had any
+            "final_train_loss": self.timed_loss, "final_train_bpb": self.timed_loss / math.log(2),
+            "final_train_steps": self.timed_steps, "final_valid_loss": self.vloss,
             "final_valid_bpb": self.vloss / math.log(2)})
+        if seq:
+            # The table's figure: the median timed step (warm-up and compiling apart), which a
+            # window line holding the warm-up does not show.
+            print(f"{seq:.2f} seq/s (median of {len(self.timed)} timed steps; warm-up "
+                  f"{self.warm_s:.1f} s apart)", file=sys.stderr)
         print(f"results: {self.res.dir}")
         return 0 if self.status == "completed" else 1

@@ -96,7 +96,11 @@ class ByteLM(nn.Module):
 
 
 def main():
-    parser = common.arg_parser(__doc__)
+    parser = common.arg_parser(__doc__, accepts={
+        "model": (["handcraft"], "handcraft (the pre-LN blocks of bench's handcraft model)"),
+        "dtype": (["float32", "bfloat16"], "float32 | bfloat16"),
+        "flash": ([0], "0 (explicit attention scores)"),
+        "compile": ([0], "0 (jax.jit is always on)")})
     a = common.parse_args(parser)
     if a.model != "handcraft" or a.flash or a.compile or a.dtype == "float16":
         parser.error("jax_run.py runs --model handcraft --flash 0 --compile 0 (jit is always on) "
@@ -151,6 +155,7 @@ def main():
     log = common.StepLog(a, res)
     while log.step < a.steps:
         key, sub = jax.random.split(key)
+        log.before()
         t0 = time.perf_counter()
         params, opt_state, loss = train_step(params, opt_state, batch(sampler.next_batch()), sub)
         lv = float(loss)  # blocks until the step is done

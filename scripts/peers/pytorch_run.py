@@ -4,7 +4,7 @@ rules and result files as bench, so `bench report` sets C++ and Python side by s
 Runs on the project's torch 2.11 (CPU or CUDA). --compile 1 uses torch.compile with its
 default (inductor) backend, as the original benchmark does; the compile time is the first
 step's excess over a timed step (summary.json compile_seconds). --flash 1 uses
-scaled_dot_product_attention (the fused flash kernel on the CPU as on CUDA).
+scaled_dot_product_attention (its flash attention kernel on the CPU as on CUDA).
 Example: pytorch_run.py --data corpus.bin --num_layer 8 --batch_size 8 --steps 12"""
 import math
 import os
@@ -158,6 +158,7 @@ def main():
         (gemm_probe(amp or torch.float32, device), "gemm_probe"))
     log = common.StepLog(a, res)
     while log.step < a.steps:
+        log.before()
         t0 = sync_now()
         x = batch(sampler.next_batch())
         opt.zero_grad(set_to_none=True)

@@ -3,6 +3,7 @@
 #include "trainbench/app/cli.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -40,6 +41,13 @@ void start_from_recorded_(RunConfig& cfg, const cxxopts::ParseResult& parsed) {
   cfg = recorded;
 }
 
+const char* const kExitCodes =
+    "\nExit status: 0 the run completed; 1 it failed or its loss diverged (summary.json says "
+    "which);\n2 bad flags or input (one line says what is wrong and what is allowed; nothing "
+    "is written);\n3 the --fault_exit_step testing aid; 128+N stopped by signal N (130 Ctrl-C, "
+    "143 SIGTERM,\n129 SIGHUP) after writing its results and a checkpoint: bench --resume "
+    "RUN_DIR continues it.\n";
+
 }  // namespace
 
 std::string help_group(const std::string& flag) {
@@ -52,7 +60,8 @@ std::string help_group(const std::string& flag) {
       {"data", {"data", "valid_bytes"}},
       {"timing, logging and results",
        {"log_every", "eval_every", "eval_batches", "warmup_steps", "peak_tflops", "profile_steps",
-        "save_dir", "overwrite", "save_model"}},
+        "save_dir", "run_folder", "overwrite", "save_model", "repeat", "repetition", "probe_cache",
+        "reprobe"}},
       {"checkpoints", {"checkpoint_every", "keep_checkpoints", "resume"}},
       {"several processes", {"dist_backend", "dist_timeout", "bucket_mb", "dist_overlap"}},
       {"testing aids", {"fault_nan_step", "fault_exit_step"}},
@@ -132,7 +141,16 @@ CliResult parse_cli(int argc, const char* const* argv) {
   cxxopts::Options options("bench",
                            "trainbench: byte-level transformer training benchmark (LibTorch)");
   options.custom_help("[flags]   |   bench report RUN_DIR...");
-  const RunConfig defaults;
+  // --help shows the values a run would take: the reference defaults, or a preset's
+  // (`bench --preset quick --help`).
+  RunConfig defaults;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    std::string preset;
+    if (arg == "--preset" && i + 1 < argc) preset = argv[i + 1];
+    if (arg.rfind("--preset=", 0) == 0) preset = arg.substr(9);
+    if (preset == "quick" || preset == "reference") apply_preset(defaults, preset);
+  }
   auto adder = options.add_options();
   adder("h,help", "print this help and exit (--help --json: the flag table as JSON)");
   adder("version", "print bench's version (source revision, LibTorch) and exit");
@@ -159,6 +177,19 @@ CliResult parse_cli(int argc, const char* const* argv) {
   std::vector<std::string> groups = {""};  // help, version, export_corpus first
   for (const char* g : kHelpGroups) groups.emplace_back(g);
   out.help_text = options.help(groups);  // cxxopts alone would sort the groups by name
+  // Group titles in plain words ("Checkpoints:", not cxxopts' " checkpoints options:").
+  for (const char* g : kHelpGroups) {
+    std::string title = g;
+    title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(title[0])));
+    const std::string theirs = " " + std::string(g) + " options:\n";
+    if (const size_t at = out.help_text.find(theirs); at != std::string::npos) {
+      out.help_text.replace(at, theirs.size(), title + ":\n");
+    }
+  }
+  if (defaults.preset == "quick") {
+    out.help_text += "\n(defaults shown: --preset quick's values)\n";
+  }
+  out.help_text += kExitCodes;
   // Unknown and repeated flags are caught here so that the message has our shape (cxxopts' has
   // its own, and takes the last of a repeated flag without a word).
   std::map<std::string, std::string> given;  // name -> its value as written

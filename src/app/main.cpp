@@ -2,10 +2,12 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
 #include "trainbench/app/cli.h"
+#include "trainbench/app/repeat.h"
 #include "trainbench/app/run.h"
 #include "trainbench/app/validate.h"
 #include "trainbench/core/config.h"
@@ -17,6 +19,26 @@
 #include "trainbench/report/report.h"
 #include "trainbench/report/results.h"
 #include "trainbench/train/trainer.h"
+
+namespace {
+
+// --repeat N: the repetitions as processes of this executable, then the table of their medians.
+int repeat_main(const trainbench::RunConfig& cfg) {
+  using namespace trainbench;
+  const RepeatResult r = run_repetitions(cfg, std::filesystem::read_symlink("/proc/self/exe"));
+  // The table's device and flags as a repetition resolved them.
+  nlohmann::json config = r.config;
+  for (const auto& folder : r.summary["repetitions"]["folders"]) {
+    const std::string file = r.run_dir + "/" + folder.get<std::string>() + "/config.json";
+    if (std::filesystem::exists(file)) config = read_json_file(file);
+    break;
+  }
+  std::cout << summary_table(config, r.summary) << repetitions_line(r.summary)
+            << "results: " << r.run_dir << "\n";
+  return r.exit_code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace trainbench;
@@ -57,6 +79,7 @@ int main(int argc, char** argv) {
     }
     validate(cli.config);
     validate_dist(cli.config, env);
+    if (cli.config.repeat > 1) return repeat_main(cli.config);
     const RunResult result = run_benchmark(cli.config, env);
     if (env.rank == 0) {
       const nlohmann::json config = read_json_file(result.run_dir + "/config.json");

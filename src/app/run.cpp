@@ -132,7 +132,9 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
       {"steps_done", step_},
       {"resumed_from_step", or_null(start > 0, start)},
       {"steps_timed", stats.count},
-      {"step_time_ms", {{"median", stats.median_ms}, {"min", stats.min_ms}, {"max", stats.max_ms}}},
+      {"step_time_ms",
+       or_null(stats.count > 0,
+               {{"median", stats.median_ms}, {"min", stats.min_ms}, {"max", stats.max_ms}})},
       {"step_time_ms_samples", timed_ms_},
       {"world_size", world_()},
       {"global_batch_size", global_batch_()},
@@ -145,6 +147,9 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
       {"peak_flops", or_null(peak.flops_per_s > 0, peak.flops_per_s)},
       {"peak_flops_source", peak.source},
       {"peak_probe", peak.probe},  // gemm_probe: shapes, best rates, trials; else null
+      // Where the probe's figures came from: this machine's cache (hit) or this run's own
+      // measurement (stored for later runs unless disturbed); null where no probe ran.
+      {"probe_cache", setup_.probe_cache},
       {"gemm_path", setup_.gemm_paths.at("model_gemms")},
       {"gemm_route", setup_.gemm_route},  // the probe's rates, the route chosen and why; or null
       {"noise", speed_.noise},
@@ -158,9 +163,11 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
       {"fused_groups", or_null(compile_path(cfg_) == CompilePath::kTorchScript, fused_groups_)},
       {"session", {{"first_step", start + 1}, {"last_step", step_}, {"seconds", session_s}}},
       {"total_seconds", elapsed_before_ + session_s},
-      {"final_train_loss", final_train_loss_},
-      // Bits per byte over the last window's timed steps, beside final_valid_bpb in one unit.
+      // Both over the timed steps of the last window that had any (final_train_steps of them):
+      // nats, and bits per byte beside final_valid_bpb in one unit.
+      {"final_train_loss", final_timed_loss_},
       {"final_train_bpb", final_timed_loss_ / std::log(2.0)},
+      {"final_train_steps", final_timed_steps_},
       {"final_valid_loss", valid_loss_},
       {"final_valid_bpb", valid_loss_ / std::log(2.0)},
       {"loss_scale", or_null(scaler.enabled(), scaler.enabled() ? scaler.scale() : 0.0)},

@@ -38,7 +38,10 @@ bool Run::one_step_() {
     status_ = RunStatus::kInterrupted;
     progress_->finish();
     log_warn("stopped by signal " + std::to_string(run_signal_) + " after step " +
-             std::to_string(step_) + "; writing the results so far");
+             std::to_string(step_) + "; writing the results so far" +
+             (cfg_.checkpoint_every >= 0
+                  ? " and a checkpoint: bench --resume " + setup_.run_dir + " continues it"
+                  : " (no checkpoint: --checkpoint_every -1)"));
     return false;
   }
   if (cfg_.eval_every > 0 && step_ % cfg_.eval_every == 0 && step_ < cfg_.steps) evaluate_();
@@ -95,6 +98,7 @@ void Run::account_(const StepResult& r) {
     ++win_.timed_steps;
   }
   win_.loss_sum += r.loss;
+  win_.losses.push_back(r.loss);
   win_.seconds += r.seconds();
   win_.has_warmup |= kind == StepKind::kWarmup;
   ++win_.steps;
@@ -140,8 +144,10 @@ bool Run::agree_on_stop_() {
 }
 
 void Run::end_window_and_checkpoint_(const StepResult& r, bool stopping) {
-  const bool checkpoint_now =
-      cfg_.checkpoint_every > 0 && (step_ % cfg_.checkpoint_every == 0 || stopping);
+  // Every --checkpoint_every steps, and at a stop by a signal unless --checkpoint_every -1, so
+  // an interrupted run can be resumed.
+  const bool checkpoint_now = (cfg_.checkpoint_every > 0 && step_ % cfg_.checkpoint_every == 0) ||
+                              (stopping && cfg_.checkpoint_every >= 0);
   if (step_ % cfg_.log_every == 0 || step_ == cfg_.steps || checkpoint_now || stopping) {
     flush_window_(r.t1);
   }
@@ -165,7 +171,10 @@ void Run::evaluate_() {
 
 void Run::flush_window_(double now) {
   final_train_loss_ = win_.loss_sum / win_.steps;
-  if (win_.timed_steps > 0) final_timed_loss_ = win_.timed_loss_sum / win_.timed_steps;
+  if (win_.timed_steps > 0) {
+    final_timed_loss_ = win_.timed_loss_sum / win_.timed_steps;
+    final_timed_steps_ = win_.timed_steps;
+  }
   const double seq_s = global_batch_() * win_.steps / win_.seconds;
   metric_({{"step", step_},
            {"loss", final_train_loss_},
@@ -173,7 +182,9 @@ void Run::flush_window_(double now) {
            {"tokens_per_s", seq_s * cfg_.seq_len},
            {"elapsed_s", elapsed_before_ + now - run_start_},
            {"window_steps", win_.steps},
-           {"includes_warmup", win_.has_warmup}});
+           {"includes_warmup", win_.has_warmup},
+           // Every step's loss, so that a short run's curve has all of its points.
+           {"step_losses", win_.losses}});
   progress_->window(step_, final_train_loss_, seq_s, seq_s * cfg_.seq_len,
                     win_.seconds / static_cast<double>(win_.steps));
   win_ = Window{};

@@ -11,6 +11,7 @@
 #include "trainbench/model/flops.h"
 #include "trainbench/model/gemm_probe.h"
 #include "trainbench/model/model.h"
+#include "trainbench/model/probe_cache.h"
 #include "trainbench/model/scripted_model.h"
 #include "trainbench/report/env_info.h"
 #include "trainbench/report/results.h"
@@ -61,18 +62,31 @@ void check_memory_(const RunConfig& cfg, int64_t corpus_bytes, int local_process
 // warning's slowdown of a bfloat16/float16 GEMM. The ranks of a multi-process run decide from
 // their mean rates, so every replica takes the same route.
 RunConfig decide_gemm_route_(const RunConfig& cfg, const torch::Device& device, DistContext* dist,
-                             bool rank0, RunSetup& s) {
+                             bool rank0, int threads, RunSetup& s) {
   RunConfig run_cfg = cfg;
   const bool lowp = precision(cfg) != Precision::kFloat32;
   const bool forced_float32 = lowp_gemm(cfg) == LowpGemm::kFloat32;
   if (device.is_cuda() || (cfg.peak_tflops > 0 && (!lowp || forced_float32))) return run_cfg;
+  ProbeOutcome outcome = cached_or_measured_probe(cfg, threads);
+  s.probe = std::move(outcome.probe);
+  s.probe_cache = outcome.record;
   if (rank0) {
-    log_info("measuring this model's GEMMs (" + std::to_string(model_gemm_products(cfg).size()) +
-             " products: forward, input and weight gradients) for " + cfg.dtype +
-             (lowp ? " natively and as float32 GEMMs of rounded operands" : "") +
-             "; --peak_tflops and --lowp_gemm native|float32 skip what they decide");
+    const nlohmann::json& r = s.probe_cache;
+    const std::string file = r["file"].is_string() ? r["file"].get<std::string>() : "";
+    log_info(r["hit"].get<bool>()
+                 ? "GEMM probe: this machine's figures for these GEMMs, measured " +
+                       r["measured_at"].get<std::string>() + ", from " + file +
+                       " (one peak for every run here; --reprobe 1 measures again)"
+                 : "measured this model's GEMMs (" +
+                       std::to_string(model_gemm_products(cfg).size()) +
+                       " products: forward, input and weight gradients) for " + cfg.dtype +
+                       (lowp ? " natively and as float32 GEMMs of rounded operands" : "") +
+                       (r["stored"].get<bool>() ? "; stored for later runs in " + file
+                        : r["disturbed"].get<bool>()
+                            ? "; disturbed by other work in every attempt, so not stored"
+                            : "") +
+                       "; --peak_tflops and --lowp_gemm native|float32 skip what they decide");
   }
-  s.probe = probe_gemm(cfg);
   if (dist) {
     torch::Tensor rates =
         torch::zeros({static_cast<int64_t>(2 * s.probe.routes.size())}, torch::kFloat64);
@@ -111,7 +125,8 @@ RunConfig decide_gemm_route_(const RunConfig& cfg, const torch::Device& device, 
   if (rank0) {
     char cost[32];
     std::snprintf(cost, sizeof(cost), "%.1f s", s.probe.seconds);
-    log_info("GEMM probe took " + std::string(cost) +
+    log_info((s.probe_cache["hit"].get<bool>() ? std::string("GEMM probe from the cache")
+                                               : "GEMM probe took " + std::string(cost)) +
              (s.probe.injected ? " (rates injected)" : "") + decision);
   }
   return run_cfg;
@@ -134,7 +149,12 @@ RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, Di
     std::error_code ec;
     const bool not_a_folder =
         std::filesystem::exists(s.run_dir, ec) && !std::filesystem::is_directory(s.run_dir, ec);
-    if (cfg.resume.empty() && (!cfg.overwrite || not_a_folder)) check_run_dir(s.run_dir, false);
+    // A folder a live run holds is refused by the hold below, naming the holder, whatever the
+    // folder holds so far.
+    if (cfg.resume.empty() && (!cfg.overwrite || not_a_folder) &&
+        (not_a_folder || !run_folder_in_use(s.run_dir))) {
+      check_run_dir(s.run_dir, false);
+    }
     s.lock = RunFolderLock::acquire(s.run_dir, /*create=*/cfg.resume.empty());
     if (cfg.resume.empty()) check_run_dir(s.run_dir, cfg.overwrite);
   }
@@ -148,14 +168,16 @@ RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, Di
   s.checkpoint = cfg.resume.empty() ? "" : latest_checkpoint(s.run_dir);
   if (!cfg.resume.empty() && s.checkpoint.empty()) {
     throw ConfigError("--resume: '" + s.run_dir +
-                      "' holds no checkpoint; it must come from a run with --checkpoint_every");
+                      "' holds no checkpoint; a run writes one when a signal stops it, and every "
+                      "--checkpoint_every steps (a completed run or one with --checkpoint_every "
+                      "-1 has none to continue from)");
   }
 
   const bool script = compile_path(cfg) == CompilePath::kTorchScript;
   s.backend = script                                     ? configure_script_executor(device)
               : compile_path(cfg) == CompilePath::kFused ? "fused"
                                                          : "eager";
-  const RunConfig run_cfg = decide_gemm_route_(cfg, device, dist, rank0, s);
+  const RunConfig run_cfg = decide_gemm_route_(cfg, device, dist, rank0, threads, s);
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   const double build_start = synchronized_now_s(device);
   s.trainer = std::make_unique<Trainer>(run_cfg, device);

@@ -46,6 +46,7 @@ struct Window {
   bool has_warmup = false;
   double timed_loss_sum = 0;  // the timed steps alone (no warm-up or profiled step)
   int64_t timed_steps = 0;
+  std::vector<double> losses;  // every step's loss (metrics.jsonl "step_losses")
 };
 
 class Run {
@@ -167,6 +168,7 @@ class Run {
   Window win_;
   double run_start_ = 0, elapsed_before_ = 0, warmup_s_ = 0, compile_s_ = 0;
   double final_train_loss_ = NAN, final_timed_loss_ = NAN, valid_loss_ = NAN;
+  int64_t final_timed_steps_ = 0;           // the steps final_timed_loss_ covers
   std::unique_ptr<StepProfiler> profiler_;  // --profile_steps, while it records
   double profile_s_ = 0;
   nlohmann::json profile_;  // its breakdown (null without --profile_steps)

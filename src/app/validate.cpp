@@ -26,6 +26,25 @@ void validate(const RunConfig& cfg) {
     throw ConfigError("--resume: '" + cfg.resume +
                       "' is not a run folder (no config.json); allowed: a folder bench wrote");
   }
+  if (cfg.repetition > cfg.repeat || (cfg.repetition > 0 && cfg.repeat == 1)) {
+    throw ConfigError("--repetition: " + std::to_string(cfg.repetition) +
+                      " needs --repeat N with N >= " + std::to_string(cfg.repetition) +
+                      "; allowed: 0 (all of them) to --repeat (" + std::to_string(cfg.repeat) +
+                      ")");
+  }
+  if (!cfg.resume.empty() && cfg.repeat > 1) {
+    // --resume alone takes the recorded flags: a folder of repetitions records --repeat N.
+    const bool folder_of_reps =
+        std::filesystem::is_directory(cfg.resume + "/rep-1") ||
+        std::filesystem::is_directory(cfg.resume + "/rep-" + std::to_string(cfg.repetition));
+    throw ConfigError(
+        folder_of_reps
+            ? "--resume: '" + cfg.resume + "' holds repetitions (--repeat " +
+                  std::to_string(cfg.repeat) + "); resume one of them: --resume " + cfg.resume +
+                  "/rep-K"
+            : "--repeat: " + std::to_string(cfg.repeat) +
+                  " is not allowed with --resume (a resume continues one run); use --repeat 1");
+  }
   if (cfg.warmup_steps >= cfg.steps) {
     throw ConfigError("--warmup_steps: " + std::to_string(cfg.warmup_steps) +
                       " leaves no timed step; allowed: < --steps (" + std::to_string(cfg.steps) +

@@ -125,6 +125,7 @@ LowpGemm resolved_lowp_gemm(const RunConfig& cfg) {
 }
 
 std::string run_dir_name(const RunConfig& cfg) {
+  if (!cfg.run_folder.empty()) return cfg.run_folder;
   std::string name =
       cfg.save_dir + "_" + cfg.model + "_layer" + std::to_string(cfg.num_layer) + "_" + cfg.dtype;
   if (compile_path(cfg) == CompilePath::kTorchScript) name += "_compiled";

@@ -94,6 +94,15 @@ std::vector<FlagSpec> make_table_() {
                           "{save_dir}_{model}_layer{N}_{dtype}[_compiled|_fused][_flash]")),
       resumable(switch_flag("overwrite", &C::overwrite,
                             "1: reuse a non-empty run folder (its files are replaced)")),
+      resumable(text_flag("run_folder", &C::run_folder, {},
+                          "the run folder itself, instead of the name made from --save_dir")),
+      resumable(int_flag("repeat", &C::repeat, 1,
+                         "timed repetitions of this configuration, each a fresh bench process, "
+                         "into RUN_DIR/rep-1 ... rep-N; RUN_DIR/summary.json aggregates them "
+                         "(mean, median, stddev, cv, min-max)")),
+      resumable(int_flag("repetition", &C::repetition, 0,
+                         "with --repeat N: run only repetition K (1..N) and refresh the "
+                         "aggregate, so that a sweep interleaves configurations; 0: all")),
       int_flag("seq_len", &C::seq_len, 2, "bytes per sequence (>= 2)"),
       int_flag("d_model", &C::d_model, 1, "model width (a multiple of num_heads)"),
       int_flag("num_heads", &C::num_heads, 1, "attention heads"),
@@ -131,11 +140,19 @@ std::vector<FlagSpec> make_table_() {
                          "first steps excluded from timing (< steps)")),
       resumable(number_flag("peak_tflops", &C::peak_tflops, 0, false, kInf, true, ">= 0 (0: auto)",
                             "peak TFLOP/s for MFU; 0: GPU table or CPU GEMM probe")),
+      resumable(text_flag("probe_cache", &C::probe_cache, {},
+                          "file keeping the CPU GEMM probe's figures per machine, dtype and "
+                          "shape, so runs on one machine share one MFU peak; empty: "
+                          "$XDG_CACHE_HOME/trainbench/gemm_probe.json (~/.cache/...); off: "
+                          "measure every run")),
+      resumable(switch_flag("reprobe", &C::reprobe,
+                            "1: measure the GEMM probe again and replace its cached figures")),
       resumable(text_flag(
           "save_model", &C::save_model, {},
           "write the trained network as a TorchScript file (handcraft; torch.jit.load opens it)")),
-      resumable(int_flag("checkpoint_every", &C::checkpoint_every, 0,
-                         "steps between checkpoints in the run folder; 0: none")),
+      resumable(int_flag("checkpoint_every", &C::checkpoint_every, -1,
+                         "steps between checkpoints in the run folder; 0: only when stopped by "
+                         "a signal, so --resume continues it (the default); -1: never")),
       resumable(
           int_flag("keep_checkpoints", &C::keep_checkpoints, 1, "newest checkpoints kept (>= 1)")),
       resumable(int_flag("profile_steps", &C::profile_steps, 0,

@@ -84,6 +84,12 @@ std::string resolved_dist_backend(const RunConfig& cfg) {
 
 void validate_dist(const RunConfig& cfg, const DistEnv& env) {
   if (!env.distributed()) return;
+  if (cfg.repeat > 1) {
+    throw ConfigError("--repeat: " + std::to_string(cfg.repeat) +
+                      " is not allowed in a multi-process run (WORLD_SIZE " +
+                      std::to_string(env.world_size) +
+                      "); repeat the launch instead, each with its own --save_dir");
+  }
   const std::string backend = resolved_dist_backend(cfg);
   const bool cuda = resolved_device(cfg) == "cuda";
 #ifndef TB_WITH_GLOO

@@ -26,8 +26,10 @@ std::string fmt_(double v, int precision) {
   return os.str();
 }
 
+// "-" for a figure that is missing or not finite (an interrupted run's speed), as bench report.
 std::string num_or_dash_(const nlohmann::json& v, int precision, double scale = 1.0) {
-  return v.is_number() ? fmt_(v.get<double>() * scale, precision) : "-";
+  return v.is_number() && std::isfinite(v.get<double>()) ? fmt_(v.get<double>() * scale, precision)
+                                                         : "-";
 }
 
 // A switch as the command line writes it: 0 or 1 (config.json holds true/false).
@@ -66,14 +68,12 @@ void Progress::update(int64_t step, double loss, double tokens_per_s, double ste
   const double now = now_s_();
   if (step != total_ && now - last_draw_s_ < 0.2) return;
   last_draw_s_ = now;
-  const double eta_s = static_cast<double>(total_ - step) * step_s;
   std::fprintf(stderr,
                "\r\033[Kstep %lld/%lld (%.0f%%)  loss %.4f  %.3f s/step  %.0f tok/s  elapsed %s  "
-               "ETA %s",
+               "%s",
                static_cast<long long>(step), static_cast<long long>(total_),
                100.0 * static_cast<double>(step) / static_cast<double>(total_), loss, step_s,
-               tokens_per_s, format_duration(now - start_s_).c_str(),
-               format_duration(eta_s).c_str());
+               tokens_per_s, format_duration(now - start_s_).c_str(), eta_(step, step_s).c_str());
   std::fflush(stderr);
   drawn_ = true;
 }
@@ -81,11 +81,9 @@ void Progress::update(int64_t step, double loss, double tokens_per_s, double ste
 void Progress::window(int64_t step, double loss, double sequences_per_s, double tokens_per_s,
                       double step_s) {
   clear_();
-  const double eta_s = static_cast<double>(total_ - step) * step_s;
   log_info(clock_utc() + "  step " + std::to_string(step) + "/" + std::to_string(total_) +
            "  loss " + fmt_(loss, 4) + "  " + fmt_(sequences_per_s, 1) + " seq/s  " +
-           fmt_(tokens_per_s, 0) + " tok/s" +
-           (step < total_ ? "  ETA " + format_duration(eta_s) : std::string()));
+           fmt_(tokens_per_s, 0) + " tok/s" + (step < total_ ? "  " + eta_(step, step_s) : ""));
 }
 
 void Progress::early_step(int64_t step, double loss, double step_s, bool warmup) {
@@ -96,7 +94,14 @@ void Progress::early_step(int64_t step, double loss, double step_s, bool warmup)
            " s/step");
 }
 
+std::string Progress::eta_(int64_t step, double step_s) const {
+  // The warm-up's steps (compiling, allocating) say nothing about the timed ones.
+  if (!projected_) return "ETA after warm-up";
+  return "ETA " + format_duration(static_cast<double>(total_ - step) * step_s);
+}
+
 void Progress::projection(int64_t steps_left, double step_s, bool cpu) {
+  projected_ = true;
   if (!live_) return;
   const double seconds = static_cast<double>(steps_left) * step_s;
   std::string line = "projected: " + format_duration(seconds) + " for the " +
@@ -146,6 +151,21 @@ std::string summary_table(const nlohmann::json& config, const nlohmann::json& su
      << num_or_dash_(summary["final_valid_bpb"], 4) << " | " << summary["status"].get<std::string>()
      << " |\n";
   return os.str();
+}
+
+std::string repetitions_line(const nlohmann::json& summary) {
+  if (!summary.contains("repetitions")) return "";
+  const nlohmann::json& r = summary["repetitions"];
+  const nlohmann::json& s = summary["statistics"]["sequences_per_s"];
+  std::string line = std::to_string(r.value("completed", 0)) + " of " +
+                     std::to_string(r.value("planned", 0)) + " repetitions completed";
+  if (s.value("count", 0) > 0) {
+    line += "; seq/s median " + num_or_dash_(s["median"], 1) + ", mean " +
+            num_or_dash_(s["mean"], 1) + ", stddev " + num_or_dash_(s["stddev"], 2) + " (cv " +
+            num_or_dash_(s["cv"], 1, 100.0) + "%), min-max " + num_or_dash_(s["min"], 1) + "-" +
+            num_or_dash_(s["max"], 1);
+  }
+  return line + "\n";
 }
 
 }  // namespace trainbench

@@ -119,6 +119,9 @@ std::string speed_text_(double v) {
   return num_(nlohmann::json(v), v >= 100 ? 0 : v >= 10 ? 1 : 2);
 }
 
+// A p-value in three decimals, "<0.001" below.
+std::string p_text_(double p) { return p < 0.001 ? "<0.001" : num_(nlohmann::json(p), 3); }
+
 std::string cell_(const SpeedTable& t, const std::string& dtype, const std::string& label) {
   const Aggregate a = aggregate(t, dtype, label);
   if (!a.first) return "";
@@ -132,7 +135,10 @@ std::string cell_(const SpeedTable& t, const std::string& dtype, const std::stri
 std::string ratio_(const SpeedTable& t, const std::string& dtype, const std::string& label,
                    const std::string& baseline) {
   const auto r = ratio_value(t, dtype, label, baseline);
-  if (!r) return "-";
+  if (!r) return shapes_differ(t, dtype, label, baseline) ? "n/a (other shape)" : "-";
+  if (const auto p = u_test_p(t, dtype, label, baseline)) {
+    return num_(nlohmann::json(*r), 2) + "x (p=" + p_text_(*p) + ")";
+  }
   return num_(nlohmann::json(*r), 2) + "x" + (within_spread(t, dtype, label, baseline) ? " ~" : "");
 }
 
@@ -154,17 +160,28 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
       if (l != baseline) os << " " << ratio_(t, d, l, baseline) << " |";
     os << "\n";
   }
-  bool any_within = false, any_repeated = false;
+  bool any_within = false, any_repeated = false, any_p = false, any_other_shape = false;
   for (const auto& d : t.dtypes) {
     for (const auto& l : t.labels) {
-      any_within |= l != baseline && within_spread(t, d, l, baseline);
+      const bool tested = l != baseline && u_test_p(t, d, l, baseline).has_value();
+      any_p |= tested;
+      any_within |= l != baseline && !tested && within_spread(t, d, l, baseline);
       any_repeated |= aggregate(t, d, l).count > 1;
+      any_other_shape |= l != baseline && shapes_differ(t, d, l, baseline);
     }
   }
   if (any_repeated) {
     os << "\nRepeated configurations: the median of their completed runs (n=count, min-max)"
+       << (any_p ? "; p: a two-sided Mann-Whitney U-test of the two configurations' "
+                   "repetitions (as google/benchmark's compare.py), below 0.05 they differ "
+                   "(3 against 3 gives at best p=0.1: use 5 or more)"
+                 : "")
        << (any_within ? "; ~: the two ranges overlap, no difference beyond their spread" : "")
        << ".\n";
+  }
+  if (any_other_shape) {
+    os << "\nn/a: a configuration of another model shape than the baseline's has no ratio "
+          "(compare it with a baseline of its own shape: --baseline LABEL).\n";
   }
   const bool comm = any_communication_(runs);
   os << "\n| configuration | dtype | layers | batch | seq/s | tokens/s | MFU % | GEMM | noise | "
@@ -275,6 +292,10 @@ nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
            {"sequences_per_s_min", a.min},
            {"sequences_per_s_max", a.max},
            {"sequences_per_s_cv_percent", percent_(a.cv)},
+           {"u_test_p", l == baseline ? nlohmann::json(nullptr) : [&] {
+              const auto p = u_test_p(t, d, l, baseline);
+              return p ? nlohmann::json(*p) : nlohmann::json(nullptr);
+            }()},
            {"differs_from_baseline_beyond_spread",
             l == baseline ? nlohmann::json(nullptr)
                           : nlohmann::json(a.count > 1 && aggregate(t, d, baseline).count > 1 &&
@@ -325,6 +346,20 @@ std::string render_report(const std::vector<RunRecord>& input, const ReportOptio
   return markdown_(runs, t, baseline, caption);
 }
 
+namespace {
+
+const char* const kReportHelp =
+    "\nEach RUN_DIR is a run folder (it holds config.json) or a folder searched below for them,\n"
+    "as tensorboard --logdir searches; a folder of repetitions (bench --repeat N) stands for\n"
+    "its rep-K folders. The speed table has a row per dtype and a column per configuration;\n"
+    "repetitions of one configuration are aggregated: the median seq/s with n=count and the\n"
+    "min-max range. Ratios divide medians by the baseline's, within one model shape (others:\n"
+    "n/a). With 3 or more repetitions on both sides a ratio carries p=, the two-sided\n"
+    "Mann-Whitney U-test's p-value (below 0.05: the two differ); with fewer, ~ marks two\n"
+    "ranges that overlap. Exit status: 0, or 2 for bad flags or no readable run folder.\n";
+
+}  // namespace
+
 int report_main(int argc, const char* const* argv) {
   cxxopts::Options options("bench report", "comparison tables from run folders");
   options.custom_help("[--csv|--json] [--baseline LABEL]").positional_help("RUN_DIR...");
@@ -338,7 +373,7 @@ int report_main(int argc, const char* const* argv) {
   try {
     const auto args = options.parse(argc, argv);
     if (args.count("help")) {
-      std::cout << options.help();
+      std::cout << options.help() << kReportHelp;
       return 0;
     }
     if (args.count("csv") && args.count("json")) {
@@ -347,6 +382,20 @@ int report_main(int argc, const char* const* argv) {
     std::vector<RunRecord> runs;
     if (args.count("dirs")) {
       for (const auto& dir : run_folders(args["dirs"].as<std::vector<std::string>>())) {
+        std::error_code ec;
+        if (!std::filesystem::exists(dir, ec)) {
+          std::fprintf(stderr, "bench report: warning: skipping '%s': no such file or folder\n",
+                       dir.c_str());
+          continue;
+        }
+        if (std::filesystem::is_directory(dir, ec) &&
+            !std::filesystem::exists(dir + "/config.json", ec)) {
+          std::fprintf(stderr,
+                       "bench report: warning: skipping '%s': no run folder in it (none holds "
+                       "a config.json)\n",
+                       dir.c_str());
+          continue;
+        }
         try {
           runs.push_back(read_run(dir));
         } catch (const RunError& e) {

@@ -155,6 +155,26 @@ RunRecord read_run(const std::string& dir) {
   return r;
 }
 
+namespace {
+
+// The repetition folders a --repeat folder's summary.json lists (none for any other folder).
+std::vector<std::string> repetition_folders_(const std::string& dir) {
+  std::vector<std::string> reps;
+  std::error_code ec;
+  if (!std::filesystem::exists(dir + "/summary.json", ec)) return reps;
+  try {
+    const nlohmann::json s = read_json_file(dir + "/summary.json");
+    if (!s.contains("repetitions") || !s["repetitions"].is_object()) return reps;
+    for (const auto& f : s["repetitions"].value("folders", nlohmann::json::array())) {
+      if (f.is_string()) reps.push_back(dir + "/" + f.get<std::string>());
+    }
+  } catch (const std::exception&) {  // read_run names what is wrong with it
+  }
+  return reps;
+}
+
+}  // namespace
+
 std::vector<std::string> run_folders(const std::vector<std::string>& paths) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
@@ -176,7 +196,18 @@ std::vector<std::string> run_folders(const std::vector<std::string>& paths) {
     if (found.empty()) out.push_back(p);  // read_run names it: no config.json
     out.insert(out.end(), found.begin(), found.end());
   }
-  return out;
+  // A folder of repetitions (--repeat N) stands for its repetitions: each is a run, and the
+  // speed table aggregates them as repetitions of one configuration.
+  std::vector<std::string> runs;
+  for (const std::string& dir : out) {
+    const std::vector<std::string> reps = repetition_folders_(dir);
+    if (reps.empty()) {
+      runs.push_back(dir);
+    } else {
+      runs.insert(runs.end(), reps.begin(), reps.end());
+    }
+  }
+  return runs;
 }
 
 }  // namespace trainbench

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trainbench/core/stats.h"
 #include "trainbench/core/timing.h"
 
 namespace trainbench {
@@ -36,6 +37,7 @@ Aggregate aggregate(const SpeedTable& t, const std::string& dtype, const std::st
     if (completed(*r)) v.push_back(r->sequences_per_s.get<double>());
   }
   a.count = v.size();
+  a.values = v;
   if (v.empty()) return a;
   const size_t n = v.size();
   const StepStats st = step_stats(v);  // median, min and max of any list (core/timing.h)
@@ -52,8 +54,24 @@ Aggregate aggregate(const SpeedTable& t, const std::string& dtype, const std::st
 std::optional<double> ratio_value(const SpeedTable& t, const std::string& dtype,
                                   const std::string& label, const std::string& baseline) {
   const Aggregate a = aggregate(t, dtype, label), b = aggregate(t, dtype, baseline);
-  if (a.count == 0 || b.count == 0) return std::nullopt;
+  if (a.count == 0 || b.count == 0 || a.first->shape != b.first->shape) return std::nullopt;
   return a.median / b.median;
+}
+
+bool shapes_differ(const SpeedTable& t, const std::string& dtype, const std::string& label,
+                   const std::string& baseline) {
+  const Aggregate a = aggregate(t, dtype, label), b = aggregate(t, dtype, baseline);
+  return a.count > 0 && b.count > 0 && a.first->shape != b.first->shape;
+}
+
+std::optional<double> u_test_p(const SpeedTable& t, const std::string& dtype,
+                               const std::string& label, const std::string& baseline) {
+  const Aggregate a = aggregate(t, dtype, label), b = aggregate(t, dtype, baseline);
+  if (a.count < kUTestMinRepetitions || b.count < kUTestMinRepetitions ||
+      a.first->shape != b.first->shape) {
+    return std::nullopt;
+  }
+  return mann_whitney_p(a.values, b.values);
 }
 
 bool within_spread(const SpeedTable& t, const std::string& dtype, const std::string& label,

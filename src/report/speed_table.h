@@ -29,13 +29,23 @@ SpeedTable speed_table(const std::vector<RunRecord>& runs);
 struct Aggregate {
   size_t count = 0;
   double median = 0, min = 0, max = 0, cv = 0;
+  std::vector<double> values;        // seq/s of each completed repetition
   const RunRecord* first = nullptr;  // the first run listed (its status when none completed)
 };
 Aggregate aggregate(const SpeedTable& t, const std::string& dtype, const std::string& label);
 
-// label's median speed over the baseline's, when both have a completed run.
+// label's median speed over the baseline's, when both have a completed run of one model shape
+// (a ratio of a 2-layer model to an 8-layer one says nothing about the configurations).
 std::optional<double> ratio_value(const SpeedTable& t, const std::string& dtype,
                                   const std::string& label, const std::string& baseline);
+// Both have completed runs, of different shapes: the ratio is "n/a".
+bool shapes_differ(const SpeedTable& t, const std::string& dtype, const std::string& label,
+                   const std::string& baseline);
+
+// The two-sided Mann-Whitney U-test's p-value of label's repetitions against the baseline's
+// (core/stats.h), when both have at least kUTestMinRepetitions completed ones.
+std::optional<double> u_test_p(const SpeedTable& t, const std::string& dtype,
+                               const std::string& label, const std::string& baseline);
 
 // Two configurations differ beyond their spread when both were repeated and the ranges of
 // their repetitions do not overlap; true when they overlap.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <regex>
 #include <sstream>
@@ -306,27 +307,60 @@ TEST(Cli, ProgressSaysTheTimeStepTimeElapsedAndEta) {
       tty.output, std::regex("step [0-9]+/400 \\([0-9]+%\\)  loss [0-9.]+  [0-9.]+ s/step  "
                              "[0-9]+ tok/s  elapsed [0-9]+s  ETA [0-9]+s")))
       << tty.output;
+  // The warm-up step's live line projects nothing from a step that compiles and allocates.
+  EXPECT_TRUE(std::regex_search(
+      tty.output, std::regex("step 1/400 \\(0%\\)  loss [0-9.]+  [0-9.]+ s/step  [0-9]+ tok/s  "
+                             "elapsed [0-9]+s  ETA after warm-up")))
+      << tty.output;
 }
 
-// --help lists every flag of the table once, in its group, the groups in their order; no flag
-// is left in "other" and the testing aids come last.
+// The title of a help group as --help prints it: "Checkpoints:" on a line of its own.
+std::string title_(const std::string& group) {
+  std::string t = group;
+  t[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(t[0])));
+  return "\n" + t + ":\n";
+}
+
+// --help lists every flag of the table once, in its group, the groups in their order under
+// titles in plain words; no flag is left in "other", the testing aids come last, and the exit
+// codes close it.
 TEST(Cli, HelpGroupsEveryFlagAndKeepsTestingAidsApart) {
   const auto r = run_bench("--help");
   ASSERT_EQ(r.exit_code, 0);
   size_t at = 0;
   for (const char* g : kHelpGroups) {
     if (std::string(g) == "other") break;
-    const size_t next = r.output.find(std::string(" ") + g + " options:");
+    const size_t next = r.output.find(title_(g));
     ASSERT_NE(next, std::string::npos) << g << "\n" << r.output;
     EXPECT_GT(next, at) << g;
     at = next;
   }
-  EXPECT_EQ(r.output.find(" other options:"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(" options:"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(title_("other")), std::string::npos) << r.output;
   for (const FlagSpec& f : flag_table()) {
     EXPECT_NE(help_group(f.name), "other") << f.name;
     EXPECT_NE(r.output.find("--" + std::string(f.name) + " "), std::string::npos) << f.name;
   }
-  EXPECT_GT(r.output.find("--fault_nan_step"), r.output.find(" testing aids options:"));
+  EXPECT_GT(r.output.find("--fault_nan_step"), r.output.find(title_("testing aids")));
+  EXPECT_NE(r.output.find("Exit status: 0 the run completed; 1 it failed or its loss diverged"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("128+N stopped by signal N (130 Ctrl-C"), std::string::npos);
+}
+
+// `bench --preset quick --help` shows the preset's values as the defaults, and says so.
+TEST(Cli, HelpWithAPresetShowsThePresetsValues) {
+  const auto ref = run_bench("--help");
+  const auto quick = run_bench("--preset quick --help");
+  ASSERT_EQ(quick.exit_code, 0);
+  const std::regex layers("--num_layer arg +transformer blocks \\(>= 1\\) \\(default: ([0-9]+)\\)");
+  std::smatch a, b;
+  ASSERT_TRUE(std::regex_search(ref.output, a, layers)) << ref.output;
+  ASSERT_TRUE(std::regex_search(quick.output, b, layers)) << quick.output;
+  EXPECT_EQ(a[1], "24");
+  EXPECT_EQ(b[1], "2");
+  EXPECT_NE(quick.output.find("(defaults shown: --preset quick's values)"), std::string::npos);
+  EXPECT_EQ(ref.output.find("defaults shown"), std::string::npos);
 }
 
 TEST(Cli, VersionNamesTheRevisionAndLibTorchAndRunsNothing) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
@@ -77,6 +78,24 @@ TEST(Peers, PytorchPeerWritesTheContractWithTheCppParameterCount) {
     EXPECT_EQ(summary["steps_timed"], 3);
     EXPECT_TRUE(summary["final_valid_bpb"].is_number());
     EXPECT_GT(summary["sequences_per_s"].get<double>(), 0);
+    // As bench: the train loss and bpb over the last window's timed steps, the noise check,
+    // and windows that say how many steps they hold (the plots put them at their middle).
+    EXPECT_EQ(summary["final_train_steps"], 2);
+    EXPECT_NEAR(summary["final_train_bpb"].get<double>(),
+                summary["final_train_loss"].get<double>() / std::log(2.0), 1e-12);
+    EXPECT_EQ(summary["noise"]["timed_steps"], 3);
+    EXPECT_EQ(testing::window_values(run, "window_steps"), (std::vector<double>{2, 2}));
+    const auto plot = testing::run_command(
+        kPython +
+        "-c \"import sys; sys.path.insert(0, '" TB_SOURCE_DIR
+        "/scripts'); import plot_runs; s, t, v = plot_runs.read_run('" +
+        run + "'); print([p[0] for p in t], len(plot_runs.per_step('" + run + "')))\"");
+    EXPECT_NE(plot.output.find("[0, 1.0, 3.0] 5"), std::string::npos) << plot.output;
+    // Its stderr's closing figure is the table's: the median timed step.
+    char seq[32];
+    std::snprintf(seq, sizeof(seq), "%.2f seq/s (median of 3 timed steps",
+                  summary["sequences_per_s"].get<double>());
+    EXPECT_NE(r.output.find(seq), std::string::npos) << r.output;
   }
   const auto report = testing::run_bench("report " + (dir / "py_handcraft_layer2_float32") + " " +
                                          (dir / "py_torch_layer2_float32"));
@@ -190,6 +209,19 @@ TEST(Peers, JaxPeerRefusesWhatItDoesNotRun) {
   EXPECT_NE(r.output.find("jax_run.py runs --model handcraft --flash 0"), std::string::npos)
       << r.output;
   EXPECT_TRUE(fs::is_empty(dir.path()));
+  // Its help lists only what it runs; neither peer offers bench's own fused path.
+  const auto help = testing::run_command(kPython + kPeers + "/jax_run.py --help");
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* line :
+       {"--model {handcraft}", "--flash {0}", "--compile {0}", "--dtype {float32,bfloat16}"}) {
+    EXPECT_NE(help.output.find(line), std::string::npos) << line << help.output;
+  }
+  for (const std::string peer : {"/jax_run.py", "/pytorch_run.py"}) {
+    const auto h = testing::run_command(kPython + kPeers + peer + " --help");
+    EXPECT_EQ(h.output.find("fused"), std::string::npos) << peer << h.output;
+    EXPECT_EQ(h.output.find("lowp_gemm"), std::string::npos) << peer;
+    EXPECT_EQ(h.output.find("torchscript"), std::string::npos) << peer;
+  }
 }
 
 }  // namespace

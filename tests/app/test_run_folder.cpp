@@ -161,6 +161,70 @@ TEST_P(DamagedCheckpoint, ResumeContinuesFromThePreviousOneWithTheStraightRunsLo
 
 INSTANTIATE_TEST_SUITE_P(RunFolder, DamagedCheckpoint, ::testing::Values("truncated", "bitflip"));
 
+// A second run of a folder that a live run is writing names the holder (not "already holds
+// results"). Ctrl-C with the default --checkpoint_every writes a checkpoint of the step reached;
+// the stop line says how to go on, and --resume gives the straight run's losses, bit for bit.
+TEST(RunFolder, ACtrlCStopIsResumedToTheStraightRunsLosses) {
+  testing::TempDir dir;
+  const std::string flags = kTiny + " --dropout 0.1 --log_every 1";
+  const std::string run = dir / "split_handcraft_layer1_float32";
+  const pid_t pid =
+      start_bench_(flags + " --steps 1000000 --save_dir " + (dir / "split"), dir / "split.log");
+  for (int i = 0; i < 600 && testing::window_values(run).size() < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const auto second = testing::run_bench(flags + " --steps 1000000 --save_dir " + (dir / "split"));
+  EXPECT_EQ(second.exit_code, 2);
+  EXPECT_EQ(lines_(second.output), 1u) << second.output;
+  EXPECT_NE(second.output.find("' is in use by bench pid " + std::to_string(pid)),
+            std::string::npos)
+      << second.output;
+  kill(pid, SIGINT);
+  // Not our child (a shell started it): its hold goes when it has exited.
+  for (int i = 0; i < 600 && run_folder_in_use(run); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const auto stopped = read_json_file(run + "/summary.json");
+  ASSERT_EQ(stopped["status"], "interrupted");
+  const int64_t at = stopped["steps_done"].get<int64_t>();
+  EXPECT_EQ(newest_checkpoint_(run), at);
+  EXPECT_NE(testing::read_file(dir / "split.log")
+                .find("after step " + std::to_string(at) +
+                      "; writing the results so far and a checkpoint: bench --resume " + run +
+                      " continues it"),
+            std::string::npos)
+      << testing::read_file(dir / "split.log");
+  const std::string steps = " --steps " + std::to_string(at + 4);
+  const auto resumed = testing::run_bench("--resume " + run + steps);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  ASSERT_EQ(testing::run_bench(flags + steps + " --save_dir " + (dir / "straight")).exit_code, 0);
+  const auto a = testing::window_values(dir / "straight_handcraft_layer1_float32"),
+             b = testing::window_values(run);
+  ASSERT_EQ(a.size(), static_cast<size_t>(at + 4));
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i + 1;
+  // --checkpoint_every -1: no checkpoint at a stop, and the line says so.
+  const std::string never = dir / "never_handcraft_layer1_float32";
+  const pid_t p2 =
+      start_bench_(flags + " --steps 1000000 --checkpoint_every -1 --save_dir " + (dir / "never"),
+                   dir / "never.log");
+  for (int i = 0; i < 600 && testing::window_values(never).size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(p2, SIGINT);
+  for (int i = 0; i < 600 && run_folder_in_use(never); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(newest_checkpoint_(never), 0);
+  EXPECT_NE(testing::read_file(dir / "never.log").find("(no checkpoint: --checkpoint_every -1)"),
+            std::string::npos);
+  const auto none = testing::run_bench("--resume " + never);
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("holds no checkpoint; a run writes one when a signal stops it"),
+            std::string::npos)
+      << none.output;
+}
+
 TEST(RunFolder, AWrongTypedConfigFieldIsNamedInOneLine) {
   testing::TempDir dir;
   const auto first = testing::run_bench(kTiny + " --steps 4 --log_every 2 --checkpoint_every 2" +

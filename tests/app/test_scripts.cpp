@@ -40,6 +40,37 @@ TEST(Sweep, RunsTheMatrixSkipsWhatBenchRefusesAndReportsThroughBench) {
   EXPECT_TRUE(fs::exists(dir / "s/throughput.png"));
 }
 
+// REPEAT=3: every entry three times, interleaved (repetition 1 of each, then 2, ...), each a
+// folder of repetitions that the report aggregates; an entry bench refuses is tried once.
+TEST(Sweep, RepeatInterleavesTheEntriesRepetitions) {
+  testing::TempDir dir;
+  const auto r = testing::run_command(
+      "REPEAT=3 MATRIX='handcraft:float32:0:0 handcraft:float32:0:1 torch:float32:0:1' " + kSweep +
+      (dir / "s") + kTiny + " --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const size_t a1 = r.output.find("done: handcraft float32 compile=0 flash=0 (repetition 1 of 3)");
+  const size_t b1 = r.output.find("done: handcraft float32 compile=0 flash=1 (repetition 1 of 3)");
+  const size_t a2 = r.output.find("done: handcraft float32 compile=0 flash=0 (repetition 2 of 3)");
+  ASSERT_NE(a1, std::string::npos) << r.output;
+  ASSERT_NE(b1, std::string::npos) << r.output;
+  ASSERT_NE(a2, std::string::npos) << r.output;
+  EXPECT_LT(a1, b1);
+  EXPECT_LT(b1, a2);
+  EXPECT_EQ(testing::count_of(r.output, "skipped: torch float32"), 1) << r.output;
+  for (const char* run : {"/s/1_handcraft_layer1_float32", "/s/2_handcraft_layer1_float32_flash"}) {
+    const auto s = nlohmann::json::parse(testing::read_file(dir.path() + run + "/summary.json"));
+    EXPECT_EQ(s["repetitions"]["completed"], 3) << run;
+  }
+  const std::string report = testing::read_file(dir / "s/report.md");
+  EXPECT_NE(report.find("(n=3, "), std::string::npos) << report;
+  EXPECT_NE(report.find("x (p="), std::string::npos) << report;
+  const auto bad = testing::run_command("REPEAT=x " + kSweep + (dir / "t") + kTiny);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("sweep.sh: REPEAT: 'x' is not allowed; use an integer in [1, 999]"),
+            std::string::npos)
+      << bad.output;
+}
+
 TEST(Sweep, ABadMatrixEntryIsOneLineAndRunsNothing) {
   testing::TempDir dir;
   const auto r = testing::run_command("MATRIX='handcraft:float32:0' " + kSweep + (dir / "s"));
@@ -125,6 +156,22 @@ TEST(DistScaling, RunsItsFourThroughSweepAndPrintsThemThroughBenchReport) {
 
 // Every script answers -h/--help with its usage (the header's Usage/Example lines) and exits 0
 // without running anything: no folder is made, no install, build or run starts.
+// Offline, get_enwik9.sh says in one line why it could not download and that bench runs
+// without it; it leaves no partial file.
+TEST(Scripts, GetEnwik9OfflineSaysHowToRunWithoutIt) {
+  if (fs::exists(std::string(TB_SOURCE_DIR) + "/data/enwik9.zip")) GTEST_SKIP() << "downloaded";
+  const auto r = testing::run_command("ENWIK9_URL=http://127.0.0.1:9/enwik9.zip bash " TB_SOURCE_DIR
+                                      "/scripts/get_enwik9.sh");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("get_enwik9.sh: cannot download http://127.0.0.1:9/enwik9.zip ("),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("bench runs without it on its embedded corpus (no --data)"),
+            std::string::npos);
+  EXPECT_EQ(r.output.find("Trying"), std::string::npos) << r.output;  // no curl chatter
+  EXPECT_FALSE(fs::exists(std::string(TB_SOURCE_DIR) + "/data/enwik9.zip.part"));
+}
+
 TEST(Scripts, EveryScriptAnswersHelpAndRunsNothing) {
   for (const auto& e : fs::directory_iterator(TB_SOURCE_DIR "/scripts")) {
     const std::string path = e.path().string(), name = e.path().filename().string();

@@ -23,7 +23,7 @@ std::string make_run(const testing::TempDir& root, const std::string& name,
   std::filesystem::create_directories(dir);
   nlohmann::json config = {{"schema_version", schema}, {"model", model},    {"dtype", dtype},
                            {"num_layer", 8},           {"batch_size", 100}, {"flash", 0},
-                           {"compile", compile}, {"norm_first", true}};
+                           {"compile", compile},       {"norm_first", true}};
   if (!framework.empty()) config["framework"] = framework;
   nlohmann::json summary = {
       {"schema_version", schema},    {"status", status}, {"sequences_per_s", seq_s},
@@ -155,8 +155,16 @@ TEST_F(ReportTest, MalformedAndMismatchedFoldersAreWarnedAboutAndSkipped) {
       << r.output;
   EXPECT_NE(r.output.find("warning: skipping '" + v2 + "': schema_version is not 1"),
             std::string::npos);
-  EXPECT_NE(r.output.find("warning: skipping cannot read '" + root / "missing" + "/config.json'"),
-            std::string::npos);
+  EXPECT_NE(r.output.find("warning: skipping '" + root / "missing" + "': no such file or folder\n"),
+            std::string::npos)
+      << r.output;
+  // A folder with no run folder in it says so, not "cannot read its config.json".
+  std::filesystem::create_directories(root / "empty");
+  const auto empty = testing::run_bench("report " + dirs[1] + " " + (root / "empty"));
+  EXPECT_NE(empty.output.find("warning: skipping '" + root / "empty" +
+                              "': no run folder in it (none holds a config.json)\n"),
+            std::string::npos)
+      << empty.output;
   EXPECT_NE(r.output.find("| bfloat16 | 1273 |"), std::string::npos) << r.output;
   const auto none = testing::run_bench("report " + bad);
   EXPECT_EQ(none.exit_code, 2);
@@ -209,14 +217,28 @@ TEST_F(ReportTest, RepetitionsAreAggregatedAndOverlappingRangesAreMarked) {
   EXPECT_NE(md.find("| bfloat16 | 1093 (n=3, 1080-1100) | 1273 (n=3, 1260-1290) |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| 1.16x |"), std::string::npos) << md;
+  // Three against three: the U-test's p-value (scipy: 0.1, the smallest 3 against 3 can give).
+  EXPECT_NE(md.find("| 1.16x (p=0.100) |"), std::string::npos) << md;
   EXPECT_NE(md.find("| float32 | interrupted | 672 (n=3, 660-700) |"), std::string::npos) << md;
   EXPECT_NE(md.find("Repeated configurations: the median"), std::string::npos) << md;
-  EXPECT_EQ(md.find(" ~ |"), std::string::npos) << md;  // the bfloat16 ranges do not overlap
+  EXPECT_NE(md.find("p: a two-sided Mann-Whitney U-test"), std::string::npos) << md;
+  EXPECT_EQ(md.find(" ~ |"), std::string::npos) << md;
   rs.push_back(read_run(make_run(root, "a4", "", "torch", "bfloat16", 0, "completed", 1300)));
-  const std::string overlap = render_report(rs, ReportOptions{});
+  const std::string four = render_report(rs, ReportOptions{});
+  EXPECT_NE(four.find("x (p=0.400) |"), std::string::npos) << four;  // scipy: 0.4
+  // Two repetitions a side: no test, "~" where the ranges overlap.
+  std::vector<RunRecord> two;
+  for (const auto& [name, model, seq] :
+       {std::tuple<const char*, const char*, double>{"t1", "torch", 100},
+        {"t2", "torch", 110},
+        {"h1", "handcraft", 105},
+        {"h2", "handcraft", 120}}) {
+    two.push_back(read_run(make_run(root, name, "", model, "float32", 0, "completed", seq)));
+  }
+  const std::string overlap = render_report(two, ReportOptions{});
   EXPECT_NE(overlap.find("x ~ |"), std::string::npos) << overlap;
   EXPECT_NE(overlap.find("~: the two ranges overlap"), std::string::npos) << overlap;
+  EXPECT_EQ(overlap.find("(p="), std::string::npos) << overlap;
   ReportOptions o;
   o.format = "json";
   const auto j = nlohmann::json::parse(render_report(rs, o));
@@ -227,9 +249,44 @@ TEST_F(ReportTest, RepetitionsAreAggregatedAndOverlappingRangesAreMarked) {
       EXPECT_EQ(a["count"], 4);
       EXPECT_DOUBLE_EQ(a["sequences_per_s_median"].get<double>(), (1093.0 + 1100.0) / 2);
       EXPECT_DOUBLE_EQ(a["sequences_per_s_max"].get<double>(), 1300.0);
+      EXPECT_TRUE(a["u_test_p"].is_null());  // the baseline
+    }
+    if (a["configuration"] == "libtorch handcraft" && a["dtype"] == "bfloat16") {
+      EXPECT_DOUBLE_EQ(a["u_test_p"].get<double>(), 0.4);
     }
   }
   EXPECT_TRUE(seen) << j.dump();
+}
+
+// Five repetitions a side that never overlap: p = 2 / C(10, 5) = 0.0079 (scipy's value).
+TEST_F(ReportTest, FiveRepetitionsASideThatDifferGetASmallPValue) {
+  std::vector<RunRecord> rs;
+  int i = 0;
+  for (double seq : {1093.0, 1100.0, 1080.0, 1090.0, 1111.0}) {
+    rs.push_back(read_run(
+        make_run(root, "t" + std::to_string(++i), "", "torch", "bfloat16", 0, "completed", seq)));
+  }
+  for (double seq : {1273.0, 1290.0, 1260.0, 1281.0, 1277.0}) {
+    rs.push_back(read_run(make_run(root, "h" + std::to_string(++i), "", "handcraft", "bfloat16", 0,
+                                   "completed", seq)));
+  }
+  const std::string md = render_report(rs, ReportOptions{});
+  EXPECT_NE(md.find("| 1.17x (p=0.008) |"), std::string::npos) << md;
+}
+
+// A ratio never divides runs of different model shapes: other shapes read "n/a (other shape)",
+// and a baseline of their own shape gives their ratios.
+TEST_F(ReportTest, RatiosAcrossModelShapesAreNotGiven) {
+  std::vector<RunRecord> rs = {runs[0], runs[1]};
+  rs[1].shape = "2 layers, d_model 128, seq_len 128, batch 16";
+  const std::string md = render_report(rs, ReportOptions{});
+  EXPECT_NE(md.find("| n/a (other shape) |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("1.16x"), std::string::npos) << md;
+  EXPECT_NE(md.find("n/a: a configuration of another model shape"), std::string::npos) << md;
+  ReportOptions o;
+  o.format = "json";
+  const auto j = nlohmann::json::parse(render_report(rs, o));
+  EXPECT_TRUE(j["speedup"].empty()) << j.dump();
 }
 
 TEST_F(ReportTest, PlotScriptWritesThreePngsAndSkipsUnreadableFolders) {

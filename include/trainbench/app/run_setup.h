@@ -34,7 +34,8 @@ struct RunSetup {
   int64_t params = 0;
   std::string device_name;
   PeakFlops peak;
-  GemmProbe probe;  // the CPU's GEMM routes measured (empty on CUDA or when not needed)
+  GemmProbe probe;             // the CPU's GEMM routes measured (empty on CUDA or when not needed)
+  nlohmann::json probe_cache;  // model/probe_cache.h's record (null where no probe ran)
   // {lowp_gemm (as given), chosen, chosen_by (measurement | flag | one route), reason,
   //  flops_per_s {path: rate}, probe_seconds}; null where no probe ran
   nlohmann::json gemm_route;

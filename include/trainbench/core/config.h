@@ -24,6 +24,11 @@ struct RunConfig {
   std::string compile = "none";       // none | torchscript | fused (0 | 1: none | torchscript)
   std::string save_dir = "runs/run";  // run folder prefix; the config suffix is appended
   bool overwrite = false;             // allow reusing a non-empty run folder
+  std::string run_folder;             // the run folder itself; empty: the name from save_dir
+  // Timed repetitions of this configuration, each a fresh bench process, into RUN_DIR/rep-K
+  // (app/repeat.h); the folder's summary.json aggregates them.
+  int64_t repeat = 1;
+  int64_t repetition = 0;  // with repeat > 1: run only repetition K (1..repeat); 0: all of them
 
   int64_t seq_len = 256;              // bytes per sequence (the context length)
   int64_t d_model = 512;              // model width
@@ -39,18 +44,22 @@ struct RunConfig {
   double lr = 1e-3;                // Adam learning rate (no schedule)
   int64_t steps = 5000;            // optimizer steps, warm-up included
 
-  std::string data;              // raw file or .zip; empty: the embedded generated corpus
-  int64_t valid_bytes = -1;      // held-out tail; -1: min(5,000,000, 5% of the corpus)
-  std::string device = "auto";   // auto | cpu | cuda
-  int64_t threads = 0;           // intra-op threads; 0: all available cores
-  int64_t seed = 1234;           // seeds the model init, dropout and the sampler
-  int64_t log_every = 20;        // steps per timing/log window
-  int64_t eval_every = 500;      // steps between evaluations (0: only at the end)
-  int64_t eval_batches = 20;     // validation batches per evaluation (0: the whole range)
-  int64_t warmup_steps = 5;      // first steps, excluded from timing
-  double peak_tflops = 0;        // peak for MFU; 0: known table (CUDA) or a GEMM probe (CPU)
+  std::string data;             // raw file or .zip; empty: the embedded generated corpus
+  int64_t valid_bytes = -1;     // held-out tail; -1: min(5,000,000, 5% of the corpus)
+  std::string device = "auto";  // auto | cpu | cuda
+  int64_t threads = 0;          // intra-op threads; 0: all available cores
+  int64_t seed = 1234;          // seeds the model init, dropout and the sampler
+  int64_t log_every = 20;       // steps per timing/log window
+  int64_t eval_every = 500;     // steps between evaluations (0: only at the end)
+  int64_t eval_batches = 20;    // validation batches per evaluation (0: the whole range)
+  int64_t warmup_steps = 5;     // first steps, excluded from timing
+  double peak_tflops = 0;       // peak for MFU; 0: known table (CUDA) or a GEMM probe (CPU)
+  // The CPU GEMM probe's figures per machine (model/probe_cache.h): a file, "" for the user's
+  // cache folder, "off" to measure every run; reprobe measures again and replaces them.
+  std::string probe_cache;
+  bool reprobe = false;
   std::string save_model;        // write the trained network as a TorchScript file here
-  int64_t checkpoint_every = 0;  // steps between checkpoints in the run folder (0: none)
+  int64_t checkpoint_every = 0;  // steps between checkpoints (0: only at a signal; -1: never)
   int64_t keep_checkpoints = 2;  // newest checkpoints kept
   std::string resume;            // run folder to continue from its newest checkpoint
   int64_t fault_nan_step = 0;    // testing aid: the loss of this step becomes NaN (0: off)
@@ -113,7 +122,8 @@ DropoutImpl resolved_dropout_impl(const RunConfig& cfg);
 LowpGemm resolved_lowp_gemm(const RunConfig& cfg);
 
 // Reference run-folder name: {save_dir}_{model}_layer{N}_{dtype}[_compiled|_fused][_flash]
-// (_compiled: TorchScript, as the reference names its compiled runs).
+// (_compiled: TorchScript, as the reference names its compiled runs); --run_folder instead
+// where given.
 std::string run_dir_name(const RunConfig& cfg);
 
 // Bytes held out for validation from a corpus of corpus_bytes.
