@@ -79,7 +79,36 @@ set(kineto_LIBRARY "${tb_prefix}/../../lib/libtorch_cpu.so" CACHE FILEPATH "")
 # python3-torch pulls in) that one won, and bench linked LibTorch 1.13 beside the wheel's. Every
 # package TorchConfig pulls in comes from the venv.
 set(Caffe2_DIR "${tb_prefix}/Caffe2" CACHE PATH "Caffe2 package of the venv's torch" FORCE)
+# The same for the libraries: TorchConfig.cmake finds TORCH_LIBRARY, c10_LIBRARY,
+# C10_CUDA_LIBRARY (and Caffe2's lookups theirs) with find_library(... PATHS torch/lib), and
+# find_library searches CMAKE_PREFIX_PATH and the system's library folders first: with Debian's
+# libtorch-dev installed, /usr/lib/x86_64-linux-gnu/libtorch.so and libc10.so won and bench
+# linked LibTorch 1.13 beside 2.11. Each is set to the venv's file before the lookup (FORCE:
+# a cache from before the fix holds the system's), and checked after it.
+get_filename_component(tb_torch_lib "${tb_prefix}/../../lib" REALPATH)
+set(tb_torch_lib_vars TORCH_LIBRARY c10_LIBRARY C10_CUDA_LIBRARY TORCH_CPU_LIBRARY
+    TORCH_CUDA_LIBRARY CAFFE2_NVRTC_LIBRARY)
+set(tb_torch_lib_names torch c10 c10_cuda torch_cpu torch_cuda caffe2_nvrtc)
+foreach(tb_var tb_name IN ZIP_LISTS tb_torch_lib_vars tb_torch_lib_names)
+  if(EXISTS "${tb_torch_lib}/lib${tb_name}.so")
+    set(${tb_var} "${tb_torch_lib}/lib${tb_name}.so" CACHE FILEPATH
+        "lib${tb_name}.so of the venv's torch" FORCE)
+  endif()
+endforeach()
 find_package(Torch REQUIRED CONFIG PATHS "${tb_prefix}/Torch" NO_DEFAULT_PATH)
+# Any LibTorch library that still resolved elsewhere (a name the venv lacks, found in the
+# system's folders) stops the configure, naming it.
+foreach(tb_var ${tb_torch_lib_vars} kineto_LIBRARY)
+  if(${tb_var} AND NOT "${${tb_var}}" MATCHES "NOTFOUND$")
+    get_filename_component(tb_real "${${tb_var}}" REALPATH)
+    string(FIND "${tb_real}" "${tb_torch_lib}/" tb_at)
+    if(NOT tb_at EQUAL 0)
+      message(FATAL_ERROR "trainbench: ${tb_var} is ${${tb_var}}, not a library of the venv's "
+                          "torch (${tb_torch_lib}); remove the other LibTorch (e.g. apt remove "
+                          "libtorch-dev) or take it off CMAKE_PREFIX_PATH")
+    endif()
+  endif()
+endforeach()
 foreach(tb_pkg Torch Caffe2)
   get_filename_component(tb_pkg_dir "${${tb_pkg}_DIR}" REALPATH)
   get_filename_component(tb_want "${tb_prefix}" REALPATH)

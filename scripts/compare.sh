@@ -47,7 +47,11 @@ echo "== bench: $matrix" >&2
 env "${thread_env[@]}" MATRIX="$matrix" BENCH="$BENCH" PYTHON="$PYTHON" \
   bash scripts/sweep.sh "$out/bench" "${args[@]}" >/dev/null ||
   echo "   (no bench run finished; see $out/bench/*.log)" >&2
-for d in "$out"/bench/*_*/; do [ -d "$d" ] && dirs+=("${d%/}"); done
+# In the matrix's order (1_, 2_, ..., 10_: not the glob's, which puts 10_ before 2_).
+n_bench=$(wc -w <<<"$matrix")
+for ((i = 1; i <= n_bench; i++)); do
+  for d in "$out/bench/${i}"_*/; do [ -d "$d" ] && dirs+=("${d%/}"); done
+done
 py=("$PYTHON" scripts/peers/pytorch_run.py)
 # REPEAT=N: bench's columns N times each (sweep.sh interleaves them), the peers' as N runs of
 # each column in turn; bench report aggregates them (median, n=, U-test p against the baseline).
@@ -62,6 +66,11 @@ for ((k = 1; k <= reps; k++)); do
     run "jax_$dtype$r" "$PYTHON" scripts/peers/jax_run.py --dtype "$dtype"
   done
 done
-"$BENCH" report --baseline "pytorch handcraft" "${dirs[@]}" | tee "$out/report.md"
+# First the table a person reads (one row per configuration, in the matrix's order), then the
+# wide one with every column, which goes to report.md only.
+"$BENCH" report --json --baseline "pytorch handcraft" "${dirs[@]}" > "$out/report.json"
+"$PYTHON" scripts/compare_table.py < "$out/report.json" | tee "$out/report.md"
+{ echo; "$BENCH" report --baseline "pytorch handcraft" "${dirs[@]}"; } >> "$out/report.md"
+echo "every column, ratios against PyTorch eager: $out/report.md" >&2
 # One thread environment for every column, or say which differ.
 "$PYTHON" scripts/thread_env_check.py "${dirs[@]}" | tee -a "$out/report.md"

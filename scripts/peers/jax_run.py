@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The trainbench reference workload in JAX/flax with optax Adam: the handcraft model (pre-LN,
-fused qkv, naive causal attention), the same sampler and the same result files as bench.
+one qkv projection, naive causal attention), the same sampler and the same result files as bench.
 Linear weights use variance scaling (scale 1/3, fan_in, uniform), which equals PyTorch's
 default uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)); biases likewise uniform in that range.
 float32 and bfloat16 (parameters float32, compute bfloat16, LayerNorm and softmax float32).

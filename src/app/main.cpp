@@ -28,7 +28,7 @@ int repeat_main(const trainbench::RunConfig& cfg) {
   const RepeatResult r = run_repetitions(cfg, std::filesystem::read_symlink("/proc/self/exe"));
   // The table's device and flags as a repetition resolved them.
   nlohmann::json config = r.config;
-  for (const auto& folder : r.summary["repetitions"]["folders"]) {
+  for (const auto& folder : r.summary.at("repetitions").at("folders")) {
     const std::string file = r.run_dir + "/" + folder.get<std::string>() + "/config.json";
     if (std::filesystem::exists(file)) config = read_json_file(file);
     break;

@@ -279,8 +279,11 @@ RepeatResult run_repetitions(const RunConfig& cfg, const std::string& self) {
     if (code != 0) {
       out.exit_code = code;
       if (k < last) {
-        log_warn("repetition " + std::to_string(k) + " ended with exit status " +
-                 std::to_string(code) + "; the others do not run (--repetition " +
+        const std::string why = g_signal.load() != 0
+                                    ? "was stopped by signal " + std::to_string(g_signal.load())
+                                    : "ended with exit status " + std::to_string(code);
+        log_warn("repetition " + std::to_string(k) + " " + why + "; repetitions " +
+                 std::to_string(k + 1) + "-" + std::to_string(last) + " do not run (--repetition " +
                  std::to_string(k + 1) + " starts the next one)");
       }
       break;

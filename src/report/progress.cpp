@@ -129,7 +129,10 @@ void Progress::finish() { clear_(); }
 
 std::string summary_table(const nlohmann::json& config, const nlohmann::json& summary) {
   std::ostringstream os;
-  const auto& st = summary["step_time_ms"];
+  // null where no step was timed (a run stopped during its warm-up)
+  const nlohmann::json st = summary.value("step_time_ms", nlohmann::json()).is_object()
+                                ? summary["step_time_ms"]
+                                : nlohmann::json::object();
   // Several processes: speeds are global, so the device column says how many shared them.
   const int64_t world = config.value("world_size", int64_t{1});
   const std::string processes = world > 1 ? " x" + std::to_string(world) : "";
@@ -141,8 +144,12 @@ std::string summary_table(const nlohmann::json& config, const nlohmann::json& su
      << " | " << config["num_layer"] << " | " << switch_(config["flash"]) << " | "
      << compile_path(config["compile"]) << " | " << config["device"].get<std::string>() << processes
      << " | " << num_or_dash_(summary["sequences_per_s"], 1) << " | "
-     << num_or_dash_(summary["tokens_per_s"], 0) << " | " << num_or_dash_(st["median"], 1) << " ("
-     << num_or_dash_(st["min"], 1) << "-" << num_or_dash_(st["max"], 1) << ") | "
+     << num_or_dash_(summary["tokens_per_s"], 0) << " | "
+     << (st.contains("median") ? num_or_dash_(st["median"], 1) + " (" +
+                                     num_or_dash_(st.value("min", nlohmann::json()), 1) + "-" +
+                                     num_or_dash_(st.value("max", nlohmann::json()), 1) + ")"
+                               : std::string("-"))
+     << " | "
      << (summary.value("peak_unreliable", false) ? std::string("unreliable peak")
          : summary["mfu"].is_number()            ? num_or_dash_(summary["mfu"], 1, 100.0) + "%"
                                                  : "-")

@@ -360,7 +360,7 @@ TEST(Cli, HelpWithAPresetShowsThePresetsValues) {
   EXPECT_EQ(a[1], "24");
   EXPECT_EQ(b[1], "2");
   EXPECT_NE(quick.output.find("(defaults shown: --preset quick's values)"), std::string::npos);
-  EXPECT_EQ(ref.output.find("defaults shown"), std::string::npos);
+  EXPECT_EQ(ref.output.find("(defaults shown: --preset"), std::string::npos);
 }
 
 TEST(Cli, VersionNamesTheRevisionAndLibTorchAndRunsNothing) {

@@ -92,7 +92,7 @@ TEST(Peers, PytorchPeerWritesTheContractWithTheCppParameterCount) {
         run + "'); print([p[0] for p in t], len(plot_runs.per_step('" + run + "')))\"");
     EXPECT_NE(plot.output.find("[0, 1.0, 3.0] 5"), std::string::npos) << plot.output;
     // Its stderr's closing figure is the table's: the median timed step.
-    char seq[32];
+    char seq[96];
     std::snprintf(seq, sizeof(seq), "%.2f seq/s (median of 3 timed steps",
                   summary["sequences_per_s"].get<double>());
     EXPECT_NE(r.output.find(seq), std::string::npos) << r.output;

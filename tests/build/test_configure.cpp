@@ -90,6 +90,11 @@ TEST(Configure, ASystemLibTorchBesideTheVenvIsNotPickedUp) {
         d + "/" + pkg + "Config.cmake",
         std::string("message(FATAL_ERROR \"the system ") + pkg + " package was used\")\n");
   }
+  // And its shared libraries where find_library looks before TorchConfig's PATHS (a prefix's
+  // lib/, as /usr/lib/x86_64-linux-gnu holds Debian's libtorch.so and libc10.so).
+  for (const char* lib : {"libtorch.so", "libc10.so", "libtorch_cpu.so", "libc10_cuda.so"}) {
+    testing::write_file(dir / ("prefix/lib/" + std::string(lib)), "not a library");
+  }
   const auto r =
       configure(dir, "-DCMAKE_PREFIX_PATH=" + (dir / "prefix") + " -DTB_BUILD_TESTS=OFF");
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -97,6 +102,40 @@ TEST(Configure, ASystemLibTorchBesideTheVenvIsNotPickedUp) {
   const std::string cache = testing::read_file(dir / "build/CMakeCache.txt");
   EXPECT_NE(cache.find("Caffe2_DIR:PATH=" TB_SOURCE_DIR "/.venv/"), std::string::npos)
       << cache.substr(cache.find("Caffe2_DIR"), 200);
+  for (const std::string var : {"TORCH_LIBRARY", "c10_LIBRARY"}) {
+    const size_t at = cache.find("\n" + var + ":FILEPATH=");
+    ASSERT_NE(at, std::string::npos) << var;
+    const std::string line = cache.substr(at + 1, cache.find('\n', at + 1) - at - 1);
+    EXPECT_NE(line.find("/.venv/"), std::string::npos) << line;
+    EXPECT_EQ(line.find(dir / "prefix"), std::string::npos) << line;
+  }
+}
+
+// A LibTorch library the venv's torch lacks, found in the system's folders instead, stops the
+// configure in one line naming it. The stand-in torch (its python answers with a tree holding
+// a TorchConfig.cmake that looks up c10_cuda, as a CUDA wheel's does) has no libc10_cuda.so.
+TEST(Configure, ALibTorchLibraryFromOutsideTheVenvIsRefusedNamingIt) {
+  testing::TempDir dir;
+  const std::string torch = dir / "torch";
+  testing::run_command("mkdir -p " + torch + "/share/cmake/Torch " + torch +
+                       "/share/cmake/Caffe2 " + torch + "/lib " + (dir / "prefix/lib"));
+  testing::write_file(torch + "/share/cmake/Torch/TorchConfig.cmake",
+                      "find_library(C10_CUDA_LIBRARY c10_cuda PATHS \"" + torch +
+                          "/lib\")\n"
+                          "set(TORCH_LIBRARIES \"\")\nset(Torch_FOUND TRUE)\n");
+  testing::write_file(torch + "/share/cmake/Caffe2/Caffe2Config.cmake", "\n");
+  testing::write_file(torch + "/lib/libtorch.so", "stand-in");
+  testing::write_file(dir / "prefix/lib/libc10_cuda.so", "stand-in");
+  write_script(dir / "python", "printf '2.11.0\\n" + torch + "/share/cmake\\n\\n0\\n'\n");
+  const auto r = configure(dir, "-DTB_PYTHON=" + (dir / "python") + " -DCMAKE_PREFIX_PATH=" +
+                                    (dir / "prefix") + " -DTB_BUILD_TESTS=OFF");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("trainbench: C10_CUDA_LIBRARY is " + (dir / "prefix/lib/libc10_cuda.so") +
+                          ", not a library of the venv's torch (" + torch +
+                          "/lib); remove the "
+                          "other LibTorch"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

@@ -129,7 +129,9 @@ TEST(ProbeCache, TheFileAndKeyFollowTheFlagTheEnvironmentAndTheRun) {
   c.probe_cache = "";
   // The suite runs with TB_PROBE_CACHE=off (tests/CMakeLists.txt).
   const char* env = std::getenv("TB_PROBE_CACHE");
-  if (env && std::string(env) == "off") EXPECT_EQ(probe_cache_file(c), "");
+  if (env && std::string(env) == "off") {
+    EXPECT_EQ(probe_cache_file(c), "");
+  }
   RunConfig other = c;
   other.dtype = "bfloat16";
   EXPECT_NE(probe_cache_key(c, 2), probe_cache_key(other, 2));

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include <filesystem>
 #include <tuple>
@@ -64,6 +65,20 @@ TEST(Progress, DurationsReadAsDaysHoursMinutesSeconds) {
   EXPECT_EQ(format_duration(167195), "1d 22h");
   EXPECT_EQ(format_duration(-1), "?");
   EXPECT_EQ(format_duration(NAN), "?");
+}
+
+// A run stopped before its speed existed (in memory: NaN; no timed step) shows "-" where
+// bench report does, never "nan" or "0.0 (0.0-0.0)".
+TEST(Progress, AnInterruptedRunsTableShowsDashesAsTheReportDoes) {
+  const nlohmann::json config = {{"model", "handcraft"}, {"dtype", "float32"}, {"num_layer", 1},
+                                 {"flash", false},       {"compile", "none"},  {"device", "cpu"}};
+  const nlohmann::json summary = {{"status", "interrupted"}, {"sequences_per_s", NAN},
+                                  {"tokens_per_s", NAN},     {"step_time_ms", nullptr},
+                                  {"mfu", nullptr},          {"peak_memory_bytes", 1 << 20},
+                                  {"final_train_bpb", NAN},  {"final_valid_bpb", NAN}};
+  const std::string t = summary_table(config, summary);
+  EXPECT_NE(t.find("| cpu | - | - | - | - | 1 | - | - | interrupted |"), std::string::npos) << t;
+  EXPECT_EQ(t.find("nan"), std::string::npos) << t;
 }
 
 TEST_F(ReportTest, SpeedTableHasDtypeRowsConfigurationColumnsAndRatios) {
@@ -261,14 +276,13 @@ TEST_F(ReportTest, RepetitionsAreAggregatedAndOverlappingRangesAreMarked) {
 // Five repetitions a side that never overlap: p = 2 / C(10, 5) = 0.0079 (scipy's value).
 TEST_F(ReportTest, FiveRepetitionsASideThatDifferGetASmallPValue) {
   std::vector<RunRecord> rs;
-  int i = 0;
-  for (double seq : {1093.0, 1100.0, 1080.0, 1090.0, 1111.0}) {
-    rs.push_back(read_run(
-        make_run(root, "t" + std::to_string(++i), "", "torch", "bfloat16", 0, "completed", seq)));
-  }
-  for (double seq : {1273.0, 1290.0, 1260.0, 1281.0, 1277.0}) {
-    rs.push_back(read_run(make_run(root, "h" + std::to_string(++i), "", "handcraft", "bfloat16", 0,
-                                   "completed", seq)));
+  const std::vector<std::tuple<std::string, std::string, double>> reps = {
+      {"t1", "torch", 1093.0},     {"t2", "torch", 1100.0},     {"t3", "torch", 1080.0},
+      {"t4", "torch", 1090.0},     {"t5", "torch", 1111.0},     {"h1", "handcraft", 1273.0},
+      {"h2", "handcraft", 1290.0}, {"h3", "handcraft", 1260.0}, {"h4", "handcraft", 1281.0},
+      {"h5", "handcraft", 1277.0}};
+  for (const auto& [name, model, seq] : reps) {
+    rs.push_back(read_run(make_run(root, name, "", model, "bfloat16", 0, "completed", seq)));
   }
   const std::string md = render_report(rs, ReportOptions{});
   EXPECT_NE(md.find("| 1.17x (p=0.008) |"), std::string::npos) << md;

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""The comparison table a person reads, from `bench report --json` on stdin: one row per
+configuration (framework, model, path) and dtype, in the order of the runs given to the report
+(compare.sh gives the matrix's order), with seq/s (median of the completed repetitions and
+their range), tokens/s, the ratio to bench eager of the same dtype (`libtorch handcraft`),
+MFU, and status. The wide table with every column stays in report.md.
+Usage: bench report --json RUN_DIR... | compare_table.py [--baseline LABEL]"""
+import argparse
+import json
+import sys
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def fmt(v, digits=1):
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--baseline", default="libtorch handcraft",
+                   help="the configuration each dtype's ratios divide by (default: bench eager)")
+    a = p.parse_args()
+    report = json.load(sys.stdin)
+    rows = {}  # (configuration, dtype) -> runs, in first-seen order
+    for r in report["runs"]:
+        rows.setdefault((r["configuration"], r["dtype"]), []).append(r)
+    speed = {}
+    for key, runs in rows.items():
+        done = [r for r in runs if r["status"] == "completed" and r["sequences_per_s"]]
+        speed[key] = median([r["sequences_per_s"] for r in done]) if done else None
+    out = ["| configuration | dtype | seq/s (median, range) | tokens/s | vs " + a.baseline +
+           " | MFU % | status |", "|---|---|---|---|---|---|---|"]
+    for (label, dtype), runs in rows.items():
+        done = [r for r in runs if r["status"] == "completed" and r["sequences_per_s"]]
+        seq = [r["sequences_per_s"] for r in done]
+        cell = "-"
+        if seq:
+            cell = fmt(median(seq), 2)
+            if len(seq) > 1:
+                cell += f" (n={len(seq)}, {fmt(min(seq), 2)}-{fmt(max(seq), 2)})"
+        tok = median([r["tokens_per_s"] for r in done if r["tokens_per_s"]]) if done else None
+        mfu = [r["mfu_percent"] for r in done if r["mfu_percent"] is not None]
+        base = speed.get((a.baseline, dtype))
+        ratio = f"{speed[(label, dtype)] / base:.2f}x" if base and speed[(label, dtype)] else "-"
+        statuses = sorted({r["status"] for r in runs})
+        status = ", ".join(statuses) + (" (unstable)" if any(r.get("unstable") for r in done)
+                                        else "")
+        out.append(f"| {label} | {dtype} | {cell} | {fmt(tok, 0)} | {ratio} | "
+                   f"{fmt(median(mfu)) if mfu else '-'} | {status} |")
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
