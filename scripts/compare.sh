@@ -72,5 +72,6 @@ done
 "$PYTHON" scripts/compare_table.py < "$out/report.json" | tee "$out/report.md"
 { echo; "$BENCH" report --baseline "pytorch handcraft" "${dirs[@]}"; } >> "$out/report.md"
 echo "every column, ratios against PyTorch eager: $out/report.md" >&2
+echo "every run's curves side by side: $PYTHON -m tensorboard.main --logdir $out" >&2
 # One thread environment for every column, or say which differ.
 "$PYTHON" scripts/thread_env_check.py "${dirs[@]}" | tee -a "$out/report.md"

@@ -18,6 +18,7 @@ packages=(
   libgtest-dev libbenchmark-dev  # GoogleTest; Google Benchmark for benchmarks/kernel_bench.cpp
   libgloo-dev             # Gloo declarations for c10d's ProcessGroupGloo.hpp (see cmake/torch.cmake)
   zlib1g-dev              # inflate for reading enwik9.zip directly
+  protobuf-compiler libprotobuf-dev  # TensorBoard's event records (proto/), compiled by protoc
   zip                     # tests build zip archives with it
   iproute2                # ip and tc: the DistHosts tests' namespace hosts (scripts/test_hosts.sh)
   python3 python3-venv python3-dev  # python3-dev: torch.compile builds C++ against Python.h

@@ -10,7 +10,8 @@ case "${1:-}" in
 usage: bash scripts/quickstart.sh [BENCH_FLAGS...]
   Installs what is missing (scripts/install_deps.sh: Debian packages, the .venv with torch),
   builds bench (build/, Release) and trains the quick preset on the embedded corpus, then
-  prints its result table. BENCH_FLAGS go to bench, e.g. --model torch or --dtype bfloat16.
+  prints its result table and the TensorBoard command that shows its curves. BENCH_FLAGS go
+  to bench, e.g. --model torch or --dtype bfloat16.
   Fresh machine: about 1-2 min of install (3 GB of wheels), 3 min of build, 20 s of training.
 example: bash scripts/quickstart.sh --dtype bfloat16
 USAGE
@@ -28,4 +29,5 @@ echo "quickstart: [3/3] training the quick preset (2 layers, d_model 128, 400 st
 status=0
 ./build/bench --preset quick --overwrite 1 "$@" || status=$?
 echo "quickstart: install $((t1 - t0)) s, build $((t2 - t1)) s, run $((SECONDS - t2)) s" >&2
+echo "quickstart: loss curves in TensorBoard: .venv/bin/tensorboard --logdir runs (then open http://localhost:6006)" >&2
 exit $status

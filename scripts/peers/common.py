@@ -1,6 +1,7 @@
 """Framework-free parts shared by the Python peers (pytorch_run.py, jax_run.py): the corpus,
-the reference epoch sampler (bit-for-bit the C++ one: std::seed_seq + std::mt19937_64), the
-flag set, FLOP accounting and the result files (the same contract as bench's)."""
+the flag set, FLOP accounting, bench's timing rules and noise check, and the result files (the
+same contract as bench's); the reference epoch sampler is sampler.py, the TensorBoard event
+files board.py (both re-exported here)."""
 import argparse
 import json
 import math
@@ -12,99 +13,10 @@ import sys
 import time
 import zipfile
 
+from board import Board  # noqa: F401  (the peers use common.Board)
+from sampler import Mt19937_64, Sampler, plan_epoch, seed_seq_generate  # noqa: F401
+
 SCHEMA_VERSION = 1
-MASK32, MASK64 = 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF
-
-
-def seed_seq_generate(seeds, n):
-    """std::seed_seq::generate for n 32-bit words (C++ [rand.util.seedseq])."""
-    v = [s & MASK32 for s in seeds]
-    s = len(v)
-    b = [0x8B8B8B8B] * n
-    t = 11 if n >= 623 else 7 if n >= 68 else 5 if n >= 39 else 3 if n >= 7 else (n - 1) // 2
-    p = (n - t) // 2
-    q = p + t
-    m = max(s + 1, n)
-    T = lambda x: x ^ (x >> 27)
-    for k in range(m):
-        r1 = (1664525 * T(b[k % n] ^ b[(k + p) % n] ^ b[(k - 1) % n])) & MASK32
-        if k == 0:
-            r2 = (r1 + s) & MASK32
-        elif k <= s:
-            r2 = (r1 + k % n + v[k - 1]) & MASK32
-        else:
-            r2 = (r1 + k % n) & MASK32
-        b[(k + p) % n] = (b[(k + p) % n] + r1) & MASK32
-        b[(k + q) % n] = (b[(k + q) % n] + r2) & MASK32
-        b[k % n] = r2
-    for k in range(m, m + n):
-        r3 = (1566083941 * T((b[k % n] + b[(k + p) % n] + b[(k - 1) % n]) & MASK32)) & MASK32
-        r4 = (r3 - k % n) & MASK32
-        b[(k + p) % n] ^= r3
-        b[(k + q) % n] ^= r4
-        b[k % n] = r4
-    return b
-
-
-class Mt19937_64:
-    """std::mt19937_64 seeded from a std::seed_seq."""
-    N, M = 312, 156
-    A = 0xB5026F5AA96619E9
-    UPPER, LOWER = (MASK64 << 31) & MASK64, (1 << 31) - 1
-
-    def __init__(self, seeds):
-        w = seed_seq_generate(seeds, 2 * self.N)
-        self.x = [w[2 * i] | (w[2 * i + 1] << 32) for i in range(self.N)]
-        self.i = self.N
-
-    def _twist(self):
-        x, N, M = self.x, self.N, self.M
-        for i in range(N):
-            y = (x[i] & self.UPPER) | (x[(i + 1) % N] & self.LOWER)
-            x[i] = x[(i + M) % N] ^ (y >> 1) ^ (self.A if y & 1 else 0)
-        self.i = 0
-
-    def __call__(self):
-        if self.i >= self.N:
-            self._twist()
-        z = self.x[self.i]
-        self.i += 1
-        z ^= (z >> 29) & 0x5555555555555555
-        z ^= (z << 17) & 0x71D67FFFEDA60000
-        z ^= (z << 37) & 0xFFF7EEE000000000
-        z ^= z >> 43
-        return z & MASK64
-
-
-def plan_epoch(seed, epoch, train_end, seq_len, train_begin=0):
-    """(offset, shuffled slice starts) of one epoch, identical to EpochSampler::plan."""
-    rng = Mt19937_64([seed, epoch, 0x7B])
-    offset = rng() % seq_len
-    first = train_begin + offset
-    count = max((train_end - first) // seq_len, 0)
-    starts = [first + i * seq_len for i in range(count)]
-    for i in range(count - 1, 0, -1):
-        j = rng() % (i + 1)
-        starts[i], starts[j] = starts[j], starts[i]
-    return offset, starts
-
-
-class Sampler:
-    """Full batches of slice starts, moving through epochs like the C++ sampler."""
-
-    def __init__(self, seed, train_end, seq_len, batch_size):
-        self.seed, self.train_end, self.seq_len, self.batch = seed, train_end, seq_len, batch_size
-        self.epoch, self.index = 0, 0
-        self.starts = plan_epoch(seed, 0, train_end, seq_len)[1]
-
-    def next_batch(self):
-        while self.index >= len(self.starts) // self.batch:
-            self.epoch += 1
-            self.index = 0
-            self.starts = plan_epoch(self.seed, self.epoch, self.train_end, self.seq_len)[1]
-        out = self.starts[self.index * self.batch:(self.index + 1) * self.batch]
-        self.index += 1
-        return out
 
 
 def load_corpus(path):
@@ -148,7 +60,7 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "flags.json")
 # means something else by it (PEER_DIFFERS: its folder prefix, and --compile, which is 0|1
 # for torch.compile / jax.jit) or accepts less (--dropout_impl: the framework's own dropout).
 PEER_FLAGS = ["preset", "model", "norm_first", "dtype", "num_layer", "flash", "compile", "save_dir",
-              "overwrite", "seq_len", "d_model", "num_heads", "ff_dim", "dropout",
+              "overwrite", "tensorboard", "seq_len", "d_model", "num_heads", "ff_dim", "dropout",
               "dropout_impl", "batch_size", "lr", "steps", "data", "valid_bytes", "device",
               "threads", "seed", "log_every", "eval_every", "eval_batches", "warmup_steps",
               "peak_tflops"]
@@ -248,10 +160,15 @@ class Results:
             sys.exit(f"error: --save_dir: run folder '{self.dir}' already holds results; choose "
                      "another --save_dir or pass --overwrite 1")
         os.makedirs(self.dir, exist_ok=True)
+        for name in os.listdir(self.dir):  # --overwrite 1: an old run's curves go with it
+            if name.startswith("events.out.tfevents."):
+                os.remove(os.path.join(self.dir, name))
         self.metrics = open(os.path.join(self.dir, "metrics.jsonl"), "w")
+        self.written = {}
 
     def write(self, name, value):
         value = {k: finite_or_none(v) if isinstance(v, float) else v for k, v in value.items()}
+        self.written[name] = value
         write_json_atomic(os.path.join(self.dir, name), dict(value, schema_version=SCHEMA_VERSION))
 
     def metric(self, **line):
@@ -353,6 +270,8 @@ class StepLog:
         self.timed_loss, self.timed_steps = float("nan"), 0
         self.other = []  # per timed step: (other work's, steal) CPU seconds
         self.cpu = cpu_sample()
+        self.wsteps = []  # the window's step seconds
+        self.board = Board(results, getattr(args, "tensorboard", True), BENCH_FLAGS)
         self.start = time.perf_counter()
 
     def before(self):
@@ -382,6 +301,8 @@ class StepLog:
         self.wl, self.ws, self.wn = self.wl + loss, self.ws + t1 - t0, self.wn + 1
         self.ww = self.ww or warm
         self.wls.append(loss)
+        self.wsteps.append(t1 - t0)
+        self.board.scalar("train_bpb_step", self.step, loss / math.log(2))
         if not math.isfinite(loss):
             self.status = "diverged"
             print(f"loss is {loss} at step {self.step}; the run diverged", file=sys.stderr)
@@ -396,13 +317,30 @@ class StepLog:
                             step_losses=[finite_or_none(v) for v in self.wls])
             print(f"step {self.step}/{a.steps}  loss {self.last:.4f}  {seq:.2f} seq/s"
                   + ("  (window includes warm-up)" if self.ww else ""), file=sys.stderr)
+            b = self.board
+            b.scalar("train_bpb", self.step, self.last / math.log(2))
+            b.scalar("seq_per_s", self.step, seq)
+            b.scalar("tokens_per_s", self.step, seq * a.seq_len)
+            b.scalar("step_ms", self.step, statistics.median(self.wsteps) * 1e3)
+            if self.peak_flops:
+                b.scalar("mfu_percent", self.step,
+                         100 * seq * a.seq_len * flops_per_token(a) / self.peak_flops)
+            b.scalar("peak_mb", self.step, self.memory() / (1 << 20))
+            b.flush()
+            self.wsteps = []
             self.wl, self.ws, self.wn, self.ww, self.wtl, self.wtn = 0.0, 0.0, 0, False, 0.0, 0
             self.wls = []
         return True
 
+    # Set by the peer where it knows them: the MFU peak, and a function for peak memory.
+    peak_flops = None
+    memory = staticmethod(peak_rss)
+
     def evaluation(self, valid_loss):
         self.vloss = valid_loss
         self.res.metric(step=self.step, valid_loss=valid_loss, valid_bpb=valid_loss / math.log(2))
+        self.board.scalar("valid_bpb", self.step, valid_loss / math.log(2))
+        self.board.flush()
 
     def write_summary(self, params, peak_flops, peak_source, memory_bytes, backend):
         a, st = self.a, step_stats(self.timed)
@@ -430,6 +368,12 @@ class StepLog:
             "final_train_loss": self.timed_loss, "final_train_bpb": self.timed_loss / math.log(2),
             "final_train_steps": self.timed_steps, "final_valid_loss": self.vloss,
             "final_valid_bpb": self.vloss / math.log(2)})
+        b = self.board
+        b.scalar("final_seq_per_s", self.step, seq)
+        b.scalar("final_tokens_per_s", self.step, seq * a.seq_len if seq else None)
+        b.scalar("final_valid_bpb", self.step, self.vloss / math.log(2))
+        b.scalar("final_completed", self.step, 1.0 if self.status == "completed" else 0.0)
+        b.close(self.status, self.step)
         if seq:
             # The table's figure: the median timed step (warm-up and compiling apart), which a
             # window line holding the warm-up does not show.

@@ -153,6 +153,7 @@ def main():
     env["blas"] = f"XLA:{platform.upper()} (jaxlib {importlib.metadata.version('jaxlib')})"
     res.write("env.json", env)
     log = common.StepLog(a, res)
+    log.peak_flops = a.peak_tflops * 1e12 or None
     while log.step < a.steps:
         key, sub = jax.random.split(key)
         log.before()

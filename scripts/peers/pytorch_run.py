@@ -157,6 +157,9 @@ def main():
         (0.0, "unknown") if device.type == "cuda" else
         (gemm_probe(amp or torch.float32, device), "gemm_probe"))
     log = common.StepLog(a, res)
+    log.peak_flops = peak or None
+    if device.type == "cuda":
+        log.memory = lambda: torch.cuda.max_memory_allocated(device)
     while log.step < a.steps:
         log.before()
         t0 = sync_now()

@@ -81,7 +81,21 @@ void Run::open_files_() {
         env["cpu_rows"] = kernels::cpu_rows_isa();
       }
       writer_->write_env(env);
+      // A resume continues the curves: the earlier files keep only the steps up to the
+      // checkpoint, this session writes a new one.
+      if (setup_.start_step > 0) trim_event_files(setup_.run_dir, setup_.start_step);
+      if (cfg_.tensorboard) {
+        tb_ = std::make_unique<TensorBoardWriter>(setup_.run_dir);
+        if (setup_.start_step == 0) {
+          const double now = wall_time_now();
+          tb_->text("config", 0, "```\n" + setup_.config_json.dump(2) + "\n```", now);
+          tb_->text("env", 0, "```\n" + env.dump(2) + "\n```", now);
+          tb_->hparams_start(setup_.config_json, now);
+        }
+        tb_->flush();
+      }
     } catch (const RunError& e) {
+      tb_.reset();
       writer_.reset();
       std::error_code ec;
       if (!existed) std::filesystem::remove_all(setup_.run_dir, ec);
@@ -201,6 +215,7 @@ RunResult Run::finish_() {
     }
   }
   if (!error_.empty()) summary["error_message"] = error_;
+  tensorboard_finish_(summary);
   if (writer_) writer_->write_summary(summary);
   if (!error_.empty()) {
     throw RunError(error_ + (writer_ ? " (recorded in " + setup_.run_dir + "/summary.json)" : ""));

@@ -99,6 +99,8 @@ void Run::account_(const StepResult& r) {
   }
   win_.loss_sum += r.loss;
   win_.losses.push_back(r.loss);
+  win_.step_s.push_back(r.seconds());
+  if (tb_) tb_->scalar(tb_tag::kTrainBpbStep, step_, r.loss / std::log(2.0), wall_time_now());
   win_.seconds += r.seconds();
   win_.has_warmup |= kind == StepKind::kWarmup;
   ++win_.steps;
@@ -164,6 +166,10 @@ void Run::evaluate_() {
   valid_loss_ = t[0].item<double>() / t[1].item<double>();
   const double bpb = valid_loss_ / std::log(2.0);
   metric_({{"step", step_}, {"valid_loss", valid_loss_}, {"valid_bpb", bpb}});
+  if (tb_) {
+    tb_->scalar(tb_tag::kValidBpb, step_, bpb, wall_time_now());
+    tb_->flush();
+  }
   progress_->message("eval at step " + std::to_string(step_) + ": valid loss " +
                      std::to_string(valid_loss_) + " nats/byte, " + std::to_string(bpb) +
                      " bits/byte");
@@ -187,7 +193,45 @@ void Run::flush_window_(double now) {
            {"step_losses", win_.losses}});
   progress_->window(step_, final_train_loss_, seq_s, seq_s * cfg_.seq_len,
                     win_.seconds / static_cast<double>(win_.steps));
+  tensorboard_window_(seq_s);
   win_ = Window{};
+}
+
+void Run::tensorboard_window_(double seq_s) {
+  if (!tb_) return;
+  const double now = wall_time_now(), tokens_s = seq_s * cfg_.seq_len;
+  tb_->scalar(tb_tag::kTrainBpb, step_, final_train_loss_ / std::log(2.0), now);
+  tb_->scalar(tb_tag::kSeqPerS, step_, seq_s, now);
+  tb_->scalar(tb_tag::kTokensPerS, step_, tokens_s, now);
+  tb_->scalar(tb_tag::kStepMs, step_, step_stats(win_.step_s).median_ms * 1e3, now);
+  if (setup_.peak.flops_per_s > 0) {  // per device, as summary.json's mfu
+    tb_->scalar(tb_tag::kMfuPercent, step_,
+                100 * tokens_s * setup_.flops_per_token / world_() / setup_.peak.flops_per_s, now);
+  }
+  tb_->scalar(tb_tag::kPeakMemoryMb, step_,
+              static_cast<double>(peak_memory_bytes(device_)) / (1 << 20), now);
+  tb_->flush();
+}
+
+void Run::tensorboard_finish_(const nlohmann::json& summary) {
+  if (!tb_) return;
+  const double now = wall_time_now();
+  const auto number = [&](const char* key) {
+    const nlohmann::json v = summary.value(key, nlohmann::json());
+    return v.is_number() && std::isfinite(v.get<double>()) ? v.get<double>() : NAN;
+  };
+  try {
+    for (const auto& [tag, key] : {std::pair{tb_tag::kFinalSeqPerS, "sequences_per_s"},
+                                   {tb_tag::kFinalTokensPerS, "tokens_per_s"},
+                                   {tb_tag::kFinalValidBpb, "final_valid_bpb"}}) {
+      if (std::isfinite(number(key))) tb_->scalar(tag, step_, number(key), now);
+    }
+    tb_->scalar(tb_tag::kFinalCompleted, step_, status_ == RunStatus::kCompleted ? 1.0 : 0.0, now);
+    tb_->hparams_end(status_name(status_), step_, now);
+    tb_->flush();
+  } catch (const std::exception& e) {
+    log_warn(std::string("TensorBoard records not written: ") + e.what());
+  }
 }
 
 }  // namespace trainbench::run_detail

@@ -27,6 +27,7 @@
 #include "trainbench/report/profile.h"
 #include "trainbench/report/progress.h"
 #include "trainbench/report/results.h"
+#include "trainbench/report/tensorboard.h"
 #include "trainbench/train/checkpoint.h"
 #include "trainbench/train/trainer.h"
 
@@ -47,6 +48,7 @@ struct Window {
   double timed_loss_sum = 0;  // the timed steps alone (no warm-up or profiled step)
   int64_t timed_steps = 0;
   std::vector<double> losses;  // every step's loss (metrics.jsonl "step_losses")
+  std::vector<double> step_s;  // every step's time (TensorBoard's speed/step_ms: their median)
 };
 
 class Run {
@@ -139,6 +141,12 @@ class Run {
 
   void flush_window_(double now);
 
+  // TensorBoard's records of a window (report/tensorboard.h tags), then written out.
+  void tensorboard_window_(double seq_s);
+  // The final/* metrics and the HParams session's end; a write error is a warning (the
+  // summary still goes out).
+  void tensorboard_finish_(const nlohmann::json& summary);
+
   // summary.json, in one place. Timing figures (step times, speeds, MFU) cover this session's
   // timed steps; total_seconds covers the whole run, earlier sessions included.
   nlohmann::json summary_(const StepStats& stats) const;
@@ -156,7 +164,8 @@ class Run {
   std::unique_ptr<DistContext> dist_;
   RunSetup setup_;
   std::unique_ptr<GradSync> sync_;
-  std::optional<ResultWriter> writer_;  // rank 0 only
+  std::optional<ResultWriter> writer_;     // rank 0 only
+  std::unique_ptr<TensorBoardWriter> tb_;  // rank 0 with --tensorboard 1
   std::unique_ptr<BatchLoader> loader_;
   std::vector<std::vector<int64_t>> valid_;
   std::unique_ptr<Progress> progress_;

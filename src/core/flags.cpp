@@ -94,6 +94,9 @@ std::vector<FlagSpec> make_table_() {
                           "{save_dir}_{model}_layer{N}_{dtype}[_compiled|_fused][_flash]")),
       resumable(switch_flag("overwrite", &C::overwrite,
                             "1: reuse a non-empty run folder (its files are replaced)")),
+      resumable(switch_flag("tensorboard", &C::tensorboard,
+                            "1: TensorBoard event files in the run folder, written as the run "
+                            "goes (tensorboard --logdir runs); 0: none")),
       resumable(text_flag("run_folder", &C::run_folder, {},
                           "the run folder itself, instead of the name made from --save_dir")),
       resumable(int_flag("repeat", &C::repeat, 1,

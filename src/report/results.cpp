@@ -39,7 +39,8 @@ void check_run_dir(const std::string& dir, bool overwrite) {
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
       const std::string name = entry.path().filename().string();
       if (name == "config.json" || name == "env.json" || name == "summary.json" ||
-          name == "metrics.jsonl" || name == "trace.json" || name.rfind("checkpoint-", 0) == 0) {
+          name == "metrics.jsonl" || name == "trace.json" || name.rfind("checkpoint-", 0) == 0 ||
+          name.rfind("events.out.tfevents.", 0) == 0) {
         fs::remove(entry.path(), ec);
       }
     }

@@ -302,6 +302,51 @@ TEST(Scripts, HostNetTableFitsTheRingModelToTheMeasuredAllReduces) {
       << r.output;
 }
 
+// compare.sh's first table: one row per configuration and dtype in the order the runs came
+// (the matrix's), repetitions as a median with n= and range, the ratio to bench eager of the
+// same dtype, and the status.
+TEST(Scripts, CompareTableHasOneRowPerConfigurationInTheMatrixOrder) {
+  testing::TempDir dir;
+  auto run = [](const std::string& label, const std::string& dtype, double seq,
+                const std::string& status) {
+    return nlohmann::json{{"configuration", label}, {"dtype", dtype},
+                          {"sequences_per_s", seq}, {"tokens_per_s", seq * 256},
+                          {"mfu_percent", 10.0},    {"status", status},
+                          {"unstable", false}};
+  };
+  const nlohmann::json report = {
+      {"runs",
+       {run("libtorch handcraft", "float32", 10, "completed"),
+        run("libtorch handcraft compiled", "float32", 12, "completed"),
+        run("libtorch handcraft fused fused_adam", "float32", 16, "completed"),
+        run("libtorch handcraft fused fused_adam", "float32", 14, "completed"),
+        run("libtorch handcraft fused fused_adam", "float32", 15, "completed"),
+        run("pytorch handcraft", "float32", 8, "completed"),
+        run("jax handcraft", "float32", 0, "failed")}}};
+  testing::write_file(dir / "report.json", report.dump());
+  const auto r = testing::run_command(TB_PYTHON " " TB_SOURCE_DIR "/scripts/compare_table.py < " +
+                                      (dir / "report.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const size_t eager = r.output.find("| libtorch handcraft | float32 | 10.00 | 2,560 | 1.00x |");
+  const size_t ts =
+      r.output.find("| libtorch handcraft compiled | float32 | 12.00 | 3,072 | 1.20x |");
+  const size_t fused = r.output.find(
+      "| libtorch handcraft fused fused_adam | float32 | 15.00 (n=3, 14.00-16.00) | 3,840 | 1.50x "
+      "| 10.0 | completed |");
+  const size_t py = r.output.find("| pytorch handcraft | float32 | 8.00 | 2,048 | 0.80x |");
+  const size_t jax = r.output.find("| jax handcraft | float32 | - | - | - | - | failed |");
+  ASSERT_NE(eager, std::string::npos) << r.output;
+  ASSERT_NE(ts, std::string::npos) << r.output;
+  ASSERT_NE(fused, std::string::npos) << r.output;
+  ASSERT_NE(py, std::string::npos) << r.output;
+  ASSERT_NE(jax, std::string::npos) << r.output;
+  EXPECT_LT(eager, ts);
+  EXPECT_LT(ts, fused);
+  EXPECT_LT(fused, py);
+  EXPECT_LT(py, jax);
+  EXPECT_LT(r.output.find('\n'), 120u) << "a header a person reads: " << r.output;
+}
+
 // plot_runs.py's curves start at step 0 (the loss before any update) and put each window's
 // mean loss at the window's middle, in steps and in seconds.
 TEST(Scripts, PlotCurvesStartAtStepZeroWithWindowsAtTheirMiddle) {

@@ -25,6 +25,7 @@ struct RunConfig {
   std::string save_dir = "runs/run";  // run folder prefix; the config suffix is appended
   bool overwrite = false;             // allow reusing a non-empty run folder
   std::string run_folder;             // the run folder itself; empty: the name from save_dir
+  bool tensorboard = true;            // TensorBoard event files in the run folder
   // Timed repetitions of this configuration, each a fresh bench process, into RUN_DIR/rep-K
   // (app/repeat.h); the folder's summary.json aggregates them.
   int64_t repeat = 1;
