@@ -75,14 +75,21 @@ std::string probe_cache_file(const RunConfig& cfg) {
 }
 
 std::string probe_cache_key(const RunConfig& cfg, int threads) {
+  // Appended piece by piece (GCC 12 warns falsely about "literal" + std::string&&).
   std::string isa;
-  for (const std::string& s : isa_names(effective_isa())) isa += (isa.empty() ? "" : ",") + s;
+  for (const std::string& s : isa_names(effective_isa())) {
+    if (!isa.empty()) isa += ',';
+    isa += s;
+  }
   std::string gemms;
   for (const GemmProduct& p : model_gemm_products(cfg)) {
-    gemms += (gemms.empty() ? "" : ",") + std::to_string(p.m) + "x" + std::to_string(p.k) + "x" +
-             std::to_string(p.n);
+    if (!gemms.empty()) gemms += ',';
+    gemms += std::to_string(p.m);
+    gemms += 'x';
+    gemms += std::to_string(p.k);
+    gemms += 'x';
+    gemms += std::to_string(p.n);
   }
-  // Appended piece by piece (GCC 12 warns falsely about "literal" + std::string&&).
   std::string key = "cpu=";
   for (const std::string& part :
        {cpu_model_name_(), std::string("|isa="), isa, std::string("|libtorch=" TORCH_VERSION),
