@@ -62,14 +62,21 @@ std::string hostname_() {
   return buf;
 }
 
-// The plugin metadata of an hparams record: plugin "hparams", content the serialized data.
-tensorboard::Event hparams_event_(const std::string& tag, int64_t step, double wall_time,
-                                  const tensorboard::hparams::HParamsPluginData& data) {
-  tensorboard::Event e;
+// Makes `e` an event of one summary value tagged `tag` and returns that value, to fill in.
+tensorboard::Summary::Value* value_of_(tensorboard::Event& e, const std::string& tag, int64_t step,
+                                       double wall_time) {
   e.set_wall_time(wall_time);
   e.set_step(step);
   tensorboard::Summary::Value* v = e.mutable_summary()->add_value();
   v->set_tag(tag);
+  return v;
+}
+
+// The plugin metadata of an hparams record: plugin "hparams", content the serialized data.
+tensorboard::Event hparams_event_(const std::string& tag, int64_t step, double wall_time,
+                                  const tensorboard::hparams::HParamsPluginData& data) {
+  tensorboard::Event e;
+  tensorboard::Summary::Value* v = value_of_(e, tag, step, wall_time);
   auto* plugin = v->mutable_metadata()->mutable_plugin_data();
   plugin->set_plugin_name("hparams");
   plugin->set_content(data.SerializeAsString());
@@ -186,10 +193,7 @@ void TensorBoardWriter::append_(const std::string& event) { pending_ += tfrecord
 void TensorBoardWriter::scalar(const std::string& tag, int64_t step, double value,
                                double wall_time) {
   tensorboard::Event e;
-  e.set_wall_time(wall_time);
-  e.set_step(step);
-  tensorboard::Summary::Value* v = e.mutable_summary()->add_value();
-  v->set_tag(tag);
+  tensorboard::Summary::Value* v = value_of_(e, tag, step, wall_time);
   v->set_simple_value(static_cast<float>(value));
   append_(e.SerializeAsString());
 }
@@ -197,10 +201,7 @@ void TensorBoardWriter::scalar(const std::string& tag, int64_t step, double valu
 void TensorBoardWriter::text(const std::string& tag, int64_t step, const std::string& markdown,
                              double wall_time) {
   tensorboard::Event e;
-  e.set_wall_time(wall_time);
-  e.set_step(step);
-  tensorboard::Summary::Value* v = e.mutable_summary()->add_value();
-  v->set_tag(tag);
+  tensorboard::Summary::Value* v = value_of_(e, tag, step, wall_time);
   auto* meta = v->mutable_metadata();
   meta->mutable_plugin_data()->set_plugin_name("text");
   meta->set_data_class(tensorboard::DATA_CLASS_TENSOR);
