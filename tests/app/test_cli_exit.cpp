@@ -19,12 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_bench;
 
-int count_of(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 const char* kTiny =
     " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
     " --steps 3 --warmup_steps 1 --log_every 1 --threads 1 --device cpu --peak_tflops 1";
@@ -49,12 +43,12 @@ TEST(Cli, ALogThatIsNotATerminalSpeaksFromTheFirstStep) {
   for (const std::string line :
        {"step 1/12 (warm-up)  loss ", "step 2/12 (warm-up)  loss ", "step 3/12  loss ",
         "step 4/12  loss ", "step 5/12  loss ", "step 10/12  loss ", "step 12/12  loss "}) {
-    EXPECT_EQ(count_of(r.output, line), 1) << line << r.output;
+    EXPECT_EQ(testing::count_of(r.output, line), 1) << line << r.output;
   }
   for (const std::string line : {"step 6/12", "step 9/12", "step 11/12"}) {
     EXPECT_EQ(r.output.find(line), std::string::npos) << line << r.output;
   }
-  EXPECT_EQ(count_of(r.output, "projected: "), 1) << r.output;
+  EXPECT_EQ(testing::count_of(r.output, "projected: "), 1) << r.output;
   EXPECT_NE(r.output.find("for the 9 steps left at "), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("sized for a GPU"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("\r"), std::string::npos);  // no live line outside a terminal
