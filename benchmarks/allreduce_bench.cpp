@@ -10,7 +10,7 @@
 #include <torch/cuda.h>
 #include <cxxopts.hpp>
 
-#include "trainbench/core/config.h"
+#include "trainbench/core/plan.h"
 #include "trainbench/core/timing.h"
 #include "trainbench/dist/dist.h"
 
@@ -36,13 +36,14 @@ int main(int argc, char** argv) {
     RunConfig cfg;
     cfg.device = args["device"].as<std::string>();
     cfg.dist_timeout = args["dist_timeout"].as<int64_t>();
-    if (cfg.device != "cpu" && cfg.device != "cuda") {
+    const auto chosen = parse_choice<DeviceChoice>(cfg.device);
+    if (!chosen || *chosen == DeviceChoice::kAuto) {
       throw ConfigError("--device: '" + cfg.device + "' is not allowed; use cpu|cuda");
     }
-    validate_dist(cfg, env);
-    const torch::Device device = cfg.device == "cuda" ? torch::Device(torch::kCUDA, env.local_rank)
-                                                      : torch::Device(torch::kCPU);
-    DistContext dist(env, cfg, device);
+    const RunPlan plan = make_plan(cfg, env);
+    validate_dist(plan);
+    const torch::Device device = plan.device;
+    DistContext dist(plan);
     const double seconds = args["seconds"].as<double>();
     const double max_bytes = args["max_mb"].as<double>() * (1 << 20);
     const int n = dist.world_size();

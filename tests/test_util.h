@@ -24,6 +24,7 @@
 
 #include "trainbench/app/run.h"
 #include "trainbench/core/config.h"
+#include "trainbench/core/plan.h"
 #include "trainbench/data/batch_loader.h"
 #include "trainbench/train/trainer.h"
 
@@ -76,11 +77,13 @@ inline RunConfig tiny_config() {
   return c;
 }
 
-// Losses of `steps` steps of a fresh trainer seeded by cfg.seed, on the embedded corpus.
-inline std::vector<double> train_losses(const RunConfig& cfg, int steps,
+// Losses of `steps` steps of a fresh trainer seeded by cfg.seed, on the embedded corpus, on the
+// CPU or on CUDA.
+inline std::vector<double> train_losses(RunConfig cfg, int steps,
                                         torch::Device device = torch::kCPU) {
+  cfg.device = device.is_cuda() ? "cuda" : "cpu";
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
-  Trainer trainer(cfg, device);
+  Trainer trainer(make_plan(cfg));
   SamplerOptions o;
   o.train_end = 1'000'000;
   o.seq_len = cfg.seq_len;

@@ -1,6 +1,7 @@
 // cxxopts front end over the flag table (core/flags.h): every flag is read as text and set by
 // set_flag, so that a malformed value gets the same one-line error shape as one out of range.
 #include "trainbench/app/cli.h"
+#include "trainbench/core/run_files.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,6 +12,7 @@
 #include <cxxopts.hpp>
 #include <nlohmann/json.hpp>
 
+#include "trainbench/core/choices.h"
 #include "trainbench/core/flags.h"
 #include "trainbench/report/results.h"
 
@@ -22,14 +24,16 @@ namespace {
 // refuses the explicit ones a resume may not change, naming them. Without a config.json the
 // base stays as it is and validate() names the folder.
 void start_from_recorded_(RunConfig& cfg, const cxxopts::ParseResult& parsed) {
-  const std::string file = parsed["resume"].as<std::string>() + "/config.json";
+  const std::string file = run_file(parsed["resume"].as<std::string>(), RunFile::kConfig);
   if (!std::filesystem::is_regular_file(file)) return;
   RunConfig recorded;
   try {
     const nlohmann::json j = read_json_file(file);
     from_json(j, recorded);
     // --norm_first came later: a torch run recorded without it trained LibTorch's post-LN layer.
-    if (!j.contains("norm_first") && recorded.model == "torch") recorded.norm_first = false;
+    if (!j.contains("norm_first") && parse_choice<ModelKind>(recorded.model) == ModelKind::kTorch) {
+      recorded.norm_first = false;
+    }
   } catch (const std::exception& e) {  // not JSON, or a field of the wrong type
     throw ConfigError("--resume: '" + file + "': " + json_message(e));
   }
@@ -49,30 +53,6 @@ const char* const kExitCodes =
     "RUN_DIR continues it.\n";
 
 }  // namespace
-
-std::string help_group(const std::string& flag) {
-  static const std::vector<std::pair<const char*, std::vector<const char*>>> kGroups = {
-      {"model and training",
-       {"preset", "model", "norm_first", "num_layer", "seq_len", "d_model", "num_heads", "ff_dim",
-        "dropout", "dropout_impl", "batch_size", "lr", "steps", "seed", "device", "threads"}},
-      {"precision and compile",
-       {"dtype", "lowp_gemm", "flash", "compile", "sdpa_backend", "fused_adam", "cuda_graph"}},
-      {"data", {"data", "valid_bytes"}},
-      {"timing, logging and results",
-       {"log_every", "eval_every", "eval_batches", "warmup_steps", "peak_tflops", "profile_steps",
-        "save_dir", "run_folder", "overwrite", "save_model", "tensorboard", "repeat", "repetition",
-        "probe_cache", "reprobe"}},
-      {"checkpoints", {"checkpoint_every", "keep_checkpoints", "resume"}},
-      {"several processes", {"dist_backend", "dist_timeout", "bucket_mb", "dist_overlap"}},
-      {"testing aids", {"fault_nan_step", "fault_exit_step"}},
-  };
-  for (const auto& [group, flags] : kGroups) {
-    for (const char* f : flags) {
-      if (flag == f) return group;
-    }
-  }
-  return "other";
-}
 
 std::string closest_flag(const std::string& name) {
   // Levenshtein distance, two rows.
@@ -128,7 +108,7 @@ nlohmann::json flag_table_json() {
     static const char* const kKinds[] = {"int", "number", "text", "switch"};
     flags.push_back({{"name", f.name},
                      {"kind", kKinds[static_cast<int>(f.kind)]},
-                     {"group", help_group(f.name)},
+                     {"group", name_of(f.group)},
                      {"help", f.help},
                      {"choices", f.choices},
                      {"default", reference_values.at(f.name)},
@@ -159,10 +139,10 @@ CliResult parse_cli(int argc, const char* const* argv) {
         "peers, which then read the same bytes with --data)",
         cxxopts::value<std::string>());
   // --help in groups, each in the flag table's order.
-  for (const char* group : kHelpGroups) {
-    auto in_group = options.add_options(group);
+  for (const auto& group : ChoiceTable<HelpGroup>::rows) {
+    auto in_group = options.add_options(group.name);
     for (const FlagSpec& f : flag_table()) {
-      if (help_group(f.name) != group) continue;
+      if (f.group != group.value) continue;
       in_group(f.name, f.help,
                cxxopts::value<std::string>()->default_value(flag_text(f, defaults)));
     }
@@ -174,14 +154,14 @@ CliResult parse_cli(int argc, const char* const* argv) {
     out.help_json = true;
     return out;
   }
-  std::vector<std::string> groups = {""};  // help, version, export_corpus first
-  for (const char* g : kHelpGroups) groups.emplace_back(g);
+  std::vector<std::string> groups = choice_names<HelpGroup>();
+  groups.insert(groups.begin(), "");     // help, version, export_corpus first
   out.help_text = options.help(groups);  // cxxopts alone would sort the groups by name
   // Group titles in plain words ("Checkpoints:", not cxxopts' " checkpoints options:").
-  for (const char* g : kHelpGroups) {
+  for (const std::string& g : choice_names<HelpGroup>()) {
     std::string title = g;
     title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(title[0])));
-    const std::string theirs = " " + std::string(g) + " options:\n";
+    const std::string theirs = " " + g + " options:\n";
     if (const size_t at = out.help_text.find(theirs); at != std::string::npos) {
       out.help_text.replace(at, theirs.size(), title + ":\n");
     }

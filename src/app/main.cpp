@@ -1,4 +1,5 @@
-// bench: parse → validate → run → exit code (0 ok, 1 runtime failure or diverged, 2 usage).
+// bench: parse → validate → plan → run → exit code (0 ok, 1 runtime failure or diverged, 2
+// usage).
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -12,6 +13,8 @@
 #include "trainbench/app/validate.h"
 #include "trainbench/core/config.h"
 #include "trainbench/core/log.h"
+#include "trainbench/core/plan.h"
+#include "trainbench/core/run_files.h"
 #include "trainbench/data/corpus.h"
 #include "trainbench/dist/dist.h"
 #include "trainbench/report/env_info.h"
@@ -29,7 +32,8 @@ int repeat_main(const trainbench::RunConfig& cfg) {
   // The table's device and flags as a repetition resolved them.
   nlohmann::json config = r.config;
   for (const auto& folder : r.summary.at("repetitions").at("folders")) {
-    const std::string file = r.run_dir + "/" + folder.get<std::string>() + "/config.json";
+    const std::string file =
+        run_file(r.run_dir + "/" + folder.get<std::string>(), RunFile::kConfig);
     if (std::filesystem::exists(file)) config = read_json_file(file);
     break;
   }
@@ -78,11 +82,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     validate(cli.config);
-    validate_dist(cli.config, env);
+    const RunPlan plan = make_plan(cli.config, env);  // every decision, once
+    validate_dist(plan);
     if (cli.config.repeat > 1) return repeat_main(cli.config);
-    const RunResult result = run_benchmark(cli.config, env);
+    const RunResult result = run_benchmark(plan);
     if (env.rank == 0) {
-      const nlohmann::json config = read_json_file(result.run_dir + "/config.json");
+      const nlohmann::json config = read_json_file(run_file(result.run_dir, RunFile::kConfig));
       std::cout << summary_table(config, result.summary);
       std::cout << "results: " << result.run_dir << "\n";
     }

@@ -1,5 +1,6 @@
 // --repeat N (app/repeat.h): the repetitions as child processes and their aggregate.
 #include "trainbench/app/repeat.h"
+#include "trainbench/core/run_files.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -152,15 +153,15 @@ nlohmann::json aggregate_repetitions(const std::string& run_dir, int64_t planned
   for (int64_t k = 1; k <= planned; ++k) {
     const std::string dir = repetition_dir(run_dir, k);
     std::error_code ec;
-    if (!fs::exists(dir + "/summary.json", ec)) {
+    if (!fs::exists(run_file(dir, RunFile::kSummary), ec)) {
       // A folder with metrics but no summary: its process was killed (as bench report says).
-      const bool started = fs::exists(dir + "/metrics.jsonl", ec);
+      const bool started = fs::exists(run_file(dir, RunFile::kMetrics), ec);
       statuses.push_back(started ? "killed" : "not run");
       if (started && status == "completed") status = "killed";
       all_ran &= started;
       continue;
     }
-    const nlohmann::json s = read_json_file(dir + "/summary.json");
+    const nlohmann::json s = read_json_file(run_file(dir, RunFile::kSummary));
     folders.push_back("rep-" + std::to_string(k));
     const std::string st = s.value("status", "failed");
     statuses.push_back(st);
@@ -226,8 +227,8 @@ RepeatResult run_repetitions(const RunConfig& cfg, const std::string& self) {
   nlohmann::json mine = cfg;
   RunFolderLock lock = RunFolderLock::acquire(dir, /*create=*/true);
   std::error_code ec;
-  if (fs::exists(dir + "/config.json", ec)) {
-    const nlohmann::json recorded = read_json_file(dir + "/config.json");
+  if (fs::exists(run_file(dir, RunFile::kConfig), ec)) {
+    const nlohmann::json recorded = read_json_file(run_file(dir, RunFile::kConfig));
     const bool repetitions = recorded.value("repeat", int64_t{1}) > 1;
     const std::string differ = repetitions ? differences_(recorded, mine) : "";
     if (cfg.repetition > 0 && repetitions && !differ.empty()) {
@@ -250,7 +251,7 @@ RepeatResult run_repetitions(const RunConfig& cfg, const std::string& self) {
   mine["run_dir"] = dir;
   mine["schema_version"] = kSchemaVersion;
   mine["repetition"] = 0;  // the folder holds them all
-  write_json_atomic(dir + "/config.json", mine);
+  write_json_atomic(run_file(dir, RunFile::kConfig), mine);
   out.config = mine;
 
   const ForwardSignals forward;
@@ -263,7 +264,7 @@ RepeatResult run_repetitions(const RunConfig& cfg, const std::string& self) {
     const int code = run_child_(repetition_args(cfg, self, dir, k));
     out.summary = aggregate_repetitions(dir, cfg.repeat);
     const nlohmann::json& statuses = out.summary["repetitions"]["statuses"];
-    const std::string rep_summary = repetition_dir(dir, k) + "/summary.json";
+    const std::string rep_summary = run_file(repetition_dir(dir, k), RunFile::kSummary);
     std::error_code ec;
     if (fs::exists(rep_summary, ec)) {
       const nlohmann::json s = read_json_file(rep_summary);
@@ -275,7 +276,7 @@ RepeatResult run_repetitions(const RunConfig& cfg, const std::string& self) {
                statuses[static_cast<size_t>(k - 1)].get<std::string>() + speed);
     }
     out.summary["schema_version"] = kSchemaVersion;
-    write_json_atomic(dir + "/summary.json", out.summary);
+    write_json_atomic(run_file(dir, RunFile::kSummary), out.summary);
     if (code != 0) {
       out.exit_code = code;
       if (k < last) {
@@ -293,7 +294,7 @@ RepeatResult run_repetitions(const RunConfig& cfg, const std::string& self) {
   if (out.summary.is_null()) {
     out.summary = aggregate_repetitions(dir, cfg.repeat);
     out.summary["schema_version"] = kSchemaVersion;
-    write_json_atomic(dir + "/summary.json", out.summary);
+    write_json_atomic(run_file(dir, RunFile::kSummary), out.summary);
   }
   return out;
 }

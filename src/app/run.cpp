@@ -10,10 +10,6 @@ namespace trainbench {
 namespace run_detail {
 
 void Run::set_up_() {
-  const bool cuda = resolved_device(cfg_) == "cuda";
-  device_ = cuda && env_.distributed()
-                ? torch::Device(torch::kCUDA, static_cast<int8_t>(env_.local_rank))
-                : torch::Device(resolved_device(cfg_));
   // The processes of one machine share its cores; more threads than cores only slow a run.
   if (cfg_.threads > available_cores()) {
     throw ConfigError("--threads: " + std::to_string(cfg_.threads) + " is more than the " +
@@ -31,20 +27,21 @@ void Run::set_up_() {
   if (device_.is_cuda() && device_.has_index()) c10::cuda::set_device(device_.index());
 #endif
   // A forced attention backend that cannot run is a usage error, found before anything starts.
-  const std::string sdpa_used = resolve_sdpa_backend(cfg_, device_);
-  if (env_.distributed()) dist_ = std::make_unique<DistContext>(env_, cfg_, device_);
+  const std::string sdpa_used = resolve_sdpa_backend(plan_);
+  if (env_.distributed()) dist_ = std::make_unique<DistContext>(plan_);
   try {
-    setup_ = prepare_run(cfg_, device_, threads_, dist_.get(), env_.local_world_size);
+    setup_ = prepare_run(plan_, threads_, dist_.get());
   } catch (const std::exception& e) {
     agree_("setup", error_text(e));
     throw;
   }
   agree_("setup", "");
+  plan_ = setup_.plan;
   setup_.config_json["sdpa_backend_used"] =
       sdpa_used.empty() ? nlohmann::json(nullptr) : nlohmann::json(sdpa_used);
   if (rank0_()) {
     warn_about_setup(threads_, env_.local_world_size);
-    if (!device_.is_cuda()) warn_about_lowp_gemm(cfg_, setup_.gemm_paths, setup_.probe);
+    if (!device_.is_cuda()) warn_about_lowp_gemm(plan_, setup_.gemm_paths, setup_.probe);
   }
   step_ = setup_.start_step;
   compile_s_ = setup_.compile_s;
@@ -77,7 +74,7 @@ void Run::open_files_() {
       nlohmann::json env = collect_env(device_, threads_);
       env["gemm_path"] = setup_.gemm_paths;
       // Which build of the fused kernels' CPU rows ran (kernels/cpu: avx2 | avx512).
-      if (compile_path(cfg_) == CompilePath::kFused && !device_.is_cuda()) {
+      if (plan_.compile == CompilePath::kFused && !device_.is_cuda()) {
         env["cpu_rows"] = kernels::cpu_rows_isa();
       }
       writer_->write_env(env);
@@ -106,9 +103,9 @@ void Run::open_files_() {
   if (!files_error.empty()) throw RunError(files_error);
   elapsed_before_ = writer_ ? writer_->elapsed_before() : 0.0;
   log_info(
-      "run folder " + setup_.run_dir + ": " + cfg_.model + " model, " +
-      std::to_string(setup_.params) + " parameters, " + cfg_.dtype + " on " + setup_.device_name +
-      ", " + std::to_string(threads_) + " threads" +
+      "run folder " + setup_.run_dir + ": " + name_of(plan_.model) + " model, " +
+      std::to_string(setup_.params) + " parameters, " + name_of(plan_.precision) + " on " +
+      setup_.device_name + ", " + std::to_string(threads_) + " threads" +
       (dist_ ? " x " + std::to_string(world_()) + " processes (" + dist_->backend() + ")" : "") +
       ", " + setup_.backend + "; corpus " + setup_.corpus.source() + " (" +
       std::to_string(setup_.corpus.size()) + " bytes)");
@@ -140,8 +137,9 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
     return present ? v : nlohmann::json(nullptr);
   };
   const int64_t start = setup_.start_step;
+  const bool script = plan_.compile == CompilePath::kTorchScript;
   return {
-      {"status", status_name(status_)},
+      {"status", name_of(status_)},
       {"params", setup_.params},
       {"steps_done", step_},
       {"resumed_from_step", or_null(start > 0, start)},
@@ -171,10 +169,10 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
       {"warmup_seconds", warmup_s_},
       // null for eager runs: nothing was compiled (0.0 would read as a compiler that took
       // no time)
-      {"compile_seconds", or_null(compile_path(cfg_) == CompilePath::kTorchScript, compile_s_)},
+      {"compile_seconds", or_null(script, compile_s_)},
       {"compile_backend", setup_.backend},
       {"sdpa_backend_used", setup_.config_json.at("sdpa_backend_used")},
-      {"fused_groups", or_null(compile_path(cfg_) == CompilePath::kTorchScript, fused_groups_)},
+      {"fused_groups", or_null(script, script_fusion_groups_)},
       {"session", {{"first_step", start + 1}, {"last_step", step_}, {"seconds", session_s}}},
       {"total_seconds", elapsed_before_ + session_s},
       // Both over the timed steps of the last window that had any (final_train_steps of them):
@@ -202,7 +200,7 @@ RunResult Run::finish_() {
       summary.update(dist_summary(*dist_, *sync_, setup_.trainer->model(), stats, comm_ms_));
     } catch (const CollectiveError& e) {
       fail_(dist_->explain_failure(e.what(), /*collective=*/true));
-      summary["status"] = status_name(status_);
+      summary["status"] = name_of(status_);
     }
   }
   if (rank0_() && !cfg_.save_model.empty() && status_ == RunStatus::kCompleted) {
@@ -211,7 +209,7 @@ RunResult Run::finish_() {
       log_info("saved the trained network as TorchScript: " + cfg_.save_model);
     } catch (const std::exception& e) {  // recorded like any failure after training started
       fail_(error_text(e));
-      summary["status"] = status_name(status_);
+      summary["status"] = name_of(status_);
     }
   }
   if (!error_.empty()) summary["error_message"] = error_;
@@ -225,22 +223,10 @@ RunResult Run::finish_() {
 
 }  // namespace run_detail
 
-const char* status_name(RunStatus status) {
-  switch (status) {
-    case RunStatus::kCompleted:
-      return "completed";
-    case RunStatus::kInterrupted:
-      return "interrupted";
-    case RunStatus::kDiverged:
-      return "diverged";
-    case RunStatus::kFailed:
-      return "failed";
-  }
-  return "failed";
-}
+RunResult run_benchmark(const RunPlan& plan) { return run_detail::Run(plan).go(); }
 
 RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env) {
-  return run_detail::Run(cfg, env).go();
+  return run_benchmark(make_plan(cfg, env));
 }
 
 }  // namespace trainbench

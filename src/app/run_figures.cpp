@@ -44,47 +44,46 @@ void warn_about_setup(int threads, int local_world) {
   }
 }
 
-nlohmann::json gemm_paths(const RunConfig& cfg, bool cuda) {
+nlohmann::json gemm_paths(const RunPlan& plan) {
   const CpuIsa isa = effective_isa();
-  const std::string lib = cuda ? gemm_path_name(GemmPath::kCuda)
-                               : gemm_path_name(libtorch_gemm_path(isa, precision(cfg)));
-  const std::string model = resolved_lowp_gemm(cfg) == LowpGemm::kFloat32
-                                ? gemm_path_name(GemmPath::kFloat32Rounded)
-                                : lib;
-  return {{"dtype", cfg.dtype},
+  const bool cuda = plan.cuda();
+  const char* lib = name_of(gemm_path_of(GemmRoute::kNative, plan.precision, isa, cuda));
+  const char* model = name_of(gemm_path_of(plan.gemm_route, plan.precision, isa, cuda));
+  return {{"dtype", name_of(plan.precision)},
           {"model_gemms", model},
           {"attention", model},
           {"libtorch", lib},
-          {"native_gemm", cuda || has_native_gemm(isa, precision(cfg))},
+          {"native_gemm", cuda || has_native_gemm(isa, plan.precision)},
           {"cpu_isa", isa_names(isa)}};
 }
 
-std::string warn_about_lowp_gemm(const RunConfig& cfg, const nlohmann::json& paths,
+std::string warn_about_lowp_gemm(const RunPlan& plan, const nlohmann::json& paths,
                                  const GemmProbe& probe) {
   const std::string path = paths.at("model_gemms");
-  const RouteRate* rounded = probe.find(GemmPath::kFloat32Rounded);
-  if (path == gemm_path_name(GemmPath::kFloat32Rounded) || !rounded || probe.empty()) return "";
+  const RouteRate* rounded = probe.find(GemmRoute::kFloat32);
+  if (plan.gemm_route == GemmRoute::kFloat32 || !rounded || probe.empty()) return "";
   const double own = probe.routes.front().flops_per_s;
   const double slowdown = own > 0 ? rounded->flops_per_s / own : 0.0;
-  const bool emulated = path == gemm_path_name(GemmPath::kReference) ||
-                        path == gemm_path_name(GemmPath::kOnednnEmulated);
+  const bool emulated =
+      path == name_of(GemmPath::kReference) || path == name_of(GemmPath::kOnednnEmulated);
   // A native GEMM within 10% of the float32 route is no reason to warn.
   if (!emulated && slowdown <= 1.1) return "";
   char ratio[32];
   std::snprintf(ratio, sizeof(ratio), "%.1fx", slowdown);
-  const bool fused = compile_path(cfg) == CompilePath::kFused;
+  const bool fused = plan.compile == CompilePath::kFused;
+  const std::string dtype = name_of(plan.precision);
   const std::string what = emulated
-                               ? cfg.dtype + " has no native GEMM on this CPU (it lacks " +
-                                     native_gemm_needs(precision(cfg)) + "): LibTorch's " +
-                                     (path == gemm_path_name(GemmPath::kReference)
+                               ? dtype + " has no native GEMM on this CPU (it lacks " +
+                                     native_gemm_needs(plan.precision) + "): LibTorch's " +
+                                     (path == name_of(GemmPath::kReference)
                                           ? std::string("reference GEMM (one thread)")
                                           : std::string("oneDNN GEMM (emulated through float32)"))
-                               : cfg.dtype + "'s native GEMM on this CPU (LibTorch's " + path + ")";
+                               : dtype + "'s native GEMM on this CPU (LibTorch's " + path + ")";
   const std::string line =
-      what + " took " + ratio + " the time of float32 GEMMs of " + cfg.dtype +
+      what + " took " + ratio + " the time of float32 GEMMs of " + dtype +
       " operands in a probe at this model's GEMM shapes; for speed use " +
-      (fused ? "--lowp_gemm auto|float32 (float32 GEMMs of " + cfg.dtype + " operands)"
-             : "--compile fused (float32 GEMMs of " + cfg.dtype + " operands where faster)") +
+      (fused ? "--lowp_gemm auto|float32 (float32 GEMMs of " + dtype + " operands)"
+             : "--compile fused (float32 GEMMs of " + dtype + " operands where faster)") +
       " or --dtype float32";
   log_warn(line);
   return line;
@@ -92,12 +91,10 @@ std::string warn_about_lowp_gemm(const RunConfig& cfg, const nlohmann::json& pat
 
 nlohmann::json profile_bounds(const RunSetup& setup, const nlohmann::json& ms_per_step,
                               const torch::Device& device) {
-  RunConfig cfg;
-  from_json(setup.config_json, cfg);  // the resolved flags, the route included
   const std::string path = setup.gemm_paths.value("model_gemms", std::string());
   double gemm_rate = setup.peak.flops_per_s;
   for (const RouteRate& r : setup.probe.routes) {
-    if (path == gemm_path_name(r.path)) gemm_rate = r.flops_per_s;
+    if (path == name_of(r.path)) gemm_rate = r.flops_per_s;
   }
   const double bandwidth = memory_bandwidth_probe(device);
   char line[160];
@@ -105,9 +102,7 @@ nlohmann::json profile_bounds(const RunSetup& setup, const nlohmann::json& ms_pe
                 "profile bounds: GEMMs at %.1f GFLOP/s (%s), memory at %.1f GB/s (triad probe)",
                 gemm_rate / 1e9, path.c_str(), bandwidth / 1e9);
   log_info(line);
-  const bool float32_route = resolved_lowp_gemm(cfg) == LowpGemm::kFloat32;
-  return step_bounds(ms_per_step, step_work(cfg, setup.params, float32_route), gemm_rate,
-                     bandwidth);
+  return step_bounds(ms_per_step, step_work(setup.plan, setup.params), gemm_rate, bandwidth);
 }
 
 SpeedJudgement judge_speed(const StepStats& stats, const std::vector<double>& step_ms,

@@ -77,15 +77,16 @@ Run::StepResult Run::run_step_() {
 void Run::account_(const StepResult& r) {
   const int64_t n = session_steps_();
   const StepKind kind = kind_of_(n);
-  if (compile_path(cfg_) == CompilePath::kTorchScript) {
+  if (plan_.compile == CompilePath::kTorchScript) {
     if (n <= kProfilingSteps) compile_s_ += r.seconds();
-    if (n == cfg_.warmup_steps) fused_groups_ = last_graph_fused_groups();
+    if (n == cfg_.warmup_steps) script_fusion_groups_ = last_graph_fusion_groups();
   }
   if (kind == StepKind::kWarmup) warmup_s_ += r.seconds();
   if (kind == StepKind::kProfiled) {  // the profiler's overhead stays out of the timing
     profile_s_ += r.seconds();
     if (n == cfg_.warmup_steps + cfg_.profile_steps && profiler_) {
-      profile_ = profiler_->stop(cfg_.profile_steps, profile_s_, setup_.run_dir + "/trace.json");
+      profile_ = profiler_->stop(cfg_.profile_steps, profile_s_,
+                                 run_file(setup_.run_dir, RunFile::kTrace));
       profiler_.reset();
       profile_["bounds"] = profile_bounds(setup_, profile_.at("ms_per_step"), device_);
     }
@@ -227,7 +228,7 @@ void Run::tensorboard_finish_(const nlohmann::json& summary) {
       if (std::isfinite(number(key))) tb_->scalar(tag, step_, number(key), now);
     }
     tb_->scalar(tb_tag::kFinalCompleted, step_, status_ == RunStatus::kCompleted ? 1.0 : 0.0, now);
-    tb_->hparams_end(status_name(status_), step_, now);
+    tb_->hparams_end(name_of(status_), step_, now);
     tb_->flush();
   } catch (const std::exception& e) {
     log_warn(std::string("TensorBoard records not written: ") + e.what());

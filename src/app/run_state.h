@@ -4,6 +4,7 @@
 #pragma once
 
 #include "trainbench/app/run.h"
+#include "trainbench/core/run_files.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
@@ -53,7 +54,7 @@ struct Window {
 
 class Run {
  public:
-  Run(const RunConfig& cfg, const DistEnv& env) : cfg_(cfg), env_(env) {}
+  explicit Run(const RunPlan& plan) : plan_(plan) {}
 
   RunResult go() {
     set_up_();
@@ -65,7 +66,8 @@ class Run {
   }
 
  private:
-  // Threads, device, the peers (a rank that never comes fails the run here), data and model.
+  // Threads, the peers (a rank that never comes fails the run here), data, the GEMM route
+  // and the model.
   void set_up_();
 
   // Every rank learns whether the others' set-up (or folder creation) went well, so that a bad
@@ -157,9 +159,11 @@ class Run {
   int world_() const { return env_.world_size; }
   int64_t global_batch_() const { return cfg_.batch_size * env_.world_size; }
 
-  const RunConfig& cfg_;
-  const DistEnv& env_;
-  torch::Device device_{torch::kCPU};
+  // The plan as given, then (after prepare_run) with the GEMM route the probe measured.
+  RunPlan plan_;
+  const RunConfig& cfg_ = plan_.cfg;
+  const DistEnv& env_ = plan_.dist;
+  const torch::Device& device_ = plan_.device;
   int threads_ = 1;
   std::unique_ptr<DistContext> dist_;
   RunSetup setup_;
@@ -170,10 +174,10 @@ class Run {
   std::vector<std::vector<int64_t>> valid_;
   std::unique_ptr<Progress> progress_;
 
-  int64_t step_ = 0, fused_groups_ = 0;
-  std::vector<double> timed_ms_, comm_ms_;      // per timed step
-  std::vector<StepInterference> interference_;  // per timed step: other work's CPU time
-  SpeedJudgement speed_;                        // MFU, its peak's reliability, noise
+  int64_t step_ = 0, script_fusion_groups_ = 0;  // TorchScript's fusion groups (summary.json)
+  std::vector<double> timed_ms_, comm_ms_;       // per timed step
+  std::vector<StepInterference> interference_;   // per timed step: other work's CPU time
+  SpeedJudgement speed_;                         // MFU, its peak's reliability, noise
   Window win_;
   double run_start_ = 0, elapsed_before_ = 0, warmup_s_ = 0, compile_s_ = 0;
   double final_train_loss_ = NAN, final_timed_loss_ = NAN, valid_loss_ = NAN;

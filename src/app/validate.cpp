@@ -1,5 +1,7 @@
-// validate(): every flag's range and every cross-flag rule in one place.
+// validate(): every flag's range and every cross-flag rule in one place; the rules between
+// choice flags read the plan's types (core/plan.h), not the flags' text.
 #include "trainbench/app/validate.h"
+#include "trainbench/core/run_files.h"
 
 #include <filesystem>
 #include <vector>
@@ -7,22 +9,23 @@
 #include <torch/cuda.h>
 
 #include "trainbench/core/flags.h"
+#include "trainbench/core/plan.h"
 #include "trainbench/gpu/cuda_graph.h"
 #include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/model/sdpa_backend.h"
 
 namespace trainbench {
+namespace {
 
-void validate(const RunConfig& cfg) {
-  // Each flag's own range or choices, from the flag table.
-  for (const FlagSpec& f : flag_table()) check_flag(f, cfg);
-  // The rules between flags.
+// The sizes, steps and the run folder's flags.
+void check_run_shape_(const RunConfig& cfg) {
   if (cfg.d_model % cfg.num_heads != 0) {
     throw ConfigError("--d_model: " + std::to_string(cfg.d_model) +
                       " is not divisible by --num_heads " + std::to_string(cfg.num_heads) +
                       "; allowed: a multiple of num_heads");
   }
-  if (!cfg.resume.empty() && !std::filesystem::is_regular_file(cfg.resume + "/config.json")) {
+  if (!cfg.resume.empty() &&
+      !std::filesystem::is_regular_file(run_file(cfg.resume, RunFile::kConfig))) {
     throw ConfigError("--resume: '" + cfg.resume +
                       "' is not a run folder (no config.json); allowed: a folder bench wrote");
   }
@@ -56,78 +59,105 @@ void validate(const RunConfig& cfg) {
                       std::to_string(cfg.steps - cfg.warmup_steps) + ")");
   }
   if (cfg.save_dir.empty()) throw ConfigError("--save_dir: empty; allowed: a folder path prefix");
-  if (cfg.model != "torch" && !cfg.norm_first) {
+}
+
+// What the torch model cannot do, and the dropout kernels' rules.
+void check_model_rules_(const RunPlan& p) {
+  const RunConfig& cfg = p.cfg;
+  const bool torch_model = p.model == ModelKind::kTorch;
+  if (!torch_model && !cfg.norm_first) {
     throw ConfigError("--norm_first: 0 is not allowed with --model " + cfg.model +
                       " (its blocks are pre-LayerNorm, as the original's); use --model torch for "
                       "LibTorch's post-LN layer, or --norm_first 1");
   }
-  if (cfg.model == "torch" && cfg.flash) {
+  if (torch_model && cfg.flash) {
     throw ConfigError(
         "--flash: 1 is not allowed with --model torch (nn::TransformerEncoder's C++ attention is "
         "a fixed composite with no fused kernel); use --model handcraft or --flash 0");
   }
-  if (dropout_impl(cfg) == DropoutImpl::kParallel &&
-      (cfg.model == "torch" || compile_path(cfg) == CompilePath::kTorchScript)) {
+  const DropoutImpl given = choice_of<DropoutImpl>("dropout_impl", cfg.dropout_impl);
+  if (given == DropoutImpl::kParallel && (torch_model || p.compile == CompilePath::kTorchScript)) {
     throw ConfigError("--dropout_impl: 'parallel' is not allowed with " +
-                      std::string(cfg.model == "torch" ? "--model torch (its nn layers apply "
-                                                         "their own dropout)"
-                                                       : "--compile torchscript (the script "
-                                                         "uses torch.dropout)") +
+                      std::string(torch_model ? "--model torch (its nn layers apply "
+                                                "their own dropout)"
+                                              : "--compile torchscript (the script "
+                                                "uses torch.dropout)") +
                       "; use --dropout_impl auto|native");
   }
-  if ((compile_path(cfg) == CompilePath::kFused) != (dropout_impl(cfg) == DropoutImpl::kFused) &&
-      dropout_impl(cfg) != DropoutImpl::kAuto) {
+  if ((p.compile == CompilePath::kFused) != (given == DropoutImpl::kFused) &&
+      given != DropoutImpl::kAuto) {
     throw ConfigError("--dropout_impl: '" + cfg.dropout_impl + "' is not allowed with --compile " +
                       cfg.compile +
                       " (the fused kernels apply dropout with their own counter-based masks, "
                       "and only they); use --dropout_impl auto");
   }
-  const bool have_cuda = torch::cuda::is_available();
-  if (cfg.device == "cuda" && !have_cuda) {
+}
+
+// The device, the compiled paths and the GEMM route.
+void check_compile_rules_(const RunPlan& p) {
+  const RunConfig& cfg = p.cfg;
+  if (choice_of<DeviceChoice>("device", cfg.device) == DeviceChoice::kCuda &&
+      !torch::cuda::is_available()) {
     throw ConfigError(
         "--device: 'cuda' is not available (no GPU visible, or a build without "
         "CUDA); use --device cpu");
   }
-  const std::string device = resolved_device(cfg);
-  if (compile_path(cfg) != CompilePath::kNone && cfg.model == "torch") {
+  if (p.compile != CompilePath::kNone && p.model == ModelKind::kTorch) {
     throw ConfigError("--compile: '" + cfg.compile +
                       "' is not allowed with --model torch (LibTorch's C++ "
                       "nn::TransformerEncoder has no TorchScript form and no fused twin); use "
                       "--model handcraft or --compile none");
   }
-  if (compile_path(cfg) == CompilePath::kFused && device == "cpu") {
+  if (p.compile == CompilePath::kFused && !p.cuda()) {
     const std::string why = kernels::cpu_kernels_unavailable();
     if (!why.empty()) throw ConfigError(why);
   }
-  if (lowp_gemm(cfg) == LowpGemm::kFloat32 && compile_path(cfg) != CompilePath::kFused) {
+  if (choice_of<GemmRoute>("lowp_gemm", cfg.lowp_gemm) == GemmRoute::kFloat32 &&
+      p.compile != CompilePath::kFused) {
     throw ConfigError("--lowp_gemm: 'float32' is not allowed with --compile " + cfg.compile +
                       " (eager and TorchScript runs measure LibTorch's own GEMMs); use "
                       "--compile fused or --lowp_gemm auto");
   }
-  if (compile_path(cfg) == CompilePath::kTorchScript && cfg.warmup_steps < kProfilingSteps) {
+  if (p.compile == CompilePath::kTorchScript && cfg.warmup_steps < kProfilingSteps) {
     throw ConfigError(
         "--warmup_steps: " + std::to_string(cfg.warmup_steps) +
         " with --compile torchscript; allowed: >= " + std::to_string(kProfilingSteps) +
         " (the graph executor profiles and optimizes during the first steps)");
   }
-  if (!cfg.save_model.empty()) {
-    if (cfg.model == "torch") {
-      throw ConfigError(
-          "--save_model: not available with --model torch (no TorchScript form); "
-          "use --model handcraft");
-    }
-    const std::filesystem::path parent = std::filesystem::absolute(cfg.save_model).parent_path();
-    std::error_code ec;
-    if (!std::filesystem::is_directory(parent, ec)) {
-      throw ConfigError("--save_model: folder '" + parent.string() +
-                        "' does not exist; allowed: a file path in an existing folder");
-    }
-    if (std::filesystem::is_directory(cfg.save_model, ec)) {
-      throw ConfigError("--save_model: '" + cfg.save_model + "' is a folder; allowed: a file path");
-    }
+}
+
+void check_save_model_(const RunPlan& p) {
+  const std::string& file = p.cfg.save_model;
+  if (file.empty()) return;
+  if (p.model == ModelKind::kTorch) {
+    throw ConfigError(
+        "--save_model: not available with --model torch (no TorchScript form); "
+        "use --model handcraft");
   }
+  const std::filesystem::path parent = std::filesystem::absolute(file).parent_path();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(parent, ec)) {
+    throw ConfigError("--save_model: folder '" + parent.string() +
+                      "' does not exist; allowed: a file path in an existing folder");
+  }
+  if (std::filesystem::is_directory(file, ec)) {
+    throw ConfigError("--save_model: '" + file + "' is a folder; allowed: a file path");
+  }
+}
+
+}  // namespace
+
+void validate(const RunConfig& cfg) {
+  // Each flag's own range or choices, from the flag table; then the choices read as types.
+  for (const FlagSpec& f : flag_table()) check_flag(f, cfg);
+  check_run_shape_(cfg);
+  const RunPlan plan = make_plan(cfg);
+  check_model_rules_(plan);
+  check_compile_rules_(plan);
+  check_save_model_(plan);
   for (const std::string& problem :
-       {sdpa_backend_config_error(cfg), cuda_graph_config_error(cfg)}) {
+       {sdpa_backend_config_error(plan),
+        cuda_graph_config_error(plan, choice_of<DropoutImpl>("dropout_impl", cfg.dropout_impl))}) {
     if (!problem.empty()) throw ConfigError(problem);
   }
 }

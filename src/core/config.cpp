@@ -8,21 +8,18 @@
 #include <type_traits>
 #include <vector>
 
-#include <torch/cuda.h>
-#include <torch/version.h>
 #include <nlohmann/json.hpp>
 
-#include "trainbench/core/cpu_isa.h"
+#include "trainbench/core/choices.h"
 #include "trainbench/core/flags.h"
 
 namespace trainbench {
 
 void apply_preset(RunConfig& cfg, const std::string& name) {
-  if (name == "reference") {
-    cfg = RunConfig{};
-  } else if (name == "quick") {
+  const Preset preset = choice_of<Preset>("preset", name);
+  cfg = RunConfig{};
+  if (preset == Preset::kQuick) {
     // Sized to finish in about a minute on 2 CPU cores while still learning visibly.
-    cfg = RunConfig{};
     cfg.num_layer = 2;
     cfg.d_model = 128;
     cfg.num_heads = 4;
@@ -33,103 +30,15 @@ void apply_preset(RunConfig& cfg, const std::string& name) {
     cfg.eval_every = 200;
     cfg.eval_batches = 10;
     cfg.save_dir = "runs/quick";
-  } else {
-    throw ConfigError("--preset: '" + name + "' is not allowed; use one of reference|quick");
   }
-  cfg.preset = name;
-}
-
-CompilePath compile_path(const RunConfig& cfg) {
-  if (cfg.compile == "torchscript") return CompilePath::kTorchScript;
-  if (cfg.compile == "fused") return CompilePath::kFused;
-  return CompilePath::kNone;
-}
-
-Precision precision_named(const std::string& dtype) {
-  for (Precision p : {Precision::kBFloat16, Precision::kFloat16}) {
-    if (dtype == precision_name(p)) return p;
-  }
-  return Precision::kFloat32;
-}
-const char* precision_name(Precision dtype) {
-  switch (dtype) {
-    case Precision::kBFloat16:
-      return "bfloat16";
-    case Precision::kFloat16:
-      return "float16";
-    case Precision::kFloat32:
-      break;
-  }
-  return "float32";
-}
-Precision precision(const RunConfig& cfg) { return precision_named(cfg.dtype); }
-
-// The flags' text read back through the name functions, so each spelling is written once.
-DropoutImpl dropout_impl(const RunConfig& cfg) {
-  for (DropoutImpl i : {DropoutImpl::kNative, DropoutImpl::kParallel, DropoutImpl::kFused}) {
-    if (cfg.dropout_impl == dropout_impl_name(i)) return i;
-  }
-  return DropoutImpl::kAuto;
-}
-const char* dropout_impl_name(DropoutImpl impl) {
-  switch (impl) {
-    case DropoutImpl::kNative:
-      return "native";
-    case DropoutImpl::kParallel:
-      return "parallel";
-    case DropoutImpl::kFused:
-      return "fused";
-    case DropoutImpl::kAuto:
-      break;
-  }
-  return "auto";
-}
-
-LowpGemm lowp_gemm(const RunConfig& cfg) {
-  for (LowpGemm g : {LowpGemm::kNative, LowpGemm::kFloat32}) {
-    if (cfg.lowp_gemm == lowp_gemm_name(g)) return g;
-  }
-  return LowpGemm::kAuto;
-}
-const char* lowp_gemm_name(LowpGemm route) {
-  switch (route) {
-    case LowpGemm::kNative:
-      return "native";
-    case LowpGemm::kFloat32:
-      return "float32";
-    case LowpGemm::kAuto:
-      break;
-  }
-  return "auto";
-}
-
-std::string resolved_device(const RunConfig& cfg) {
-  if (cfg.device == "auto") return torch::cuda::is_available() ? "cuda" : "cpu";
-  return cfg.device;
-}
-
-DropoutImpl resolved_dropout_impl(const RunConfig& cfg) {
-  if (dropout_impl(cfg) != DropoutImpl::kAuto) return dropout_impl(cfg);
-  if (compile_path(cfg) == CompilePath::kFused) return DropoutImpl::kFused;  // their own masks
-  const bool eager_handcraft = cfg.model == "handcraft" && compile_path(cfg) == CompilePath::kNone;
-  return eager_handcraft && resolved_device(cfg) == "cpu" ? DropoutImpl::kParallel
-                                                          : DropoutImpl::kNative;
-}
-
-LowpGemm resolved_lowp_gemm(const RunConfig& cfg) {
-  const bool applies = compile_path(cfg) == CompilePath::kFused &&
-                       precision(cfg) != Precision::kFloat32 && resolved_device(cfg) == "cpu";
-  if (!applies) return LowpGemm::kNative;
-  if (lowp_gemm(cfg) != LowpGemm::kAuto) return lowp_gemm(cfg);
-  return has_native_gemm(effective_isa(), precision(cfg)) ? LowpGemm::kNative : LowpGemm::kFloat32;
+  cfg.preset = name_of(preset);
 }
 
 std::string run_dir_name(const RunConfig& cfg) {
   if (!cfg.run_folder.empty()) return cfg.run_folder;
   std::string name =
       cfg.save_dir + "_" + cfg.model + "_layer" + std::to_string(cfg.num_layer) + "_" + cfg.dtype;
-  if (compile_path(cfg) == CompilePath::kTorchScript) name += "_compiled";
-  if (compile_path(cfg) == CompilePath::kFused) name += "_fused";
+  if (const auto path = parse_choice<CompilePath>(cfg.compile)) name += row_of(*path).folder_suffix;
   if (cfg.flash) name += "_flash";
   return name;
 }
@@ -146,7 +55,7 @@ bool switch_on(const nlohmann::json& value) {
 
 std::string compile_path(const nlohmann::json& value) {
   if (value.is_string()) return value.get<std::string>();
-  return switch_on(value) ? "torchscript" : "none";
+  return name_of(switch_on(value) ? CompilePath::kTorchScript : CompilePath::kNone);
 }
 
 bool same_setting(const nlohmann::json& a, const nlohmann::json& b) {

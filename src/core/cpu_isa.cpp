@@ -127,22 +127,10 @@ std::vector<std::string> isa_names(const CpuIsa& isa) {
   return out;
 }
 
-const char* gemm_path_name(GemmPath p) {
-  switch (p) {
-    case GemmPath::kMklFloat32:
-      return "mkl_float32";
-    case GemmPath::kOnednnNative:
-      return "onednn_native";
-    case GemmPath::kOnednnEmulated:
-      return "onednn_emulated";
-    case GemmPath::kReference:
-      return "reference";
-    case GemmPath::kFloat32Rounded:
-      return "float32_rounded";
-    case GemmPath::kCuda:
-      return "cuda";
-  }
-  return "unknown";
+GemmPath gemm_path_of(GemmRoute route, Precision dtype, const CpuIsa& isa, bool cuda) {
+  if (route == GemmRoute::kFloat32 && dtype != Precision::kFloat32)
+    return GemmPath::kFloat32Rounded;
+  return cuda ? GemmPath::kCuda : libtorch_gemm_path(isa, dtype);
 }
 
 bool has_native_gemm(const CpuIsa& isa, Precision dtype) {

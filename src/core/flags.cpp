@@ -8,28 +8,32 @@
 #include <sstream>
 #include <type_traits>
 
+#include "trainbench/core/choices.h"
+
 namespace trainbench {
 namespace {
 
 using C = RunConfig;
 using K = FlagKind;
+using G = HelpGroup;
 
-FlagSpec row(const char* name, K kind, FlagSpec::Field field, const char* help) {
+FlagSpec row(const char* name, G group, K kind, FlagSpec::Field field, std::string help) {
   FlagSpec f;
   f.name = name;
+  f.group = group;
   f.kind = kind;
   f.field = field;
-  f.help = help;
+  f.help = std::move(help);
   return f;
 }
-FlagSpec int_flag(const char* name, int64_t C::*field, int64_t min, const char* help) {
-  FlagSpec f = row(name, K::kInt, field, help);
+FlagSpec int_flag(const char* name, G group, int64_t C::*field, int64_t min, const char* help) {
+  FlagSpec f = row(name, group, K::kInt, field, help);
   f.min = min;
   return f;
 }
-FlagSpec number_flag(const char* name, double C::*field, double lo, bool lo_open, double hi,
-                     bool hi_open, const char* allowed, const char* help) {
-  FlagSpec f = row(name, K::kNumber, field, help);
+FlagSpec number_flag(const char* name, G group, double C::*field, double lo, bool lo_open,
+                     double hi, bool hi_open, const char* allowed, const char* help) {
+  FlagSpec f = row(name, group, K::kNumber, field, help);
   f.lo = lo;
   f.lo_open = lo_open;
   f.hi = hi;
@@ -37,18 +41,30 @@ FlagSpec number_flag(const char* name, double C::*field, double lo, bool lo_open
   f.allowed = allowed;
   return f;
 }
-FlagSpec text_flag(const char* name, std::string C::*field, std::vector<std::string> choices,
-                   const char* help) {
-  FlagSpec f = row(name, K::kText, field, help);
-  f.choices = std::move(choices);
+FlagSpec text_flag(const char* name, G group, std::string C::*field, const char* help) {
+  return row(name, group, K::kText, field, help);
+}
+// A flag whose values are the rows of E's table (core/choices.h): its choices, its help (head,
+// each row's name and words, tail) and its other spellings (a row's aliases) come from there.
+template <class E>
+FlagSpec choice_flag(const char* name, G group, std::string C::*field, const std::string& head,
+                     const std::string& tail) {
+  FlagSpec f = row(name, group, K::kText, field, choice_help<E>(head, tail));
+  f.choices = choice_names<E>();
+  for (const auto& r : ChoiceTable<E>::rows) {
+    if constexpr (requires { r.aliases; }) {
+      std::string spellings = r.aliases;
+      for (size_t at = 0; !spellings.empty() && at != std::string::npos;) {
+        const size_t bar = spellings.find('|', at);
+        f.aliases.emplace_back(spellings.substr(at, bar - at), r.name);
+        at = bar == std::string::npos ? bar : bar + 1;
+      }
+    }
+  }
   return f;
 }
-FlagSpec switch_flag(const char* name, bool C::*field, const char* help) {
-  return row(name, K::kBool, field, help);
-}
-FlagSpec with_aliases(FlagSpec f, std::vector<std::pair<std::string, std::string>> aliases) {
-  f.aliases = std::move(aliases);
-  return f;
+FlagSpec switch_flag(const char* name, G group, bool C::*field, const char* help) {
+  return row(name, group, K::kBool, field, help);
 }
 // Marks a row: --resume may change it / the ranks may differ in it.
 FlagSpec resumable(FlagSpec f) {
@@ -62,136 +78,125 @@ FlagSpec per_rank(FlagSpec f) {
 
 const double kInf = std::numeric_limits<double>::infinity();
 
+// The table in --help order; each row's group is its --help section.
 std::vector<FlagSpec> make_table_() {
   return {
-      resumable(text_flag(
-          "preset", &C::preset, {"reference", "quick"},
-          "reference (the defaults shown) | quick (CPU-sized: 2 layers, d 128, seq 128, batch 16, "
-          "400 steps); explicit flags override it")),
-      text_flag("model", &C::model, {"torch", "handcraft"},
-                "torch (nn::TransformerEncoder's modules, pre-LN; --norm_first) | handcraft "
-                "(pre-LN blocks from "
-                "Linear/LayerNorm/matmul)"),
-      text_flag("dtype", &C::dtype, {"float32", "float16", "bfloat16"},
-                "float32 | float16 (autocast, loss-scaled) | bfloat16 (autocast); on the CPU see "
-                "--lowp_gemm for CPUs without their GEMM instructions"),
-      switch_flag("norm_first", &C::norm_first,
+      resumable(
+          choice_flag<Preset>("preset", G::kModel, &C::preset, "", "; explicit flags override it")),
+      choice_flag<ModelKind>("model", G::kModel, &C::model, "", ""),
+      choice_flag<Precision>(
+          "dtype", G::kPrecision, &C::dtype, "",
+          "; on the CPU see --lowp_gemm for CPUs without their GEMM instructions"),
+      switch_flag("norm_first", G::kModel, &C::norm_first,
                   "torch model: 1 pre-LayerNorm blocks as the original (PyTorch's "
                   "norm_first=True), from TransformerEncoderLayer's own modules; 0 LibTorch's own "
                   "post-LN layer forward"),
-      int_flag("num_layer", &C::num_layer, 1, "transformer blocks (>= 1)"),
-      switch_flag("flash", &C::flash,
+      int_flag("num_layer", G::kModel, &C::num_layer, 1, "transformer blocks (>= 1)"),
+      switch_flag("flash", G::kPrecision, &C::flash,
                   "1: flash attention, LibTorch's scaled_dot_product_attention instead of explicit "
                   "scores (handcraft only)"),
-      with_aliases(
-          text_flag("compile", &C::compile, {"none", "torchscript", "fused"},
-                    "none | torchscript (1: the handcraft model as a TorchScript graph "
-                    "run by the graph executor) | fused (the handcraft model on bench's "
-                    "own fused kernels, hand-written backward); 0|1 mean none|torchscript"),
-          {{"0", "none"}, {"false", "none"}, {"1", "torchscript"}, {"true", "torchscript"}}),
-      resumable(text_flag("save_dir", &C::save_dir, {},
+      choice_flag<CompilePath>("compile", G::kPrecision, &C::compile, "",
+                               "; 0|1 mean none|torchscript"),
+      resumable(text_flag("save_dir", G::kResults, &C::save_dir,
                           "run folder prefix; the folder is "
                           "{save_dir}_{model}_layer{N}_{dtype}[_compiled|_fused][_flash]")),
-      resumable(switch_flag("overwrite", &C::overwrite,
+      resumable(switch_flag("overwrite", G::kResults, &C::overwrite,
                             "1: reuse a non-empty run folder (its files are replaced)")),
-      resumable(switch_flag("tensorboard", &C::tensorboard,
+      resumable(switch_flag("tensorboard", G::kResults, &C::tensorboard,
                             "1: TensorBoard event files in the run folder, written as the run "
                             "goes (tensorboard --logdir runs); 0: none")),
-      resumable(text_flag("run_folder", &C::run_folder, {},
+      resumable(text_flag("run_folder", G::kResults, &C::run_folder,
                           "the run folder itself, instead of the name made from --save_dir")),
-      resumable(int_flag("repeat", &C::repeat, 1,
+      resumable(int_flag("repeat", G::kResults, &C::repeat, 1,
                          "timed repetitions of this configuration, each a fresh bench process, "
                          "into RUN_DIR/rep-1 ... rep-N; RUN_DIR/summary.json aggregates them "
                          "(mean, median, stddev, cv, min-max)")),
-      resumable(int_flag("repetition", &C::repetition, 0,
+      resumable(int_flag("repetition", G::kResults, &C::repetition, 0,
                          "with --repeat N: run only repetition K (1..N) and refresh the "
                          "aggregate, so that a sweep interleaves configurations; 0: all")),
-      int_flag("seq_len", &C::seq_len, 2, "bytes per sequence (>= 2)"),
-      int_flag("d_model", &C::d_model, 1, "model width (a multiple of num_heads)"),
-      int_flag("num_heads", &C::num_heads, 1, "attention heads"),
-      int_flag("ff_dim", &C::ff_dim, 1, "feed-forward hidden width"),
-      number_flag("dropout", &C::dropout, 0, false, 1, true, "[0, 1)",
+      int_flag("seq_len", G::kModel, &C::seq_len, 2, "bytes per sequence (>= 2)"),
+      int_flag("d_model", G::kModel, &C::d_model, 1, "model width (a multiple of num_heads)"),
+      int_flag("num_heads", G::kModel, &C::num_heads, 1, "attention heads"),
+      int_flag("ff_dim", G::kModel, &C::ff_dim, 1, "feed-forward hidden width"),
+      number_flag("dropout", G::kModel, &C::dropout, 0, false, 1, true, "[0, 1)",
                   "dropout probability, [0, 1); off during evaluation"),
-      text_flag("dropout_impl", &C::dropout_impl, {"auto", "native", "parallel", "fused"},
-                "auto | native (torch::dropout) | parallel (multi-threaded mask; CPU, eager "
-                "handcraft) | fused (the fused kernels' own masks; --compile fused); auto: "
-                "parallel or fused where they apply"),
-      text_flag("lowp_gemm", &C::lowp_gemm, {"auto", "native", "float32"},
-                "--compile fused with bfloat16/float16 on the CPU: native (GEMMs in the dtype) | "
-                "float32 (float32 GEMMs of operands rounded to the dtype, float32 accumulation); "
-                "auto: the faster of the two, measured before training at this model's GEMM "
-                "shapes (the rates and the choice go to env.json and summary.json)"),
-      int_flag("batch_size", &C::batch_size, 1, "sequences per step"),
-      number_flag("lr", &C::lr, 0, true, kInf, true, "a finite number > 0",
+      choice_flag<DropoutImpl>("dropout_impl", G::kModel, &C::dropout_impl, "",
+                               "; auto: parallel or fused where they apply"),
+      choice_flag<GemmRoute>("lowp_gemm", G::kPrecision, &C::lowp_gemm,
+                             "--compile fused with bfloat16/float16 on the CPU: ", ""),
+      int_flag("batch_size", G::kModel, &C::batch_size, 1, "sequences per step"),
+      number_flag("lr", G::kModel, &C::lr, 0, true, kInf, true, "a finite number > 0",
                   "Adam learning rate (> 0, constant)"),
-      resumable(int_flag("steps", &C::steps, 1, "optimizer steps, warm-up included")),
-      text_flag("data", &C::data, {},
+      resumable(int_flag("steps", G::kModel, &C::steps, 1, "optimizer steps, warm-up included")),
+      text_flag("data", G::kData, &C::data,
                 "corpus: a raw file (e.g. enwik9) or a .zip with one member; empty: the embedded "
                 "generated corpus"),
-      int_flag("valid_bytes", &C::valid_bytes, -1,
+      int_flag("valid_bytes", G::kData, &C::valid_bytes, -1,
                "held-out tail for evaluation; -1: min(5,000,000, 5% of corpus)"),
-      text_flag("device", &C::device, {"auto", "cpu", "cuda"}, "auto | cpu | cuda"),
-      per_rank(resumable(
-          int_flag("threads", &C::threads, 0, "intra-op CPU threads; 0: all available cores"))),
-      int_flag("seed", &C::seed, 0, "seed for init, dropout and the sampler (>= 0)"),
-      resumable(int_flag("log_every", &C::log_every, 1, "steps per timing/log window")),
-      resumable(int_flag("eval_every", &C::eval_every, 0,
+      choice_flag<DeviceChoice>("device", G::kModel, &C::device, "", ""),
+      per_rank(resumable(int_flag("threads", G::kModel, &C::threads, 0,
+                                  "intra-op CPU threads; 0: all available cores"))),
+      int_flag("seed", G::kModel, &C::seed, 0, "seed for init, dropout and the sampler (>= 0)"),
+      resumable(
+          int_flag("log_every", G::kResults, &C::log_every, 1, "steps per timing/log window")),
+      resumable(int_flag("eval_every", G::kResults, &C::eval_every, 0,
                          "steps between evaluations; 0: only at the end")),
-      resumable(int_flag("eval_batches", &C::eval_batches, 0,
+      resumable(int_flag("eval_batches", G::kResults, &C::eval_batches, 0,
                          "validation batches per evaluation; 0: the whole held-out range")),
-      resumable(int_flag("warmup_steps", &C::warmup_steps, 0,
+      resumable(int_flag("warmup_steps", G::kResults, &C::warmup_steps, 0,
                          "first steps excluded from timing (< steps)")),
-      resumable(number_flag("peak_tflops", &C::peak_tflops, 0, false, kInf, true, ">= 0 (0: auto)",
+      resumable(number_flag("peak_tflops", G::kResults, &C::peak_tflops, 0, false, kInf, true,
+                            ">= 0 (0: auto)",
                             "peak TFLOP/s for MFU; 0: GPU table or CPU GEMM probe")),
-      resumable(text_flag("probe_cache", &C::probe_cache, {},
+      resumable(text_flag("probe_cache", G::kResults, &C::probe_cache,
                           "file keeping the CPU GEMM probe's figures per machine, dtype and "
                           "shape, so runs on one machine share one MFU peak; empty: "
                           "$XDG_CACHE_HOME/trainbench/gemm_probe.json (~/.cache/...); off: "
                           "measure every run")),
-      resumable(switch_flag("reprobe", &C::reprobe,
+      resumable(switch_flag("reprobe", G::kResults, &C::reprobe,
                             "1: measure the GEMM probe again and replace its cached figures")),
       resumable(text_flag(
-          "save_model", &C::save_model, {},
+          "save_model", G::kResults, &C::save_model,
           "write the trained network as a TorchScript file (handcraft; torch.jit.load opens it)")),
-      resumable(int_flag("checkpoint_every", &C::checkpoint_every, -1,
+      resumable(int_flag("checkpoint_every", G::kCheckpoints, &C::checkpoint_every, -1,
                          "steps between checkpoints in the run folder; 0: only when stopped by "
                          "a signal, so --resume continues it (the default); -1: never")),
-      resumable(
-          int_flag("keep_checkpoints", &C::keep_checkpoints, 1, "newest checkpoints kept (>= 1)")),
-      resumable(int_flag("profile_steps", &C::profile_steps, 0,
+      resumable(int_flag("keep_checkpoints", G::kCheckpoints, &C::keep_checkpoints, 1,
+                         "newest checkpoints kept (>= 1)")),
+      resumable(int_flag("profile_steps", G::kResults, &C::profile_steps, 0,
                          "profile this many steps after the warm-up (not timed): time by op "
                          "category in summary.json, a Chrome trace (trace.json) in the run "
                          "folder; 0: off")),
-      resumable(text_flag("resume", &C::resume, {},
+      resumable(text_flag("resume", G::kCheckpoints, &C::resume,
                           "continue the run in this folder from its newest checkpoint with its "
                           "recorded flags (alone is enough; --steps may grow, logging, "
                           "evaluation, checkpointing and threads may change)")),
-      per_rank(resumable(int_flag("fault_nan_step", &C::fault_nan_step, 0,
+      per_rank(resumable(int_flag("fault_nan_step", G::kTesting, &C::fault_nan_step, 0,
                                   "testing aid: make the loss of this step NaN; 0: off"))),
-      resumable(text_flag("dist_backend", &C::dist_backend, {"auto", "gloo", "nccl"},
-                          "multi-process runs (torchrun or scripts/launch.sh): auto | gloo | "
-                          "nccl; auto: nccl on CUDA, gloo on CPU")),
-      per_rank(resumable(int_flag("dist_timeout", &C::dist_timeout, 1,
+      resumable(choice_flag<DistBackend>("dist_backend", G::kDist, &C::dist_backend,
+                                         "multi-process runs (torchrun or scripts/launch.sh): ",
+                                         "; auto: nccl on CUDA, gloo on CPU")),
+      per_rank(resumable(int_flag("dist_timeout", G::kDist, &C::dist_timeout, 1,
                                   "seconds a rank waits for the others (joining, each "
                                   "collective) before failing with the missing rank's number"))),
-      resumable(number_flag("bucket_mb", &C::bucket_mb, 0, true, kInf, true, "a number > 0",
+      resumable(number_flag("bucket_mb", G::kDist, &C::bucket_mb, 0, true, kInf, true,
+                            "a number > 0",
                             "gradient all-reduce bucket size in MiB (multi-process)")),
-      resumable(switch_flag("dist_overlap", &C::dist_overlap,
+      resumable(switch_flag("dist_overlap", G::kDist, &C::dist_overlap,
                             "1: all-reduce gradient buckets while backward runs; 0: after it "
                             "(multi-process)")),
-      per_rank(resumable(int_flag("fault_exit_step", &C::fault_exit_step, 0,
+      per_rank(resumable(int_flag("fault_exit_step", G::kTesting, &C::fault_exit_step, 0,
                                   "testing aid: the process dies just before this step; 0: off"))),
-      resumable(text_flag("sdpa_backend", &C::sdpa_backend,
-                          {"auto", "flash", "efficient", "cudnn", "math"},
-                          "auto | flash | efficient | cudnn | math: the only kernel flash "
-                          "attention may use (--flash 1); a forced one that cannot run is an "
-                          "error")),
-      switch_flag("fused_adam", &C::fused_adam,
+      resumable(choice_flag<SdpaBackend>(
+          "sdpa_backend", G::kPrecision, &C::sdpa_backend, "",
+          ": the only kernel flash attention may use (--flash 1); a forced one that cannot run "
+          "is an error")),
+      switch_flag("fused_adam", G::kPrecision, &C::fused_adam,
                   "1: Adam as one fused multi-tensor kernel, no host sync (CUDA and CPU)"),
-      resumable(
-          switch_flag("cuda_graph", &C::cuda_graph,
-                      "1: capture the whole step as one CUDA graph after warm-up and replay "
-                      "it (CUDA; needs --fused_adam 1, --compile none, --warmup_steps >= 3)")),
+      resumable(switch_flag(
+          "cuda_graph", G::kPrecision, &C::cuda_graph,
+          "1: capture the whole step as one CUDA graph after warm-up and replay it (CUDA; needs "
+          "--fused_adam 1, --compile none, --warmup_steps >= 3)")),
   };
 }
 

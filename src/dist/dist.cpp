@@ -115,7 +115,8 @@ void bound_socket_(int fd, std::chrono::milliseconds limit) {
 struct DistContext::Impl {
   DistEnv env;
   std::vector<std::string> hosts;  // hosts[r]: where rank r runs (filled once all have joined)
-  std::string backend;
+  DistBackend kind = DistBackend::kGloo;
+  std::string backend;  // its name
   torch::Device device{torch::kCPU};
   std::chrono::milliseconds timeout{0};
   c10::intrusive_ptr<c10d::Store> store;
@@ -157,11 +158,13 @@ struct DistContext::Impl {
   }
 };
 
-DistContext::DistContext(const DistEnv& env, const RunConfig& cfg, torch::Device device)
-    : impl_(std::make_unique<Impl>()) {
+DistContext::DistContext(const RunPlan& plan) : impl_(std::make_unique<Impl>()) {
+  const DistEnv& env = plan.dist;
+  const RunConfig& cfg = plan.cfg;
   Impl& d = *impl_;
   d.env = env;
-  d.backend = resolved_dist_backend(cfg);
+  d.kind = plan.dist_backend;
+  d.backend = name_of(d.kind);
   d.timeout = std::chrono::milliseconds(cfg.dist_timeout * 1000);
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
   c10d::TCPStoreOptions so;
@@ -208,7 +211,7 @@ DistContext::DistContext(const DistEnv& env, const RunConfig& cfg, torch::Device
   for (int r = 0; r < env.world_size; ++r) d.hosts.push_back(d.get_(key_("host", r)));
   // The process group keeps its own keys under a prefix, apart from ours.
   auto group_store = c10::make_intrusive<c10d::PrefixStore>("group", d.store);
-  if (d.backend == "gloo") {
+  if (d.kind == DistBackend::kGloo) {
 #ifdef TB_WITH_GLOO
     auto opts = c10d::ProcessGroupGloo::Options::create(d.timeout);
     const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
@@ -239,7 +242,7 @@ DistContext::DistContext(const DistEnv& env, const RunConfig& cfg, torch::Device
     throw ConfigError("--dist_backend: 'nccl' is not in this build; use --dist_backend gloo");
 #endif
   }
-  d.device = device;
+  d.device = plan.device;
 }
 
 DistContext::~DistContext() = default;
@@ -351,7 +354,7 @@ std::function<void()> DistContext::allreduce_async(std::vector<torch::Tensor> te
 void DistContext::allreduce(std::vector<torch::Tensor> tensors, ReduceOp op) {
   // NCCL reduces device memory only: host tensors (evaluation sums, per-rank figures) make a
   // round trip through the device.
-  if (impl_->backend == "nccl") {
+  if (impl_->kind == DistBackend::kNccl) {
     std::vector<torch::Tensor> on_device;
     for (const auto& t : tensors) on_device.push_back(t.to(impl_->device));
     allreduce_async(on_device, op)();

@@ -77,12 +77,9 @@ DistEnv dist_env_from_environment() {
   return parse_dist_env(vars);
 }
 
-std::string resolved_dist_backend(const RunConfig& cfg) {
-  if (cfg.dist_backend != "auto") return cfg.dist_backend;
-  return resolved_device(cfg) == "cuda" ? "nccl" : "gloo";
-}
-
-void validate_dist(const RunConfig& cfg, const DistEnv& env) {
+void validate_dist(const RunPlan& plan) {
+  const DistEnv& env = plan.dist;
+  const RunConfig& cfg = plan.cfg;
   if (!env.distributed()) return;
   if (cfg.repeat > 1) {
     throw ConfigError("--repeat: " + std::to_string(cfg.repeat) +
@@ -90,21 +87,21 @@ void validate_dist(const RunConfig& cfg, const DistEnv& env) {
                       std::to_string(env.world_size) +
                       "); repeat the launch instead, each with its own --save_dir");
   }
-  const std::string backend = resolved_dist_backend(cfg);
-  const bool cuda = resolved_device(cfg) == "cuda";
+  const DistBackend backend = plan.dist_backend;
+  const bool cuda = plan.cuda();
 #ifndef TB_WITH_GLOO
-  if (backend == "gloo") {
+  if (backend == DistBackend::kGloo) {
     throw ConfigError(
         "--dist_backend: 'gloo' is not in this build (no Gloo headers at configure time: "
         "install libgloo-dev and rebuild)" +
         std::string(cuda ? "; use --dist_backend nccl" : ""));
   }
 #endif
-  if (backend == "nccl" && !cuda) {
+  if (backend == DistBackend::kNccl && !cuda) {
     throw ConfigError("--dist_backend: 'nccl' needs --device cuda; use --dist_backend gloo on CPU");
   }
 #ifndef TB_WITH_NCCL
-  if (backend == "nccl") {
+  if (backend == DistBackend::kNccl) {
     throw ConfigError(
         "--dist_backend: 'nccl' is not in this build (no NCCL headers found at configure "
         "time); use --dist_backend gloo");

@@ -14,22 +14,23 @@
 
 namespace trainbench {
 
-std::string cuda_graph_config_error(const RunConfig& cfg) {
+std::string cuda_graph_config_error(const RunPlan& plan, DropoutImpl given_dropout) {
+  const RunConfig& cfg = plan.cfg;
   if (!cfg.cuda_graph) return "";
   if (!cfg.fused_adam) {
     return "--cuda_graph: 1 needs --fused_adam 1 (torch::optim::Adam keeps its step count on the "
            "host, which a captured graph would freeze); use --fused_adam 1 or --cuda_graph 0";
   }
-  if (compile_path(cfg) == CompilePath::kTorchScript) {
+  if (plan.compile == CompilePath::kTorchScript) {
     return "--cuda_graph: 1 is not allowed with --compile torchscript (the TorchScript executor "
            "re-optimizes its graph during the first runs); use --compile none or --cuda_graph 0";
   }
-  if (compile_path(cfg) == CompilePath::kFused) {
+  if (plan.compile == CompilePath::kFused) {
     return "--cuda_graph: 1 is not allowed with --compile fused (its dropout keys are drawn on "
            "the host each step and a replay would repeat the captured masks); use --compile "
            "none or --cuda_graph 0";
   }
-  if (dropout_impl(cfg) == DropoutImpl::kParallel) {
+  if (given_dropout == DropoutImpl::kParallel) {
     return "--cuda_graph: 1 is not allowed with --dropout_impl parallel (a CPU-only kernel); use "
            "--dropout_impl auto|native";
   }
@@ -43,9 +44,9 @@ std::string cuda_graph_config_error(const RunConfig& cfg) {
            "branch on the host's step count); use --cuda_graph 0";
   }
   // float16 needs the sync-free loss scaler: CUDA + --fused_adam 1, both required here anyway.
-  if (resolved_device(cfg) != "cuda") {
-    return "--cuda_graph: 1 needs a CUDA device (this run is on " + resolved_device(cfg) +
-           "); use --cuda_graph 0";
+  if (!plan.cuda()) {
+    return std::string("--cuda_graph: 1 needs a CUDA device (this run is on ") +
+           plan.device_name() + "); use --cuda_graph 0";
   }
   return "";
 }

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "trainbench/core/cpu_isa.h"
-#include "trainbench/model/precision.h"
 
 namespace trainbench {
 
@@ -27,11 +26,12 @@ int64_t parameter_count(const RunConfig& cfg) {
   return 256 * d + cfg.seq_len * d + cfg.num_layer * per_block + 256 * d + 256;
 }
 
-MemoryEstimate estimate_memory(const RunConfig& cfg, int64_t params) {
+MemoryEstimate estimate_memory(const RunPlan& plan, int64_t params) {
+  const RunConfig& cfg = plan.cfg;
   const double S = static_cast<double>(cfg.seq_len), d = static_cast<double>(cfg.d_model);
   const double ff = static_cast<double>(cfg.ff_dim), H = static_cast<double>(cfg.num_heads);
   const double B = static_cast<double>(cfg.batch_size), L = static_cast<double>(cfg.num_layer);
-  const bool half = precision(cfg) != Precision::kFloat32;
+  const bool half = plan.lowp();
   MemoryEstimate m;
   m.state_bytes = static_cast<double>(params) * (16.0 + (half ? 2.0 : 0.0));
   const double per_sequence_layer = 10 * S * d + 3 * S * ff + (cfg.flash ? 2 : 3) * H * S * S;
@@ -70,19 +70,17 @@ double gpu_peak_flops(const std::string& device_name, Precision dtype) {
   return 0;
 }
 
-PeakFlops resolve_peak_flops(const RunConfig& cfg, const torch::Device& device,
-                             const std::string& device_name, const GemmProbe& probe) {
-  if (cfg.peak_tflops > 0) return {cfg.peak_tflops * 1e12, "flag", "", nullptr};
-  if (device.is_cuda()) {
-    const double peak = gpu_peak_flops(device_name, precision(cfg));
-    if (peak > 0) return {peak, "table:" + device_name, gemm_path_name(GemmPath::kCuda), nullptr};
-    return {0, "unknown", gemm_path_name(GemmPath::kCuda), nullptr};
+PeakFlops resolve_peak_flops(const RunPlan& plan, const std::string& device_name,
+                             const GemmProbe& probe) {
+  if (plan.cfg.peak_tflops > 0) return {plan.cfg.peak_tflops * 1e12, "flag", "", nullptr};
+  if (plan.cuda()) {
+    const double peak = gpu_peak_flops(device_name, plan.precision);
+    if (peak > 0) return {peak, "table:" + device_name, name_of(GemmPath::kCuda), nullptr};
+    return {0, "unknown", name_of(GemmPath::kCuda), nullptr};
   }
-  const RouteRate* route = resolved_lowp_gemm(cfg) == LowpGemm::kFloat32
-                               ? probe.find(GemmPath::kFloat32Rounded)
-                               : (probe.empty() ? nullptr : &probe.routes.front());
+  const RouteRate* route = probe.find(plan.gemm_route);
   if (!route) return {0, "unknown", "", nullptr};
-  return {route->peak_flops_per_s, "gemm_probe", gemm_path_name(route->path), probe.to_json()};
+  return {route->peak_flops_per_s, "gemm_probe", name_of(route->path), probe.to_json()};
 }
 
 }  // namespace trainbench

@@ -32,10 +32,7 @@ Tensor rounded_weight_(const Tensor& w, c10::ScalarType compute_dtype, GemmRoute
 class FusedBlockImpl : public BlockLayers {
  public:
   explicit FusedBlockImpl(const ModelOptions& o)
-      : BlockLayers(o),
-        heads_(o.num_heads),
-        flash_(o.flash),
-        route_(o.float32_gemm ? GemmRoute::kFloat32 : GemmRoute::kNative) {}
+      : BlockLayers(o), heads_(o.num_heads), flash_(o.flash), route_(o.gemm_route) {}
 
   // The residual stream between blocks: r (float32 [N, d], or undefined before the first
   // block) plus the pending branch (the previous FF output [N, d] and its bias, or the
@@ -110,8 +107,9 @@ class FusedModel : public ByteModelBase {
   Tensor forward(const Tensor& bytes) override {
     const Tensor x = trunk_(bytes);  // [N, d] compute_dtype, batch-major
     const int64_t s = bytes.size(0), b = bytes.size(1);
-    const Tensor logits = fused_linear(x, rounded_weight_(head_->weight, x.scalar_type(), route_()),
-                                       head_->bias, route_());
+    const GemmRoute route = options_.gemm_route;
+    const Tensor logits =
+        fused_linear(x, rounded_weight_(head_->weight, x.scalar_type(), route), head_->bias, route);
     return logits.view({b, s, kVocabSize}).transpose(0, 1);
   }
 
@@ -119,8 +117,9 @@ class FusedModel : public ByteModelBase {
   Tensor loss(const Tensor& bytes) override {
     const Tensor x = trunk_(bytes);
     const Tensor targets = bytes.t().reshape({-1});  // row b*S + s predicts bytes[s, b]
-    return head_cross_entropy(x, rounded_weight_(head_->weight, x.scalar_type(), route_()),
-                              head_->bias, targets, route_())
+    const GemmRoute route = options_.gemm_route;
+    return head_cross_entropy(x, rounded_weight_(head_->weight, x.scalar_type(), route),
+                              head_->bias, targets, route)
         .to(torch::kFloat);
   }
 
@@ -128,21 +127,13 @@ class FusedModel : public ByteModelBase {
   Tensor body(const Tensor& x) override { return x; }  // unused: forward is the fused one
 
  private:
-  GemmRoute route_() const {
-    return options_.float32_gemm ? GemmRoute::kFloat32 : GemmRoute::kNative;
-  }
-  // The activations' dtype: the run's compute dtype, or the parameters' own (float64 tests).
-  c10::ScalarType cdt_() const {
-    return options_.compute_dtype == torch::kFloat ? pos_.scalar_type() : options_.compute_dtype;
-  }
-
   // bytes [S, B] → rows [N, d] in the compute dtype after the last block (no final LayerNorm).
   Tensor trunk_(const Tensor& bytes) {
     const int64_t s = bytes.size(0), b = bytes.size(1), d = options_.d_model;
     // The shared front ([S, B, d]) in batch-major rows: one copy of the embedded input.
     const Tensor shifted = embed_shifted(bytes, embed_->weight, pos_).transpose(0, 1).contiguous();
     const double p = is_training() ? options_.dropout : 0.0;
-    const c10::ScalarType compute_dtype = cdt_();
+    const c10::ScalarType compute_dtype = options_.compute_dtype;
     FusedBlockImpl::Stream st{Tensor(), shifted.view({b * s, d}), Tensor()};
     for (const auto& block : *blocks)
       st = block->as<FusedBlockImpl>()->forward(st, s, compute_dtype, p);

@@ -60,6 +60,12 @@ Tensor gemm_(const Tensor& a, const Tensor& b, c10::ScalarType out) {
 Tensor mm_(const Tensor& a, const Tensor& b, GemmRoute r) {
   return gemm_(up_(a, r), up_(b, r), a.scalar_type());
 }
+// The route a backward takes: its forward's, kept in the node's saved data (which holds
+// IValues, so the enum is stored as its index, here and nowhere else).
+void save_route_(AutogradContext* ctx, GemmRoute r) {
+  TORCH_CHECK(r != GemmRoute::kAuto, "a fused op needs a GEMM route (native or float32), not auto");
+  ctx->saved_data["route"] = static_cast<int64_t>(r);
+}
 GemmRoute route_of_(AutogradContext* ctx) {
   return static_cast<GemmRoute>(ctx->saved_data["route"].toInt());
 }
@@ -75,9 +81,8 @@ Tensor chunk_sums_(const Tensor& partials) { return partials.sum(0); }
 
 struct FusedLinear : torch::autograd::Function<FusedLinear> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
-                        int64_t route, bool keep_float32) {
+                        GemmRoute r, bool keep_float32) {
     RECORD_FUNCTION("fused::linear", std::vector<c10::IValue>());
-    const auto r = static_cast<GemmRoute>(route);
     const bool up = upcast_(r, x);
     const auto out = up && keep_float32 ? torch::kFloat : x.scalar_type();
     Tensor y;
@@ -90,7 +95,7 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
       y = torch::addmm(b.to(x.scalar_type()), x, w.t());
     }
     ctx->save_for_backward({x, w});
-    ctx->saved_data["route"] = route;
+    save_route_(ctx, r);
     ctx->saved_data["has_bias"] = present_(b);
     ctx->saved_data["bias_dtype"] = static_cast<int64_t>(b.scalar_type());
     return y;
@@ -203,9 +208,9 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
 
 struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
-                        double p, int64_t key, int64_t route) {
+                        double p, int64_t key, GemmRoute r) {
     RECORD_FUNCTION("fused::linear_relu_dropout", std::vector<c10::IValue>());
-    Tensor out = mm_(x, w.t(), static_cast<GemmRoute>(route));  // [N, f]
+    Tensor out = mm_(x, w.t(), r);  // [N, f]
     k::BiasReluDropoutArgs a;
     a.rows = out.size(0);
     a.cols = out.size(1);
@@ -218,7 +223,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     ctx->save_for_backward({x, w, out});
     ctx->saved_data["scale"] = a.drop.scale;
     ctx->saved_data["bias_dtype"] = static_cast<int64_t>(b.scalar_type());
-    ctx->saved_data["route"] = route;
+    save_route_(ctx, r);
     return out;
   }
 
@@ -253,11 +258,10 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
 struct CausalAttention : torch::autograd::Function<CausalAttention> {
   // q, k, v: [BH, S, hd] contiguous.
   static Tensor forward(AutogradContext* ctx, const Tensor& q, const Tensor& kk, const Tensor& v,
-                        int64_t route, int64_t block) {
+                        GemmRoute r, int64_t block) {
     RECORD_FUNCTION("fused::causal_attention", std::vector<c10::IValue>());
     const int64_t bh = q.size(0), s = q.size(1), hd = q.size(2);
     const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-    const auto r = static_cast<GemmRoute>(route);
     // [BH, S, S] scores, then probabilities; in float32 only the blocks at or below the
     // diagonal are multiplied (causal_gemm.h), and the softmax writes zeros above the mask.
     // On the float32 route the float32 copies of q, k and v ([BH, S, hd], small beside the
@@ -275,7 +279,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     run_(a, prob);
     ctx->save_for_backward({q_up, k_up, v_up, prob});
     ctx->saved_data["scale"] = scale;
-    ctx->saved_data["route"] = route;
+    save_route_(ctx, r);
     ctx->saved_data["block"] = block;
     return gemm_(up_(prob, r), v_up, q.scalar_type());  // [BH, S, hd]
   }
@@ -311,10 +315,10 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
 
 struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
-                        const Tensor& targets_in, int64_t route) {
+                        const Tensor& targets_in, GemmRoute r) {
     RECORD_FUNCTION("fused::head_cross_entropy", std::vector<c10::IValue>());
     const Tensor targets = targets_in.contiguous();
-    Tensor logits = mm_(x, w.t(), static_cast<GemmRoute>(route));  // [N, V], the loss gradient
+    Tensor logits = mm_(x, w.t(), r);  // [N, V], the loss gradient
     const int64_t n = logits.size(0);
     Tensor partials = torch::empty({k::num_chunks(n)}, logits.options().dtype(b.scalar_type()));
     k::HeadCrossEntropyArgs a;
@@ -328,7 +332,7 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     a.type = k::storage_type_of(logits.scalar_type());
     run_(a, logits);
     ctx->save_for_backward({x, w, logits});
-    ctx->saved_data["route"] = route;
+    save_route_(ctx, r);
     return partials.sum() / static_cast<double>(n);
   }
 
@@ -358,26 +362,24 @@ std::vector<Tensor> drop_add_layer_norm(const Tensor& resid, const Tensor& branc
 
 Tensor fused_linear(const Tensor& x, const Tensor& w, const Tensor& b, GemmRoute route,
                     bool keep_float32) {
-  return FusedLinear::apply(x, w, opt_(b, x), static_cast<int64_t>(route), keep_float32);
+  return FusedLinear::apply(x, w, opt_(b, x), route, keep_float32);
 }
 
 Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, FusedDropout drop,
                            GemmRoute route) {
-  return LinearReluDropout::apply(x, w, b, drop.p, static_cast<int64_t>(drop.key),
-                                  static_cast<int64_t>(route));
+  return LinearReluDropout::apply(x, w, b, drop.p, static_cast<int64_t>(drop.key), route);
 }
 
 Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, GemmRoute route,
                         int64_t block) {
   const int64_t b = q.size(0), h = q.size(1), s = q.size(2), hd = q.size(3);
   auto flat = [&](const Tensor& t) { return t.reshape({b * h, s, hd}).contiguous(); };
-  return CausalAttention::apply(flat(q), flat(k), flat(v), static_cast<int64_t>(route), block)
-      .view({b, h, s, hd});
+  return CausalAttention::apply(flat(q), flat(k), flat(v), route, block).view({b, h, s, hd});
 }
 
 Tensor head_cross_entropy(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& targets,
                           GemmRoute route) {
-  return HeadCrossEntropy::apply(x, w, b, targets, static_cast<int64_t>(route));
+  return HeadCrossEntropy::apply(x, w, b, targets, route);
 }
 
 }  // namespace trainbench

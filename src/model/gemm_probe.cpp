@@ -10,8 +10,6 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/types.h>
 
-#include "trainbench/model/precision.h"
-
 namespace trainbench {
 namespace {
 
@@ -98,18 +96,19 @@ std::pair<double, int64_t> time_product_(const GemmProduct& p, c10::ScalarType d
   return {best, rows};
 }
 
-RouteRate measure_route_(const RunConfig& cfg, GemmPath path, c10::ScalarType dtype, int trials,
-                         double budget_s) {
+RouteRate measure_route_(const RunPlan& plan, GemmRoute route, int trials, double budget_s) {
   torch::NoGradGuard no_grad;
   // A private generator: the probe must not move the run's seeded random stream.
   at::Generator gen = at::detail::createCPUGenerator(0);
-  const bool rounded = path == GemmPath::kFloat32Rounded;
-  const bool slow = path == GemmPath::kReference;
+  const c10::ScalarType dtype = plan.compute_dtype;
+  const bool rounded = route == GemmRoute::kFloat32;
   RouteRate r;
-  r.path = path;
+  r.route = route;
+  r.path = gemm_path_of(route, plan.precision, effective_isa(), false);
+  const bool slow = r.path == GemmPath::kReference;
   r.products = nlohmann::json::array();
   double flops = 0, seconds = 0;
-  for (const GemmProduct& p : model_gemm_products(cfg)) {
+  for (const GemmProduct& p : model_gemm_products(plan.cfg)) {
     const auto [s, rows] = time_product_(p, dtype, rounded, slow, slow ? 2 : trials, budget_s, gen);
     const bool weight_grad = p.orientation == GemmOrientation::kWeightGrad;
     const double f = 2.0 * static_cast<double>(p.m * p.k * p.n / p.rows() * rows);
@@ -138,10 +137,9 @@ bool inject_rates_(GemmProbe& probe) {
     if (eq == std::string::npos) continue;
     const std::string name = item.substr(0, eq);
     const double rate = std::atof(item.c_str() + eq + 1);
-    for (size_t i = 0; i < probe.routes.size(); ++i) {
-      RouteRate& r = probe.routes[i];
+    for (RouteRate& r : probe.routes) {
       // "native": LibTorch's own path for the dtype, whichever it is on this CPU.
-      if (name == gemm_path_name(r.path) || (name == "native" && i == 0)) {
+      if (name == name_of(r.path) || name == name_of(r.route)) {
         r.flops_per_s = r.peak_flops_per_s = rate;
       }
     }
@@ -174,9 +172,9 @@ std::vector<GemmProduct> model_gemm_products(const RunConfig& cfg) {
   return out;
 }
 
-const RouteRate* GemmProbe::find(GemmPath path) const {
+const RouteRate* GemmProbe::find(GemmRoute route) const {
   for (const RouteRate& r : routes) {
-    if (r.path == path) return &r;
+    if (r.route == route) return &r;
   }
   return nullptr;
 }
@@ -184,30 +182,27 @@ const RouteRate* GemmProbe::find(GemmPath path) const {
 nlohmann::json GemmProbe::to_json() const {
   nlohmann::json rs = nlohmann::json::array();
   for (const RouteRate& r : routes) {
-    rs.push_back({{"gemm_path", gemm_path_name(r.path)},
+    rs.push_back({{"gemm_path", name_of(r.path)},
                   {"flops_per_s", r.flops_per_s},
                   {"peak_flops_per_s", r.peak_flops_per_s},
                   {"rows", r.rows},
                   {"products", r.products}});
   }
-  return {{"dtype", precision_name(dtype)},
+  return {{"dtype", name_of(dtype)},
           {"trials", trials},
           {"seconds", seconds},
           {"injected", injected},
           {"routes", rs}};
 }
 
-GemmProbe probe_gemm(const RunConfig& cfg, int trials, double product_budget_s) {
+GemmProbe probe_gemm(const RunPlan& plan, int trials, double product_budget_s) {
   const auto t0 = clock_::now();
   GemmProbe probe;
-  probe.dtype = precision(cfg);
+  probe.dtype = plan.precision;
   probe.trials = trials;
-  const GemmPath own = libtorch_gemm_path(effective_isa(), probe.dtype);
-  const c10::ScalarType type = autocast_dtype(probe.dtype).value_or(torch::kFloat);
-  probe.routes.push_back(measure_route_(cfg, own, type, trials, product_budget_s));
-  if (probe.dtype != Precision::kFloat32) {
-    probe.routes.push_back(
-        measure_route_(cfg, GemmPath::kFloat32Rounded, type, trials, product_budget_s));
+  probe.routes.push_back(measure_route_(plan, GemmRoute::kNative, trials, product_budget_s));
+  if (plan.lowp()) {
+    probe.routes.push_back(measure_route_(plan, GemmRoute::kFloat32, trials, product_budget_s));
   }
   probe.injected = inject_rates_(probe);
   probe.seconds = seconds_since_(t0);
@@ -216,26 +211,26 @@ GemmProbe probe_gemm(const RunConfig& cfg, int trials, double product_budget_s) 
 
 RouteChoice choose_route(const GemmProbe& probe) {
   RouteChoice c;
-  const RouteRate* rounded = probe.find(GemmPath::kFloat32Rounded);
+  const RouteRate* rounded = probe.find(GemmRoute::kFloat32);
   if (probe.empty() || !rounded) {
     c.reason = "float32 has one route";
     return c;
   }
   const RouteRate& own = probe.routes.front();
-  const std::string dtype = precision_name(probe.dtype);
-  const std::string theirs = "LibTorch's " + dtype + " GEMM (" + gemm_path_name(own.path) + ")";
+  const std::string dtype = name_of(probe.dtype);
+  const std::string theirs = "LibTorch's " + dtype + " GEMM (" + name_of(own.path) + ")";
   char ratio[32];
   if (rounded->flops_per_s > own.flops_per_s) {
     std::snprintf(ratio, sizeof(ratio), "%.2fx",
                   own.flops_per_s > 0 ? rounded->flops_per_s / own.flops_per_s : 0.0);
-    c.route = LowpGemm::kFloat32;
+    c.route = GemmRoute::kFloat32;
     c.reason = "float32 GEMMs of " + dtype + " operands measured " + gflops_(rounded->flops_per_s) +
                " GFLOP/s against " + gflops_(own.flops_per_s) + " for " + theirs +
                " at this model's GEMM shapes (" + ratio + ")";
   } else {
     std::snprintf(ratio, sizeof(ratio), "%.2fx",
                   rounded->flops_per_s > 0 ? own.flops_per_s / rounded->flops_per_s : 0.0);
-    c.route = LowpGemm::kNative;
+    c.route = GemmRoute::kNative;
     c.reason = theirs + " measured " + gflops_(own.flops_per_s) + " GFLOP/s against " +
                gflops_(rounded->flops_per_s) + " for float32 GEMMs of " + dtype +
                " operands at this model's GEMM shapes (" + ratio + ")";

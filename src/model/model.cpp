@@ -4,12 +4,12 @@
 #include <limits>
 
 #include "trainbench/model/dropout.h"
-#include "trainbench/model/precision.h"
 #include "trainbench/model/scripted_model.h"
 
 namespace trainbench {
 
-ModelOptions ModelOptions::from_config(const RunConfig& cfg) {
+ModelOptions ModelOptions::from_plan(const RunPlan& plan) {
+  const RunConfig& cfg = plan.cfg;
   ModelOptions o;
   o.seq_len = cfg.seq_len;
   o.d_model = cfg.d_model;
@@ -19,9 +19,9 @@ ModelOptions ModelOptions::from_config(const RunConfig& cfg) {
   o.dropout = cfg.dropout;
   o.flash = cfg.flash;
   o.norm_first = cfg.norm_first;
-  o.parallel_dropout = resolved_dropout_impl(cfg) == DropoutImpl::kParallel;
-  o.compute_dtype = autocast_dtype(precision(cfg)).value_or(torch::kFloat);
-  o.float32_gemm = resolved_lowp_gemm(cfg) == LowpGemm::kFloat32;
+  o.parallel_dropout = plan.dropout == DropoutImpl::kParallel;
+  o.compute_dtype = plan.compute_dtype;
+  o.gemm_route = plan.gemm_route;
   return o;
 }
 
@@ -49,12 +49,17 @@ BlockLayers::BlockLayers(const ModelOptions& o) {
   ff2 = register_module("ff2", torch::nn::Linear(o.ff_dim, o.d_model));
 }
 
-std::shared_ptr<LanguageModel> make_model(const RunConfig& cfg) {
-  const ModelOptions o = ModelOptions::from_config(cfg);
-  // validate() has allowed only torch | handcraft.
-  if (cfg.model == "torch") return make_torch_model(o);
-  if (compile_path(cfg) == CompilePath::kTorchScript) return make_scripted_model(o);
-  if (compile_path(cfg) == CompilePath::kFused) return make_fused_model(o);
+std::shared_ptr<LanguageModel> make_model(const RunPlan& plan) {
+  const ModelOptions o = ModelOptions::from_plan(plan);
+  if (plan.model == ModelKind::kTorch) return make_torch_model(o);
+  switch (plan.compile) {
+    case CompilePath::kTorchScript:
+      return make_scripted_model(o);
+    case CompilePath::kFused:
+      return make_fused_model(o);
+    case CompilePath::kNone:
+      break;
+  }
   return make_handcraft_model(o);
 }
 

@@ -5,12 +5,6 @@
 
 namespace trainbench {
 
-c10::optional<c10::ScalarType> autocast_dtype(Precision dtype) {
-  if (dtype == Precision::kBFloat16) return c10::ScalarType::BFloat16;
-  if (dtype == Precision::kFloat16) return c10::ScalarType::Half;
-  return c10::nullopt;
-}
-
 namespace {
 
 bool autocast_enabled_(torch::DeviceType d) { return at::autocast::is_autocast_enabled(d); }
@@ -24,13 +18,12 @@ void autocast_set_(torch::DeviceType d, bool on, c10::ScalarType t) {
 
 }  // namespace
 
-AutocastGuard::AutocastGuard(torch::DeviceType device, c10::optional<c10::ScalarType> dtype)
-    : device_(device) {
-  if (!dtype) return;
+AutocastGuard::AutocastGuard(torch::DeviceType device, Precision precision) : device_(device) {
+  if (precision == Precision::kFloat32) return;
   active_ = true;
   prev_enabled_ = autocast_enabled_(device);
   prev_dtype_ = autocast_get_dtype_(device);
-  autocast_set_(device, true, *dtype);
+  autocast_set_(device, true, row_of(precision).compute);
   at::autocast::increment_nesting();
 }
 

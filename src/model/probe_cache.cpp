@@ -74,7 +74,7 @@ std::string probe_cache_file(const RunConfig& cfg) {
   return "";
 }
 
-std::string probe_cache_key(const RunConfig& cfg, int threads) {
+std::string probe_cache_key(const RunPlan& plan, int threads) {
   // Appended piece by piece (GCC 12 warns falsely about "literal" + std::string&&).
   std::string isa;
   for (const std::string& s : isa_names(effective_isa())) {
@@ -82,7 +82,7 @@ std::string probe_cache_key(const RunConfig& cfg, int threads) {
     isa += s;
   }
   std::string gemms;
-  for (const GemmProduct& p : model_gemm_products(cfg)) {
+  for (const GemmProduct& p : model_gemm_products(plan.cfg)) {
     if (!gemms.empty()) gemms += ',';
     gemms += std::to_string(p.m);
     gemms += 'x';
@@ -93,8 +93,8 @@ std::string probe_cache_key(const RunConfig& cfg, int threads) {
   std::string key = "cpu=";
   for (const std::string& part :
        {cpu_model_name_(), std::string("|isa="), isa, std::string("|libtorch=" TORCH_VERSION),
-        std::string("|threads=") + std::to_string(threads), std::string("|dtype=") + cfg.dtype,
-        std::string("|gemms="), gemms}) {
+        std::string("|threads=") + std::to_string(threads),
+        std::string("|dtype=") + name_of(plan.precision), std::string("|gemms="), gemms}) {
     key += part;
   }
   return key;
@@ -102,22 +102,18 @@ std::string probe_cache_key(const RunConfig& cfg, int threads) {
 
 GemmProbe probe_from_json(const nlohmann::json& j) {
   GemmProbe p;
-  p.dtype = precision_named(j.at("dtype").get<std::string>());
+  p.dtype = choice_of<Precision>("dtype", j.at("dtype").get<std::string>());
   p.trials = j.value("trials", 0);
   p.seconds = j.value("seconds", 0.0);
   p.injected = j.value("injected", false);
   for (const auto& r : j.at("routes")) {
     RouteRate rate;
+    // probe_gemm measures the native route first, then the float32 route.
+    rate.route = p.routes.empty() ? GemmRoute::kNative : GemmRoute::kFloat32;
     const std::string name = r.at("gemm_path").get<std::string>();
-    bool known = false;
-    for (GemmPath path : {GemmPath::kMklFloat32, GemmPath::kOnednnNative, GemmPath::kOnednnEmulated,
-                          GemmPath::kReference, GemmPath::kFloat32Rounded, GemmPath::kCuda}) {
-      if (name == gemm_path_name(path)) {
-        rate.path = path;
-        known = true;
-      }
-    }
-    if (!known) throw std::runtime_error("unknown gemm_path '" + name + "'");
+    const auto path = parse_choice<GemmPath>(name);
+    if (!path) throw std::runtime_error("unknown gemm_path '" + name + "'");
+    rate.path = *path;
     rate.flops_per_s = r.at("flops_per_s").get<double>();
     rate.peak_flops_per_s = r.at("peak_flops_per_s").get<double>();
     rate.rows = r.value("rows", int64_t{0});
@@ -127,11 +123,12 @@ GemmProbe probe_from_json(const nlohmann::json& j) {
   return p;
 }
 
-ProbeOutcome cached_or_measured_probe(const RunConfig& cfg, int threads) {
+ProbeOutcome cached_or_measured_probe(const RunPlan& plan, int threads) {
+  const RunConfig& cfg = plan.cfg;
   ProbeOutcome out;
   const bool injected = std::getenv("TB_TEST_GEMM_RATES") != nullptr;
   const std::string file = injected ? "" : probe_cache_file(cfg);
-  const std::string key = probe_cache_key(cfg, threads);
+  const std::string key = probe_cache_key(plan, threads);
   out.record = {{"file", file.empty() ? nlohmann::json(nullptr) : nlohmann::json(file)},
                 {"key", key},
                 {"hit", false}};
@@ -161,7 +158,7 @@ ProbeOutcome cached_or_measured_probe(const RunConfig& cfg, int threads) {
   double seconds = 0;
   for (; attempts < kProbeAttempts && disturbed; ++attempts) {
     const CpuSample before = cpu_sample();
-    GemmProbe p = probe_gemm(cfg);
+    GemmProbe p = probe_gemm(plan);
     disturbed = attempts < forced_disturbed || disturbed_(before, cpu_sample(), p.seconds);
     seconds += p.seconds;
     const bool faster =

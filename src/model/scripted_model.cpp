@@ -166,7 +166,7 @@ std::string configure_script_executor(const torch::Device& device) {
   return can_fuse ? "torchscript+nnc" : "torchscript";
 }
 
-int64_t last_graph_fused_groups() {
+int64_t last_graph_fusion_groups() {
   const std::shared_ptr<torch::jit::Graph> graph = torch::jit::lastExecutedOptimizedGraph();
   int64_t n = 0;
   if (graph) count_fused_(graph->block(), n);

@@ -7,14 +7,8 @@
 
 #include <ATen/Context.h>
 
-#include "trainbench/core/flags.h"
-#include "trainbench/model/precision.h"
-
 namespace trainbench {
 namespace {
-
-// The backends --sdpa_backend allows: the flag table's choices (core/flags.cpp).
-const std::vector<std::string>& backends_() { return find_flag("sdpa_backend")->choices; }
 
 // The names of LibTorch's sdp::SDPBackend values (math=0, flash=1, efficient=2, cudnn=3,
 // overrideable=4).
@@ -25,8 +19,8 @@ std::string backend_name_(int64_t choice) {
   return "backend_" + std::to_string(choice);
 }
 
-std::string flag_prefix_(const std::string& backend) {
-  return "--sdpa_backend: '" + backend + "' ";
+std::string flag_prefix_(SdpaBackend backend) {
+  return std::string("--sdpa_backend: '") + name_of(backend) + "' ";
 }
 
 }  // namespace
@@ -49,17 +43,15 @@ void set_sdpa_flags(const SdpaFlags& f) {
   ctx.setSDPUseCuDNN(f.cudnn);
 }
 
-SdpaBackendGuard::SdpaBackendGuard(const std::string& backend) {
-  if (backend == "auto") return;
-  TORCH_CHECK(std::find(backends_().begin(), backends_().end(), backend) != backends_().end(),
-              "unknown SDPA backend '", backend, "'");
+SdpaBackendGuard::SdpaBackendGuard(SdpaBackend backend) {
+  if (backend == SdpaBackend::kAuto) return;
   saved_ = sdpa_flags();
   active_ = true;
   SdpaFlags only;  // everything off but the forced one (math too, or it would be the fallback)
-  only.flash = backend == "flash";
-  only.mem_efficient = backend == "efficient";
-  only.cudnn = backend == "cudnn";
-  only.math = backend == "math";
+  only.flash = backend == SdpaBackend::kFlash;
+  only.mem_efficient = backend == SdpaBackend::kEfficient;
+  only.cudnn = backend == SdpaBackend::kCudnn;
+  only.math = backend == SdpaBackend::kMath;
   set_sdpa_flags(only);
 }
 
@@ -67,27 +59,24 @@ SdpaBackendGuard::~SdpaBackendGuard() {
   if (active_) set_sdpa_flags(saved_);
 }
 
-std::string sdpa_backend_config_error(const RunConfig& cfg) {
-  const std::string& b = cfg.sdpa_backend;
-  if (std::find(backends_().begin(), backends_().end(), b) == backends_().end()) {
-    return "--sdpa_backend: '" + b + "' is not allowed; use one of auto|flash|efficient|cudnn|math";
-  }
-  if (b == "auto") return "";
-  if (!cfg.flash) {
+std::string sdpa_backend_config_error(const RunPlan& plan) {
+  const SdpaBackend b = plan.sdpa_backend;
+  if (b == SdpaBackend::kAuto) return "";
+  if (!plan.cfg.flash) {
     return flag_prefix_(b) +
            "needs --flash 1 (the naive attention path does not call scaled-dot-product "
            "attention); use --flash 1 or --sdpa_backend auto";
   }
-  if (b == "math") return "";
-  if (resolved_device(cfg) == "cpu") {
-    if (b == "efficient" || b == "cudnn") {
+  if (b == SdpaBackend::kMath) return "";
+  if (!plan.cuda()) {
+    if (!row_of(b).has_cpu_kernel) {
       return flag_prefix_(b) +
              "has no CPU kernel (the CPU has flash and math); use --sdpa_backend "
              "auto|flash|math or --device cuda";
     }
     return "";
   }
-  if ((b == "flash" || b == "cudnn") && precision(cfg) == Precision::kFloat32) {
+  if (row_of(b).needs_lowp_cuda && !plan.lowp()) {
     return flag_prefix_(b) +
            "needs --dtype float16|bfloat16 on CUDA (its kernels have no float32 path); use "
            "--sdpa_backend auto|efficient|math or a lower-precision --dtype";
@@ -95,14 +84,15 @@ std::string sdpa_backend_config_error(const RunConfig& cfg) {
   return "";
 }
 
-std::string resolve_sdpa_backend(const RunConfig& cfg, const torch::Device& device) {
+std::string resolve_sdpa_backend(const RunPlan& plan) {
+  const RunConfig& cfg = plan.cfg;
   if (!cfg.flash) return "";
-  SdpaBackendGuard guard(cfg.sdpa_backend);
+  SdpaBackendGuard guard(plan.sdpa_backend);
   // q, k, v as the attention sees them: [batch, heads, seq, head_dim] in the compute dtype
   // (autocast casts the qkv projection's output), requiring grad as in training. Zeros, not
   // randn: the probe must not move the seeded random stream.
-  const auto dtype = autocast_dtype(precision(cfg)).value_or(torch::kFloat);
-  const auto opts = torch::TensorOptions().dtype(dtype).device(device).requires_grad(true);
+  const auto opts =
+      torch::TensorOptions().dtype(plan.compute_dtype).device(plan.device).requires_grad(true);
   const torch::Tensor q =
       torch::zeros({1, cfg.num_heads, cfg.seq_len, cfg.d_model / cfg.num_heads}, opts);
   int64_t choice = -1;
@@ -114,10 +104,12 @@ std::string resolve_sdpa_backend(const RunConfig& cfg, const torch::Device& devi
     why = why.substr(0, why.find('\n'));
   }
   const std::string name = choice < 0 ? "" : backend_name_(choice);
-  if (cfg.sdpa_backend != "auto" && name != cfg.sdpa_backend) {
-    throw ConfigError(flag_prefix_(cfg.sdpa_backend) + "cannot run this attention (" + cfg.dtype +
-                      ", head_dim " + std::to_string(cfg.d_model / cfg.num_heads) + ", seq_len " +
-                      std::to_string(cfg.seq_len) + " on " + device.str() +
+  const SdpaBackend forced = plan.sdpa_backend;
+  if (forced != SdpaBackend::kAuto && name != name_of(forced)) {
+    throw ConfigError(flag_prefix_(forced) + "cannot run this attention (" +
+                      name_of(plan.precision) + ", head_dim " +
+                      std::to_string(cfg.d_model / cfg.num_heads) + ", seq_len " +
+                      std::to_string(cfg.seq_len) + " on " + plan.device.str() +
                       "): " + (why.empty() ? "LibTorch picks '" + name + "'" : why) +
                       "; use --sdpa_backend auto");
   }

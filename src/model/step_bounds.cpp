@@ -8,13 +8,13 @@
 
 namespace trainbench {
 
-std::map<std::string, CategoryWork> step_work(const RunConfig& cfg, int64_t params,
-                                              bool float32_route) {
+std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t params) {
+  const RunConfig& cfg = plan.cfg;
   const double N = static_cast<double>(cfg.batch_size * cfg.seq_len);
   const double L = static_cast<double>(cfg.num_layer), d = static_cast<double>(cfg.d_model);
   const double ff = static_cast<double>(cfg.ff_dim), S = static_cast<double>(cfg.seq_len);
   const double B = static_cast<double>(cfg.batch_size), H = static_cast<double>(cfg.num_heads);
-  const bool lowp = precision(cfg) != Precision::kFloat32;
+  const bool lowp = plan.lowp();
   const double e = lowp ? 2.0 : 4.0;
   std::map<std::string, CategoryWork> w;
   const double attention_flops = 12.0 * L * S * d * N;
@@ -28,7 +28,7 @@ std::map<std::string, CategoryWork> step_work(const RunConfig& cfg, int64_t para
   w["normalisation"].bytes = 2.0 * ((8 + 2 * e) + (12 + 2 * e)) * d * N * L;
   double pointwise = 5.0 * e * ff * N * L;
   if (lowp) pointwise += (4.0 + e) * static_cast<double>(params);
-  if (float32_route) {
+  if (plan.gemm_route == GemmRoute::kFloat32) {
     // qkv (d -> 3d), out (d -> d), FF in (d -> ff), FF out (ff -> d): 3 inputs, 2 outputs each.
     const double per_layer =
         (3 * d + 2 * 3 * d) + (3 * d + 2 * d) + (3 * d + 2 * ff) + (3 * ff + 2 * d);

@@ -13,6 +13,7 @@
 #include "trainbench/core/atomic_file.h"
 #include "trainbench/core/config.h"
 #include "trainbench/core/errors.h"
+#include "trainbench/core/run_files.h"
 #include "trainbench/report/run_lock.h"
 
 namespace trainbench {
@@ -27,22 +28,20 @@ void check_run_dir(const std::string& dir, bool overwrite) {
     throw ConfigError("--save_dir: run folder '" + dir +
                       "' exists and is not a folder; choose another --save_dir");
   }
-  // The lock file (run_lock.h) alone is not a result.
+  // The hold (run_lock.h) alone is not a result.
   bool empty = true;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().filename() != kLockFile) empty = false;
+    const RunFileRow* file = run_file_of(entry.path().filename().string());
+    if (!file || file->value != RunFile::kLock) empty = false;
   }
   if (empty) return;
   if (overwrite) {
-    // The previous run's files go, so none of them (an old summary, an old checkpoint that a
-    // later --resume would pick) can be mistaken for this run's.
+    // Every file a run writes goes (core/run_files.h), so that none of them (an old summary,
+    // an old trace, an old checkpoint that a later --resume would pick) can be mistaken for
+    // this run's; files bench never writes stay.
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name == "config.json" || name == "env.json" || name == "summary.json" ||
-          name == "metrics.jsonl" || name == "trace.json" || name.rfind("checkpoint-", 0) == 0 ||
-          name.rfind("events.out.tfevents.", 0) == 0) {
-        fs::remove(entry.path(), ec);
-      }
+      const RunFileRow* file = run_file_of(entry.path().filename().string());
+      if (file && file->overwrite_clears) fs::remove(entry.path(), ec);
     }
     return;
   }
@@ -68,7 +67,7 @@ ResultWriter::ResultWriter(std::string dir, int64_t resume_step) : dir_(std::mov
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw RunError("cannot create run folder '" + dir_ + "': " + ec.message());
-  const std::string path = dir_ + "/metrics.jsonl";
+  const std::string path = run_file(dir_, RunFile::kMetrics);
   if (resume_step >= 0) {
     std::ifstream in(path);
     std::string kept;
@@ -96,12 +95,12 @@ ResultWriter::~ResultWriter() {
 
 void ResultWriter::write_config(nlohmann::json config) {
   config["schema_version"] = kSchemaVersion;
-  write_json_atomic(dir_ + "/config.json", config);
+  write_json_atomic(run_file(dir_, RunFile::kConfig), config);
 }
 
 void ResultWriter::write_env(nlohmann::json env) {
   env["schema_version"] = kSchemaVersion;
-  write_json_atomic(dir_ + "/env.json", env);
+  write_json_atomic(run_file(dir_, RunFile::kEnv), env);
 }
 
 void ResultWriter::append_metric(nlohmann::json line) {
@@ -119,7 +118,7 @@ void ResultWriter::append_metric(nlohmann::json line) {
 
 void ResultWriter::write_summary(nlohmann::json summary) {
   summary["schema_version"] = kSchemaVersion;
-  write_json_atomic(dir_ + "/summary.json", summary);
+  write_json_atomic(run_file(dir_, RunFile::kSummary), summary);
 }
 
 }  // namespace trainbench

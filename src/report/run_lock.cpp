@@ -13,6 +13,7 @@
 
 #include "trainbench/core/errors.h"
 #include "trainbench/core/log.h"
+#include "trainbench/core/run_files.h"
 #include "trainbench/report/env_info.h"
 
 namespace trainbench {
@@ -20,7 +21,7 @@ namespace trainbench {
 namespace fs = std::filesystem;
 
 bool run_folder_in_use(const std::string& dir) {
-  const int fd = ::open((dir + "/" + kLockFile).c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(run_file(dir, RunFile::kLock).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   ::close(fd);  // drops the shared hold taken when it was free
@@ -42,7 +43,7 @@ RunFolderLock RunFolderLock::acquire(const std::string& dir, bool create) {
     if (ec) throw RunError("cannot create run folder '" + dir + "': " + ec.message());
     lock.created_ = true;
   }
-  const std::string path = dir + "/" + kLockFile;
+  const std::string path = run_file(dir, RunFile::kLock);
   lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock.fd_ < 0) {
     throw RunError("cannot open '" + path + "' to hold the run folder: " + std::strerror(errno));
@@ -99,7 +100,7 @@ void RunFolderLock::release_() {
     std::error_code ec;
     bool only_lock = true;
     for (const auto& e : fs::directory_iterator(dir_, ec)) {
-      if (e.path().filename() != kLockFile) only_lock = false;
+      if (e.path().filename() != name_of(RunFile::kLock)) only_lock = false;
     }
     if (!ec && only_lock) {
       fs::remove_all(dir_, ec);

@@ -20,6 +20,7 @@
 #include "trainbench/core/atomic_file.h"
 #include "trainbench/core/errors.h"
 #include "trainbench/core/flags.h"
+#include "trainbench/core/run_files.h"
 
 namespace trainbench {
 
@@ -27,7 +28,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kPrefix = "events.out.tfevents.";
+const char* const kPrefix = name_of(RunFile::kEvents);
 constexpr const char* kStartTag = "_hparams_/session_start_info";  // the plugin's tags
 constexpr const char* kEndTag = "_hparams_/session_end_info";
 constexpr const char* kExperimentTag = "_hparams_/experiment";

@@ -21,6 +21,7 @@
 #include "trainbench/core/errors.h"
 #include "trainbench/core/flags.h"
 #include "trainbench/core/log.h"
+#include "trainbench/core/run_files.h"
 
 namespace trainbench {
 
@@ -28,7 +29,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kPrefix = "checkpoint-";
+const char* const kPrefix = name_of(RunFile::kCheckpoint);
 
 std::vector<std::string> checkpoints_(const std::string& run_dir) {
   std::vector<std::pair<int64_t, std::string>> found;

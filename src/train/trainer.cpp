@@ -11,12 +11,13 @@
 
 namespace trainbench {
 
-Trainer::Trainer(const RunConfig& cfg, torch::Device device)
-    : cfg_(cfg),
-      device_(device),
-      sdpa_guard_(cfg.flash ? cfg.sdpa_backend : "auto"),
-      scaler_(precision(cfg) == Precision::kFloat16, {}, device) {
-  model_ = make_model(cfg);
+Trainer::Trainer(const RunPlan& plan)
+    : plan_(plan),
+      device_(plan.device),
+      sdpa_guard_(plan.cfg.flash ? plan.sdpa_backend : SdpaBackend::kAuto),
+      scaler_(row_of(plan.precision).loss_scaled, {}, plan.device) {
+  const RunConfig& cfg = plan.cfg;
+  model_ = make_model(plan);
   model_->to(device_);
   if (cfg.fused_adam) {
     FusedAdamOptions o;
@@ -48,10 +49,10 @@ torch::Tensor Trainer::step_body_(const torch::Tensor& bytes) {
   for (auto& p : model_->parameters()) p.mutable_grad() = torch::Tensor();
   torch::Tensor loss;
   {
-    AutocastGuard autocast(device_.type(), autocast_dtype(precision(cfg_)));
+    AutocastGuard autocast(device_.type(), plan_.precision);
     loss = model_->loss(bytes);
   }
-  if (cfg_.fault_nan_step > 0 && steps_done_ == cfg_.fault_nan_step) {
+  if (plan_.cfg.fault_nan_step > 0 && steps_done_ == plan_.cfg.fault_nan_step) {
     loss = loss + std::numeric_limits<float>::quiet_NaN();  // injected fault (tests)
   }
   if (sync_) sync_->start_step(loss);
@@ -96,8 +97,8 @@ Trainer::EvalSums Trainer::evaluate_sums(const ByteCorpus& corpus,
   double total = 0;
   int64_t count = 0;
   for (const auto& starts : batches) {
-    const torch::Tensor bytes = make_batch(corpus, starts, cfg_.seq_len, false).to(device_);
-    AutocastGuard autocast(device_.type(), autocast_dtype(precision(cfg_)));
+    const torch::Tensor bytes = make_batch(corpus, starts, plan_.cfg.seq_len, false).to(device_);
+    AutocastGuard autocast(device_.type(), plan_.precision);
     const double loss = model_->loss(bytes).item<double>();
     total += loss * static_cast<double>(bytes.numel());
     count += bytes.numel();

@@ -120,7 +120,7 @@ TEST(Config, CompileNamesItsPathAndZeroOneStayAliases) {
   RunConfig c;
   c.compile = "fused";
   EXPECT_EQ(nlohmann::json(c)["compile"], "fused");
-  EXPECT_EQ(resolved_dropout_impl(c), DropoutImpl::kFused);
+  EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kFused);
 }
 
 TEST(Config, ImpossibleDeviceCombinationsAreRefused) {

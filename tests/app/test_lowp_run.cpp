@@ -123,7 +123,7 @@ TEST_F(LowpRun, AutoOnThisCpuTakesTheFasterMeasuredRoute) {
         run_("", std::string("--dtype ") + dtype + " --compile fused", std::string("auto") + dtype);
     const nlohmann::json route = read_json_file(run + "/summary.json")["gemm_route"];
     const std::string own =
-        gemm_path_name(libtorch_gemm_path(effective_isa(), precision_named(dtype)));
+        name_of(libtorch_gemm_path(effective_isa(), choice_of<Precision>("dtype", dtype)));
     const bool rounded_faster = route["flops_per_s"]["float32_rounded"].get<double>() >
                                 route["flops_per_s"][own].get<double>();
     EXPECT_EQ(route["chosen"], rounded_faster ? "float32" : "native") << route.dump();

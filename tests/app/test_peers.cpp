@@ -73,7 +73,8 @@ TEST(Peers, PytorchPeerWritesTheContractWithTheCppParameterCount) {
     c.num_heads = 2;
     c.ff_dim = 64;
     c.seq_len = 32;
-    EXPECT_EQ(summary["params"].get<int64_t>(), count_parameters(*make_model(c))) << model;
+    EXPECT_EQ(summary["params"].get<int64_t>(), count_parameters(*make_model(make_plan(c))))
+        << model;
     EXPECT_EQ(summary["status"], "completed");
     EXPECT_EQ(summary["steps_timed"], 3);
     EXPECT_TRUE(summary["final_valid_bpb"].is_number());

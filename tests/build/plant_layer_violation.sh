@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies the tree's src/ and include/ into a temporary folder, checks that the layering check
 # passes there, plants one upward include (data including an app header) and checks that the
-# check then fails naming the file and the include.
+# check then fails naming the file and the include; then, in a fresh copy, plants a read of a
+# choice flag's text below app (model comparing cfg.dtype) and checks that it fails naming it.
 # Usage: plant_layer_violation.sh SOURCE_DIR CMAKE LAYERS   (comma-separated, lowest first)
 set -euo pipefail
 src=$1 cmake=$2 layers=$3
@@ -14,4 +15,10 @@ printf '#include "trainbench/app/run.h"\n' >> "$tmp/src/data/sampler.cpp"
 if out=$(check); then echo "the planted violation was not found"; exit 1; fi
 echo "$out" | grep -q 'src/data/sampler.cpp (layer data) includes a higher layer: #include "trainbench/app/run.h"' ||
   { echo "unexpected message: $out"; exit 1; }
-echo "the check refused the planted violation"
+rm -rf "$tmp/src" "$tmp/include"
+cp -r "$src/src" "$src/include" "$tmp/"
+printf 'bool planted_(const RunConfig& cfg) { return cfg.dtype == "bfloat16"; }\n' >> "$tmp/src/model/flops.cpp"
+if out=$(check); then echo "the planted read of a choice flag's text was not found"; exit 1; fi
+echo "$out" | grep -q "src/model/flops.cpp (layer model) reads a choice flag's text below app" ||
+  { echo "unexpected message: $out"; exit 1; }
+echo "the check refused both planted violations"

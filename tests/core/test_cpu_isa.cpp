@@ -36,7 +36,7 @@ CpuIsa sapphire_rapids() {  // AMX-BF16 and AVX512-FP16
 }
 
 std::string path(const CpuIsa& i, const char* dtype) {
-  return gemm_path_name(libtorch_gemm_path(i, precision_named(dtype)));
+  return name_of(libtorch_gemm_path(i, choice_of<Precision>("dtype", dtype)));
 }
 
 TEST(CpuIsa, LibTorchsGemmPathOnEachMachineClass) {
@@ -112,24 +112,24 @@ TEST(CpuIsa, AutoRouteFollowsTheCpuAndAppliesToFusedLowPrecisionCpuRunsOnly) {
   const char* saved = std::getenv("ONEDNN_MAX_CPU_ISA");
   const std::string keep = saved ? saved : "";
   setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
-  EXPECT_EQ(resolved_lowp_gemm(c), LowpGemm::kFloat32);
+  EXPECT_EQ(make_plan(c).gemm_route, GemmRoute::kFloat32);
   c.dtype = "float16";
-  EXPECT_EQ(resolved_lowp_gemm(c), LowpGemm::kFloat32);
+  EXPECT_EQ(make_plan(c).gemm_route, GemmRoute::kFloat32);
   c.lowp_gemm = "native";
-  EXPECT_EQ(resolved_lowp_gemm(c), LowpGemm::kNative);  // forced
+  EXPECT_EQ(make_plan(c).gemm_route, GemmRoute::kNative);  // forced
   unsetenv("ONEDNN_MAX_CPU_ISA");
   c.lowp_gemm = "auto";
   c.dtype = "bfloat16";
-  EXPECT_EQ(resolved_lowp_gemm(c), has_native_gemm(hardware_isa(), Precision::kBFloat16)
-                                       ? LowpGemm::kNative
-                                       : LowpGemm::kFloat32);
+  EXPECT_EQ(make_plan(c).gemm_route, has_native_gemm(hardware_isa(), Precision::kBFloat16)
+                                         ? GemmRoute::kNative
+                                         : GemmRoute::kFloat32);
   c.lowp_gemm = "float32";
-  EXPECT_EQ(resolved_lowp_gemm(c), LowpGemm::kFloat32);  // forced
+  EXPECT_EQ(make_plan(c).gemm_route, GemmRoute::kFloat32);  // forced
   c.dtype = "float32";
-  EXPECT_EQ(resolved_lowp_gemm(c), LowpGemm::kNative);
+  EXPECT_EQ(make_plan(c).gemm_route, GemmRoute::kNative);
   c.dtype = "bfloat16";
   c.compile = "none";
-  EXPECT_EQ(resolved_lowp_gemm(c), LowpGemm::kNative);  // eager runs measure LibTorch's own
+  EXPECT_EQ(make_plan(c).gemm_route, GemmRoute::kNative);  // eager runs measure LibTorch's own
   if (saved) setenv("ONEDNN_MAX_CPU_ISA", keep.c_str(), 1);
 }
 

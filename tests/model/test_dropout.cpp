@@ -59,17 +59,17 @@ TEST(Dropout, GradientIsTheMask) {
 
 TEST(Dropout, ImplResolvesToParallelOnlyForEagerHandcraftOnTheCpu) {
   RunConfig c = testing::tiny_config();
-  EXPECT_EQ(resolved_dropout_impl(c), DropoutImpl::kParallel);
+  EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kParallel);
   c.compile = "torchscript";
-  EXPECT_EQ(resolved_dropout_impl(c), DropoutImpl::kNative);
+  EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
   c.compile = "none";
   c.model = "torch";
-  EXPECT_EQ(resolved_dropout_impl(c), DropoutImpl::kNative);
+  EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
   c.dropout_impl = "parallel";
   EXPECT_THROW(validate(c), ConfigError);
   c.model = "handcraft";
   c.dropout_impl = "native";
-  EXPECT_EQ(resolved_dropout_impl(c), DropoutImpl::kNative);
+  EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ RunConfig small_(bool flash, double dropout = 0.0) {
 std::shared_ptr<LanguageModel> seeded_(RunConfig c, const std::string& compile) {
   c.compile = compile;
   torch::manual_seed(9);
-  return make_model(c);
+  return make_model(make_plan(c));
 }
 
 TEST(FusedModel, HasTheHandcraftParametersWithTheSameInitialValues) {
@@ -39,7 +39,7 @@ TEST(FusedModel, HasTheHandcraftParametersWithTheSameInitialValues) {
   RunConfig ref;  // the reference shape with 8 layers
   ref.num_layer = 8;
   ref.compile = "fused";
-  EXPECT_EQ(count_parameters(*make_model(ref)), 25'612'544);
+  EXPECT_EQ(count_parameters(*make_model(make_plan(ref))), 25'612'544);
 }
 
 TEST(FusedModel, LogitsLossAndGradientsMatchEagerInFloat32) {
@@ -103,8 +103,8 @@ TEST(FusedModel, Float32GemmRouteInBfloat16TracksFloat32AndEagerBfloat16) {
   const auto f32 = testing::train_losses(c, 40);
   c.dtype = "bfloat16";
   c.lowp_gemm = "float32";
-  ASSERT_EQ(resolved_lowp_gemm(c), LowpGemm::kFloat32);
-  ASSERT_TRUE(ModelOptions::from_config(c).float32_gemm);
+  ASSERT_EQ(make_plan(c).gemm_route, GemmRoute::kFloat32);
+  ASSERT_EQ(ModelOptions::from_plan(make_plan(c)).gemm_route, GemmRoute::kFloat32);
   const auto routed = testing::train_losses(c, 40);
   for (size_t i = 0; i < routed.size(); ++i) {
     EXPECT_NEAR(routed[i], f32[i], 0.1) << "step " << i + 1;  // the same dropout masks

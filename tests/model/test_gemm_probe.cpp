@@ -51,7 +51,7 @@ TEST(GemmProbe, LeavesTheSeededRandomStreamAlone) {
   torch::manual_seed(17);
   const torch::Tensor expected = torch::rand({4});
   torch::manual_seed(17);
-  EXPECT_GT(probe_gemm(tiny_(), 1).routes.at(0).flops_per_s, 0);
+  EXPECT_GT(probe_gemm(make_plan(tiny_()), 1).routes.at(0).flops_per_s, 0);
   EXPECT_TRUE(torch::equal(torch::rand({4}), expected));
 }
 
@@ -59,18 +59,20 @@ TEST(GemmProbe, LeavesTheSeededRandomStreamAlone) {
 // every product; the route's rate is their FLOPs over their times, the peak the best product.
 TEST(GemmProbe, MeasuresEveryRouteOfTheDtypeOverEveryProduct) {
   RunConfig c = tiny_();
-  const GemmProbe f32 = probe_gemm(c, 2);
+  const GemmProbe f32 = probe_gemm(make_plan(c), 2);
   ASSERT_EQ(f32.routes.size(), 1u);
   EXPECT_EQ(f32.routes[0].path, GemmPath::kMklFloat32);
   EXPECT_FALSE(f32.injected);
   for (const char* dtype : {"bfloat16", "float16"}) {
     c.dtype = dtype;
-    const GemmProbe p = probe_gemm(c, 2);
+    const GemmProbe p = probe_gemm(make_plan(c), 2);
     ASSERT_EQ(p.routes.size(), 2u) << dtype;
-    EXPECT_EQ(p.routes[0].path, libtorch_gemm_path(effective_isa(), precision(c)));
+    EXPECT_EQ(p.routes[0].path, libtorch_gemm_path(effective_isa(), make_plan(c).precision));
+    EXPECT_EQ(p.routes[0].route, GemmRoute::kNative);
     EXPECT_EQ(p.routes[1].path, GemmPath::kFloat32Rounded);
-    EXPECT_EQ(p.find(GemmPath::kFloat32Rounded), &p.routes[1]);
-    EXPECT_EQ(p.find(GemmPath::kCuda), nullptr);
+    EXPECT_EQ(p.find(GemmRoute::kFloat32), &p.routes[1]);
+    EXPECT_EQ(p.find(GemmRoute::kNative), &p.routes[0]);
+    EXPECT_EQ(f32.find(GemmRoute::kFloat32), nullptr);
     for (const RouteRate& r : p.routes) {
       ASSERT_EQ(r.products.size(), 9u);
       double flops = 0, seconds = 0, best = 0;
@@ -96,9 +98,11 @@ GemmProbe two_routes_(double native, double rounded) {
   GemmProbe p;
   p.dtype = Precision::kBFloat16;
   p.routes.resize(2);
+  p.routes[0].route = GemmRoute::kNative;
   p.routes[0].path = GemmPath::kOnednnNative;
   p.routes[0].flops_per_s = native;
   p.routes[0].peak_flops_per_s = 2 * native;
+  p.routes[1].route = GemmRoute::kFloat32;
   p.routes[1].path = GemmPath::kFloat32Rounded;
   p.routes[1].flops_per_s = rounded;
   p.routes[1].peak_flops_per_s = 2 * rounded;
@@ -109,18 +113,18 @@ GemmProbe two_routes_(double native, double rounded) {
 // whose bfloat16 GEMM is slower than float32 takes the float32 route).
 TEST(GemmProbe, AutoTakesTheFasterMeasuredRouteAndSaysBothRates) {
   const RouteChoice slow_native = choose_route(two_routes_(150e9, 270e9));
-  EXPECT_EQ(slow_native.route, LowpGemm::kFloat32);
+  EXPECT_EQ(slow_native.route, GemmRoute::kFloat32);
   EXPECT_EQ(slow_native.reason,
             "float32 GEMMs of bfloat16 operands measured 270.0 GFLOP/s against 150.0 for "
             "LibTorch's bfloat16 GEMM (onednn_native) at this model's GEMM shapes (1.80x)");
   const RouteChoice fast_native = choose_route(two_routes_(600e9, 250e9));
-  EXPECT_EQ(fast_native.route, LowpGemm::kNative);
+  EXPECT_EQ(fast_native.route, GemmRoute::kNative);
   EXPECT_EQ(fast_native.reason,
             "LibTorch's bfloat16 GEMM (onednn_native) measured 600.0 GFLOP/s against 250.0 for "
             "float32 GEMMs of bfloat16 operands at this model's GEMM shapes (2.40x)");
   GemmProbe f32;
   f32.routes.resize(1);
-  EXPECT_EQ(choose_route(f32).route, LowpGemm::kNative);
+  EXPECT_EQ(choose_route(f32).route, GemmRoute::kNative);
 }
 
 // MFU's peak is the fastest product of the route the run takes.
@@ -130,36 +134,36 @@ TEST(GemmProbe, ThePeakIsTheRunsOwnRoutesBestProduct) {
   c.compile = "fused";
   const GemmProbe p = two_routes_(150e9, 270e9);
   c.lowp_gemm = "float32";
-  PeakFlops peak = resolve_peak_flops(c, torch::kCPU, "cpu", p);
+  PeakFlops peak = resolve_peak_flops(make_plan(c), "cpu", p);
   EXPECT_EQ(peak.source, "gemm_probe");
   EXPECT_EQ(peak.gemm_path, "float32_rounded");
   EXPECT_DOUBLE_EQ(peak.flops_per_s, 540e9);
   EXPECT_EQ(peak.probe["routes"].size(), 2u);
   c.lowp_gemm = "native";
-  peak = resolve_peak_flops(c, torch::kCPU, "cpu", p);
+  peak = resolve_peak_flops(make_plan(c), "cpu", p);
   EXPECT_EQ(peak.gemm_path, "onednn_native");
   EXPECT_DOUBLE_EQ(peak.flops_per_s, 300e9);
   c.compile = "none";  // eager runs take LibTorch's own GEMM
   c.lowp_gemm = "auto";
-  EXPECT_EQ(resolve_peak_flops(c, torch::kCPU, "cpu", p).gemm_path, "onednn_native");
+  EXPECT_EQ(resolve_peak_flops(make_plan(c), "cpu", p).gemm_path, "onednn_native");
   c.peak_tflops = 2;
-  EXPECT_EQ(resolve_peak_flops(c, torch::kCPU, "cpu", p).source, "flag");
-  EXPECT_EQ(resolve_peak_flops(c, torch::kCPU, "cpu", GemmProbe{}).flops_per_s, 2e12);
+  EXPECT_EQ(resolve_peak_flops(make_plan(c), "cpu", p).source, "flag");
+  EXPECT_EQ(resolve_peak_flops(make_plan(c), "cpu", GemmProbe{}).flops_per_s, 2e12);
   c.peak_tflops = 0;
-  EXPECT_EQ(resolve_peak_flops(c, torch::kCPU, "cpu", GemmProbe{}).source, "unknown");
+  EXPECT_EQ(resolve_peak_flops(make_plan(c), "cpu", GemmProbe{}).source, "unknown");
 }
 
 TEST(GemmProbe, InjectedRatesReplaceTheMeasuredOnesByName) {
   RunConfig c = tiny_();
   c.dtype = "bfloat16";
   ::setenv("TB_TEST_GEMM_RATES", "native=5e9,float32_rounded=7e9", 1);
-  const GemmProbe p = probe_gemm(c, 1);
+  const GemmProbe p = probe_gemm(make_plan(c), 1);
   ::unsetenv("TB_TEST_GEMM_RATES");
   EXPECT_TRUE(p.injected);
   EXPECT_EQ(p.to_json()["injected"], true);
   EXPECT_DOUBLE_EQ(p.routes[0].flops_per_s, 5e9);
   EXPECT_DOUBLE_EQ(p.routes[1].flops_per_s, 7e9);
-  EXPECT_EQ(choose_route(p).route, LowpGemm::kFloat32);
+  EXPECT_EQ(choose_route(p).route, GemmRoute::kFloat32);
 }
 
 }  // namespace

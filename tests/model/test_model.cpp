@@ -18,7 +18,7 @@ RunConfig reference_8_layers(const std::string& model) {
 
 TEST(Model, ReferenceSizeHasExactly25612544ParametersInBothModels) {
   for (const char* name : {"handcraft", "torch"}) {
-    const auto m = make_model(reference_8_layers(name));
+    const auto m = make_model(make_plan(reference_8_layers(name)));
     EXPECT_EQ(count_parameters(*m), 25'612'544) << name;
   }
 }
@@ -42,29 +42,29 @@ TEST(Model, MemoryEstimateCountsTheModelsParametersAndScalesWithTheShape) {
   odd.seq_len = 33;
   for (const char* name : {"handcraft", "torch"}) {
     odd.model = name;
-    EXPECT_EQ(parameter_count(odd), count_parameters(*make_model(odd))) << name;
+    EXPECT_EQ(parameter_count(odd), count_parameters(*make_model(make_plan(odd)))) << name;
   }
   RunConfig c = reference_8_layers("handcraft");
   c.batch_size = 8;
-  const MemoryEstimate base = estimate_memory(c, parameter_count(c));
+  const MemoryEstimate base = estimate_memory(make_plan(c), parameter_count(c));
   EXPECT_DOUBLE_EQ(base.state_bytes, 16.0 * 25'612'544);
   // per sequence and layer: 10 S d + 3 S ff + 3 H S^2 floats
   EXPECT_DOUBLE_EQ(base.activation_bytes,
                    8 * 8 * 4.0 * (10 * 256 * 512 + 3 * 256 * 2048 + 3 * 8 * 256 * 256));
   c.batch_size = 16;
-  EXPECT_DOUBLE_EQ(estimate_memory(c, 1).activation_bytes, 2 * base.activation_bytes);
+  EXPECT_DOUBLE_EQ(estimate_memory(make_plan(c), 1).activation_bytes, 2 * base.activation_bytes);
   c.batch_size = 8;
   c.flash = 1;
-  EXPECT_LT(estimate_memory(c, 1).activation_bytes, base.activation_bytes);
+  EXPECT_LT(estimate_memory(make_plan(c), 1).activation_bytes, base.activation_bytes);
   c.flash = 0;
   c.dtype = "bfloat16";
-  EXPECT_DOUBLE_EQ(estimate_memory(c, 1).activation_bytes, base.activation_bytes / 2);
+  EXPECT_DOUBLE_EQ(estimate_memory(make_plan(c), 1).activation_bytes, base.activation_bytes / 2);
 }
 
 // Changing byte t must leave logits at positions <= t unchanged and change some later logit.
 void expect_causal(const RunConfig& cfg) {
   torch::manual_seed(0);
-  auto model = make_model(cfg);
+  auto model = make_model(make_plan(cfg));
   model->eval();
   torch::NoGradGuard no_grad;
   const int64_t S = cfg.seq_len, B = 2, t = S / 2;
@@ -99,9 +99,9 @@ TEST(Model, NaiveAndFusedAttentionAgree) {
   c.dropout = 0;
   for (int trial = 0; trial < 3; ++trial) {
     torch::manual_seed(100 + trial);
-    auto naive = make_model(c);
+    auto naive = make_model(make_plan(c));
     c.flash = 1;
-    auto fused = make_model(c);
+    auto fused = make_model(make_plan(c));
     c.flash = 0;
     torch::NoGradGuard no_grad;
     // Same parameters in both (same names by construction).
@@ -120,7 +120,7 @@ TEST(Model, DropoutIsOffInEvaluationAndOnInTraining) {
   for (const char* name : {"handcraft", "torch"}) {
     c.model = name;
     torch::manual_seed(1);
-    auto m = make_model(c);
+    auto m = make_model(make_plan(c));
     torch::NoGradGuard no_grad;
     const torch::Tensor x = torch::randint(0, 256, {c.seq_len, 2}, torch::kInt64);
     m->eval();
@@ -132,7 +132,7 @@ TEST(Model, DropoutIsOffInEvaluationAndOnInTraining) {
 
 TEST(Model, ShorterSequencesWorkAndLongerAreRefused) {
   RunConfig c = testing::tiny_config();
-  auto m = make_model(c);
+  auto m = make_model(make_plan(c));
   torch::NoGradGuard no_grad;
   EXPECT_EQ(m->forward(torch::zeros({c.seq_len / 2, 2}, torch::kInt64)).size(0), c.seq_len / 2);
   EXPECT_THROW(m->forward(torch::zeros({c.seq_len + 1, 2}, torch::kInt64)), c10::Error);

@@ -17,14 +17,14 @@ TEST(Precision, AutocastGuardEnablesBfloat16AndRestoresOnExit) {
   ASSERT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
   const torch::Tensor a = torch::randn({8, 8}), b = torch::randn({8, 8});
   {
-    AutocastGuard guard(torch::kCPU, autocast_dtype(Precision::kBFloat16));
+    AutocastGuard guard(torch::kCPU, Precision::kBFloat16);
     EXPECT_TRUE(at::autocast::is_autocast_enabled(at::kCPU));
     EXPECT_EQ(torch::matmul(a, b).scalar_type(), torch::kBFloat16);
   }
   EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
   EXPECT_EQ(torch::matmul(a, b).scalar_type(), torch::kFloat);
   {
-    AutocastGuard guard(torch::kCPU, autocast_dtype(Precision::kFloat32));  // a no-op
+    AutocastGuard guard(torch::kCPU, Precision::kFloat32);  // a no-op
     EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
   }
 }

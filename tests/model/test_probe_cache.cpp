@@ -134,14 +134,14 @@ TEST(ProbeCache, TheFileAndKeyFollowTheFlagTheEnvironmentAndTheRun) {
   }
   RunConfig other = c;
   other.dtype = "bfloat16";
-  EXPECT_NE(probe_cache_key(c, 2), probe_cache_key(other, 2));
-  EXPECT_NE(probe_cache_key(c, 2), probe_cache_key(c, 1));
+  EXPECT_NE(probe_cache_key(make_plan(c), 2), probe_cache_key(make_plan(other), 2));
+  EXPECT_NE(probe_cache_key(make_plan(c), 2), probe_cache_key(make_plan(c), 1));
   other = c;
   other.d_model = 256;
-  EXPECT_NE(probe_cache_key(c, 2), probe_cache_key(other, 2));
+  EXPECT_NE(probe_cache_key(make_plan(c), 2), probe_cache_key(make_plan(other), 2));
   other = c;
   other.steps = 7;  // not a GEMM shape
-  EXPECT_EQ(probe_cache_key(c, 2), probe_cache_key(other, 2));
+  EXPECT_EQ(probe_cache_key(make_plan(c), 2), probe_cache_key(make_plan(other), 2));
 }
 
 }  // namespace

@@ -25,10 +25,10 @@ RunConfig small(int64_t flash) {
 std::pair<std::shared_ptr<LanguageModel>, std::shared_ptr<LanguageModel>> twins(
     const RunConfig& cfg) {
   torch::manual_seed(3);
-  auto eager = make_model(cfg);
+  auto eager = make_model(make_plan(cfg));
   RunConfig compiled_cfg = cfg;
   compiled_cfg.compile = "torchscript";
-  auto compiled = make_model(compiled_cfg);
+  auto compiled = make_model(make_plan(compiled_cfg));
   torch::NoGradGuard no_grad;
   const auto src = eager->named_parameters();
   for (auto& p : compiled->named_parameters()) p.value().copy_(src[p.key()]);
@@ -93,7 +93,7 @@ TEST(Scripted, First20TrainingLossesMatchEager) {
   for (int compiled = 0; compiled < 2; ++compiled) {
     cfg.compile = compiled ? "torchscript" : "none";
     torch::manual_seed(11);
-    Trainer trainer(cfg, torch::kCPU);
+    Trainer trainer(make_plan(cfg));
     EpochSampler sampler(o);
     for (int i = 0; i < 20; ++i) {
       losses[compiled].push_back(
@@ -108,7 +108,7 @@ TEST(Scripted, TrainAndEvalSwitchDropoutInTheScript) {
   RunConfig cfg = small(0);
   cfg.dropout = 0.5;
   cfg.compile = "torchscript";
-  auto m = make_model(cfg);
+  auto m = make_model(make_plan(cfg));
   torch::NoGradGuard no_grad;
   const torch::Tensor x = torch::randint(0, 256, {cfg.seq_len, 2}, torch::kInt64);
   m->eval();
@@ -123,7 +123,7 @@ TEST(Scripted, Bfloat16AutocastRunsTheScriptInLowPrecision) {
   auto [eager, compiled] = twins(small(0));
   const torch::Tensor x = torch::randint(0, 256, {32, 2}, torch::kInt64);
   for (int call = 0; call < 3; ++call) {
-    AutocastGuard autocast(torch::kCPU, autocast_dtype(Precision::kBFloat16));
+    AutocastGuard autocast(torch::kCPU, Precision::kBFloat16);
     const torch::Tensor le = eager->forward(x), lc = compiled->forward(x);
     EXPECT_EQ(lc.scalar_type(), torch::kBFloat16);  // autocast reached the script's linear
     EXPECT_LT(rel_err(le.to(torch::kFloat), lc.to(torch::kFloat)), 2e-2);
@@ -136,7 +136,7 @@ TEST(Scripted, SavedFileLoadsBackAndGivesTheSameLogits) {
     RunConfig cfg = small(0);
     cfg.compile = compile ? "torchscript" : "none";
     torch::manual_seed(5);
-    auto m = make_model(cfg);
+    auto m = make_model(make_plan(cfg));
     m->eval();
     const std::string path = dir / ("net" + std::to_string(compile) + ".pt");
     save_torchscript(*m, path);
@@ -153,7 +153,7 @@ TEST(Scripted, SavedFileRunsInPythonWithTheSameLogits) {
   testing::TempDir dir;
   RunConfig cfg = small(1);
   torch::manual_seed(5);
-  auto m = make_model(cfg);
+  auto m = make_model(make_plan(cfg));
   m->eval();
   save_torchscript(*m, dir / "net.pt");
   torch::NoGradGuard no_grad;
@@ -177,13 +177,13 @@ TEST(Scripted, EagerCheckpointLoadsIntoTheCompiledModel) {
   testing::TempDir dir;
   RunConfig cfg = small(0);
   torch::manual_seed(1);
-  auto eager = make_model(cfg);
+  auto eager = make_model(make_plan(cfg));
   torch::serialize::OutputArchive out;
   eager->save(out);
   out.save_to(dir / "ckpt.pt");
   cfg.compile = "torchscript";
   torch::manual_seed(2);  // different init
-  auto compiled = make_model(cfg);
+  auto compiled = make_model(make_plan(cfg));
   torch::serialize::InputArchive in;
   in.load_from(dir / "ckpt.pt");
   compiled->load(in);
@@ -197,7 +197,7 @@ TEST(Scripted, EagerCheckpointLoadsIntoTheCompiledModel) {
 TEST(Scripted, TheTorchModelHasNoScriptForm) {
   RunConfig cfg = small(0);
   cfg.model = "torch";
-  auto m = make_model(cfg);
+  auto m = make_model(make_plan(cfg));
   EXPECT_THROW(script_handcraft(*m), ConfigError);
 }
 

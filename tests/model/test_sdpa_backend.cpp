@@ -16,14 +16,14 @@ TEST(SdpaBackendGuard, ForcesOneBackendAndRestoresTheGlobalSwitches) {
   const SdpaFlags before = sdpa_flags();
   EXPECT_FALSE(before.flash);
   {
-    SdpaBackendGuard guard("math");
+    SdpaBackendGuard guard(SdpaBackend::kMath);
     const SdpaFlags f = sdpa_flags();
     EXPECT_TRUE(f.math);
     EXPECT_FALSE(f.flash);
     EXPECT_FALSE(f.mem_efficient);
     EXPECT_FALSE(f.cudnn);
     {
-      SdpaBackendGuard inner("flash");
+      SdpaBackendGuard inner(SdpaBackend::kFlash);
       EXPECT_TRUE(sdpa_flags().flash);
       EXPECT_FALSE(sdpa_flags().math);  // math off too: no silent fallback
     }
@@ -31,7 +31,7 @@ TEST(SdpaBackendGuard, ForcesOneBackendAndRestoresTheGlobalSwitches) {
   }
   EXPECT_TRUE(sdpa_flags() == before);
   {
-    SdpaBackendGuard guard("auto");  // changes nothing
+    SdpaBackendGuard guard(SdpaBackend::kAuto);  // changes nothing
     EXPECT_TRUE(sdpa_flags() == before);
   }
   EXPECT_TRUE(sdpa_flags() == before);
@@ -41,12 +41,12 @@ TEST(SdpaBackendGuard, ForcesOneBackendAndRestoresTheGlobalSwitches) {
 
 TEST(SdpaBackendGuard, ResolvedBackendIsMathOrFlashOnTheCpu) {
   RunConfig c = testing::tiny_config();
-  EXPECT_EQ(resolve_sdpa_backend(c, torch::kCPU), "");  // --flash 0: no SDPA call
+  EXPECT_EQ(resolve_sdpa_backend(make_plan(c)), "");  // --flash 0: no SDPA call
   c.flash = 1;
   c.sdpa_backend = "math";
-  EXPECT_EQ(resolve_sdpa_backend(c, torch::kCPU), "math");
+  EXPECT_EQ(resolve_sdpa_backend(make_plan(c)), "math");
   c.sdpa_backend = "auto";
-  const std::string chosen = resolve_sdpa_backend(c, torch::kCPU);
+  const std::string chosen = resolve_sdpa_backend(make_plan(c));
   EXPECT_TRUE(chosen == "math" || chosen == "flash") << chosen;
 }
 

@@ -21,7 +21,7 @@ RunConfig small_() {
 
 TEST(StepBounds, TheWorkOfEachCategoryIsTheHandCalculation) {
   const RunConfig c = small_();  // N = 8 rows, float32 (e = 4), explicit scores
-  const auto w = step_work(c, 1000, false);
+  const auto w = step_work(make_plan(c), 1000);
   // Matmul weights 3*64 + 64 + 2*8*16 + 8*256 = 2560; 6 * 2560 * 8 + attention 12*1*4*8*8.
   EXPECT_DOUBLE_EQ(w.at("gemm").flops, 122880.0 + 3072.0);
   EXPECT_DOUBLE_EQ(w.at("attention").bytes, 5.0 * 4 * 2 * 2 * 16);  // 5e * B * H * S^2
@@ -32,23 +32,25 @@ TEST(StepBounds, TheWorkOfEachCategoryIsTheHandCalculation) {
   EXPECT_DOUBLE_EQ(w.at("optimizer").bytes, 28.0 * 1000);
   RunConfig f = c;
   f.flash = true;  // the attention products move to the attention kernel
-  const auto wf = step_work(f, 1000, false);
+  const auto wf = step_work(make_plan(f), 1000);
   EXPECT_DOUBLE_EQ(wf.at("gemm").flops, 122880.0);
   EXPECT_DOUBLE_EQ(wf.at("attention").flops, 3072.0);
   EXPECT_DOUBLE_EQ(wf.at("attention").bytes, 0.0);
   RunConfig b = c;
   b.dtype = "bfloat16";  // e = 2, the weights rounded each step (6 bytes a parameter)
-  EXPECT_DOUBLE_EQ(step_work(b, 1000, false).at("pointwise").bytes, 5.0 * 2 * 16 * 8 + 6000);
-  EXPECT_DOUBLE_EQ(step_work(b, 1000, false).at("normalisation").bytes, 2.0 * (12 + 16) * 64);
+  EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("pointwise").bytes, 5.0 * 2 * 16 * 8 + 6000);
+  EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("normalisation").bytes, 2.0 * (12 + 16) * 64);
   // The float32 route converts each Linear's 3 inputs and 2 outputs: qkv 3*8 + 2*24, out
   // 3*8 + 2*8, FF in 3*8 + 2*16, FF out 3*16 + 2*8, head 3*8 + 2*256; 6 bytes an element.
   const double elements = (24 + 48) + (24 + 16) + (24 + 32) + (48 + 16) + (24 + 512);
-  EXPECT_DOUBLE_EQ(step_work(b, 1000, true).at("pointwise").bytes,
+  RunPlan routed = make_plan(b);
+  routed.gemm_route = GemmRoute::kFloat32;
+  EXPECT_DOUBLE_EQ(step_work(routed, 1000).at("pointwise").bytes,
                    5.0 * 2 * 16 * 8 + 6000 + 6.0 * 8 * elements);
 }
 
 TEST(StepBounds, EachBoundIsItsWorkAtTheRatesAndTheStepsIsTheirSum) {
-  const auto w = step_work(small_(), 1000, false);
+  const auto w = step_work(make_plan(small_()), 1000);
   const nlohmann::json ms = {{"gemm", 0.5},      {"attention", 0.1}, {"normalisation", 0.2},
                              {"pointwise", 0.1}, {"loss", 0.05},     {"optimizer", 0.05},
                              {"data", 0.01},     {"other", 0.0},     {"untraced", 0.09}};

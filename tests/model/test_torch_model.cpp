@@ -35,7 +35,7 @@ RunConfig small_torch_(bool norm_first) {
 std::string dump_(const testing::TempDir& dir, bool norm_first) {
   const RunConfig c = small_torch_(norm_first);
   torch::manual_seed(5);
-  auto model = make_model(c);
+  auto model = make_model(make_plan(c));
   model->train();
   const torch::Tensor bytes = torch::randint(0, 256, {c.seq_len, c.batch_size}, torch::kInt64);
   const torch::Tensor logits = model->forward(bytes);
@@ -78,9 +78,9 @@ TEST(TorchModel, EqualsPyTorchsTransformerEncoderInBothBlockOrders) {
 
 TEST(TorchModel, PreAndPostLayerNormAreDifferentNetworksWithTheSameParameters) {
   torch::manual_seed(3);
-  auto pre = make_model(small_torch_(true));
+  auto pre = make_model(make_plan(small_torch_(true)));
   torch::manual_seed(3);
-  auto post = make_model(small_torch_(false));
+  auto post = make_model(make_plan(small_torch_(false)));
   ASSERT_EQ(count_parameters(*pre), count_parameters(*post));
   const torch::Tensor bytes = torch::randint(0, 256, {8, 2}, torch::kInt64);
   EXPECT_FALSE(torch::allclose(pre->forward(bytes), post->forward(bytes)));

@@ -23,12 +23,6 @@ struct CliResult {
 // Does not call validate(): the caller does that once.
 CliResult parse_cli(int argc, const char* const* argv);
 
-// The --help groups in their order, and the group of a flag ("other" for one not placed yet).
-inline constexpr const char* kHelpGroups[] = {
-    "model and training", "precision and compile", "data",         "timing, logging and results",
-    "checkpoints",        "several processes",     "testing aids", "other"};
-std::string help_group(const std::string& flag);
-
 // The flag table as JSON (`bench --help --json`), for the Python peers and the README check:
 // {"schema_version", "flags": [{"name", "kind" (int|number|text|switch), "group", "help",
 // "choices", "default" (the reference preset's, typed as config.json holds it), "quick" (the

@@ -5,16 +5,24 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainbench/core/config.h"
+#include "trainbench/core/plan.h"
 #include "trainbench/dist/dist.h"
 
 namespace trainbench {
 
 // How a run ended (summary.json "status"; the report adds "killed" and "running" for folders
 // without one).
-enum class RunStatus { kCompleted, kInterrupted, kDiverged, kFailed };
-// "completed" | "interrupted" | "diverged" | "failed"
-const char* status_name(RunStatus status);
+enum class RunStatus { kCompleted, kInterrupted, kDiverged, kFailed, kLast = kFailed };
+template <>
+struct ChoiceTable<RunStatus> {
+  static constexpr std::array<ChoiceRow<RunStatus>, 4> rows = {{
+      {RunStatus::kCompleted, "completed", "every step ran"},
+      {RunStatus::kInterrupted, "interrupted", "stopped by a signal, with a checkpoint"},
+      {RunStatus::kDiverged, "diverged", "the loss became NaN or infinite"},
+      {RunStatus::kFailed, "failed", "an error after training started"},
+  }};
+};
+static_assert(choices_in_order<RunStatus>(), "one row per RunStatus, in order");
 
 struct RunResult {
   std::string run_dir;
@@ -23,9 +31,12 @@ struct RunResult {
   nlohmann::json summary;
 };
 
-// The whole benchmark for a validated config. Data problems and an occupied run folder throw
-// ConfigError before anything is written; failures afterwards are recorded in summary.json.
-// env: this process's place in a multi-process run (rank 0 alone writes the run folder).
+// The whole benchmark for the plan of a validated config (its DistEnv: this process's place in
+// a multi-process run; rank 0 alone writes the run folder). Data problems and an occupied run
+// folder throw ConfigError before anything is written; failures afterwards are recorded in
+// summary.json.
+RunResult run_benchmark(const RunPlan& plan);
+// The same for a config that is planned here (tests, tools).
 RunResult run_benchmark(const RunConfig& cfg, const DistEnv& env = DistEnv{});
 
 }  // namespace trainbench

@@ -29,13 +29,13 @@ void warn_about_setup(int threads, int local_world);
 // {"dtype", "model_gemms" (the Linear and head GEMMs), "attention" (scores and values, or the
 // flash kernel's blocks), "libtorch" (LibTorch's own path for the dtype on this CPU), "cpu_isa"
 // (the instruction sets they were chosen from, after ONEDNN_MAX_CPU_ISA), "native_gemm"}.
-nlohmann::json gemm_paths(const RunConfig& cfg, bool cuda);
+nlohmann::json gemm_paths(const RunPlan& plan);
 
 // One warning line when the run's GEMMs in bfloat16/float16 take LibTorch's own path and that
 // path is slow on this CPU: a reference or emulated GEMM (the missing instructions named), or a
 // native one that the probe measured slower than float32 GEMMs of the same operands; with the
 // measured slowdown and the way out. Returns the line ("" when none applies).
-std::string warn_about_lowp_gemm(const RunConfig& cfg, const nlohmann::json& paths,
+std::string warn_about_lowp_gemm(const RunPlan& plan, const nlohmann::json& paths,
                                  const GemmProbe& probe);
 
 // --profile_steps' bounds (model/step_bounds.h) for this run: its work by category at the

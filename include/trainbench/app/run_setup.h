@@ -1,7 +1,7 @@
 // Everything a benchmark run prepares before its first step: the corpus and its split, the run
-// folder and checkpoint to resume from, the GEMM route (measured), the model and optimizer, and
-// the resolved config. Only the run folder's hold is made here (the folder itself for a new
-// run); the files come later. A failure throws ConfigError/RunError.
+// folder and checkpoint to resume from, the GEMM route (measured: the plan's last decision), the
+// model and optimizer, and the resolved config. Only the run folder's hold is made here (the folder
+// itself for a new run); the files come later. A failure throws ConfigError/RunError.
 #pragma once
 
 #include <memory>
@@ -10,7 +10,7 @@
 #include <torch/types.h>
 #include <nlohmann/json.hpp>
 
-#include "trainbench/core/config.h"
+#include "trainbench/core/plan.h"
 #include "trainbench/data/corpus.h"
 #include "trainbench/data/sampler.h"
 #include "trainbench/dist/dist.h"
@@ -22,13 +22,14 @@
 namespace trainbench {
 
 struct RunSetup {
+  RunPlan plan;  // the run's plan with the GEMM route decided
   ByteCorpus corpus;
   DataSplit split;
   std::string run_dir;
   RunFolderLock lock;      // rank 0's hold on run_dir for the whole run (report/run_lock.h)
   std::string checkpoint;  // the checkpoint to resume from, or empty
   int64_t start_step = 0;  // steps already trained (resume), else 0
-  std::string backend;     // "eager" or the script executor's description
+  std::string backend;     // "eager", "fused" or the script executor's description
   double compile_s = 0;    // building the script (the profiling steps are added later)
   std::unique_ptr<Trainer> trainer;
   int64_t params = 0;
@@ -45,9 +46,8 @@ struct RunSetup {
 };
 
 // dist: the process group of a multi-process run (nullptr for one process). Only rank 0
-// checks the run folder; every rank checks that its flags equal rank 0's.
-// local_processes: the processes sharing this machine (its memory is checked for all of them).
-RunSetup prepare_run(const RunConfig& cfg, torch::Device device, int threads, DistContext* dist,
-                     int local_processes);
+// checks the run folder; every rank checks that its flags equal rank 0's. The machine's memory
+// is checked for all the processes sharing it (plan.dist.local_world_size).
+RunSetup prepare_run(const RunPlan& plan, int threads, DistContext* dist);
 
 }  // namespace trainbench

@@ -1,6 +1,7 @@
-// RunConfig: every setting of a benchmark run, with the reference defaults, presets and JSON.
-// It is parsed once (app/cli.h), validated once (app/validate.h), and passed by const& to every
-// module.
+// RunConfig: every setting of a benchmark run as its flag gives it, with the reference defaults,
+// presets and JSON. It is parsed once (app/cli.h) and validated once (app/validate.h); the
+// choices it spells as text are resolved once into a RunPlan (core/plan.h), which is what the
+// modules below app/ take. The text stays for config.json and the flag table.
 #pragma once
 
 #include <cstdint>
@@ -13,15 +14,18 @@
 namespace trainbench {
 
 struct RunConfig {
-  std::string preset = "reference";  // reference | quick; explicit flags override it
-  std::string model = "handcraft";   // torch | handcraft
+  // The choice flags below are text as given; their values are the rows of core/choices.h
+  // (Preset, ModelKind, Precision, CompilePath, DropoutImpl, GemmRoute, DeviceChoice,
+  // DistBackend, SdpaBackend), which say what each one means.
+  std::string preset = "reference";  // explicit flags override it
+  std::string model = "handcraft";
   // torch model: pre-LayerNorm blocks as the original (PyTorch's norm_first=True), computed from
   // TransformerEncoderLayer's own modules; false: LibTorch's own (post-LN) layer forward.
   bool norm_first = true;
-  std::string dtype = "float32";      // float32 | float16 | bfloat16
+  std::string dtype = "float32";
   int64_t num_layer = 24;             // transformer blocks (the reference code's default)
   bool flash = false;                 // flash attention: SDPA instead of explicit scores
-  std::string compile = "none";       // none | torchscript | fused (0 | 1: none | torchscript)
+  std::string compile = "none";       // (0 | 1 on the command line: none | torchscript)
   std::string save_dir = "runs/run";  // run folder prefix; the config suffix is appended
   bool overwrite = false;             // allow reusing a non-empty run folder
   std::string run_folder;             // the run folder itself; empty: the name from save_dir
@@ -36,25 +40,25 @@ struct RunConfig {
   int64_t num_heads = 8;              // attention heads; d_model % num_heads == 0
   int64_t ff_dim = 2048;              // feed-forward hidden width
   double dropout = 0.1;               // dropout on embeddings, residual branches and FF hidden
-  std::string dropout_impl = "auto";  // auto | native | parallel | fused (see dropout.h)
+  std::string dropout_impl = "auto";  // see model/dropout.h
   // --compile fused with bfloat16/float16 on the CPU: GEMMs in the dtype itself (native) or as
   // float32 GEMMs of operands rounded to it (float32); auto: the faster route as measured by
   // the GEMM probe before the model is built (model/gemm_probe.h, app/run_setup.cpp).
-  std::string lowp_gemm = "auto";  // auto | native | float32
-  int64_t batch_size = 100;        // sequences per step
-  double lr = 1e-3;                // Adam learning rate (no schedule)
-  int64_t steps = 5000;            // optimizer steps, warm-up included
+  std::string lowp_gemm = "auto";
+  int64_t batch_size = 100;  // sequences per step
+  double lr = 1e-3;          // Adam learning rate (no schedule)
+  int64_t steps = 5000;      // optimizer steps, warm-up included
 
-  std::string data;             // raw file or .zip; empty: the embedded generated corpus
-  int64_t valid_bytes = -1;     // held-out tail; -1: min(5,000,000, 5% of the corpus)
-  std::string device = "auto";  // auto | cpu | cuda
-  int64_t threads = 0;          // intra-op threads; 0: all available cores
-  int64_t seed = 1234;          // seeds the model init, dropout and the sampler
-  int64_t log_every = 20;       // steps per timing/log window
-  int64_t eval_every = 500;     // steps between evaluations (0: only at the end)
-  int64_t eval_batches = 20;    // validation batches per evaluation (0: the whole range)
-  int64_t warmup_steps = 5;     // first steps, excluded from timing
-  double peak_tflops = 0;       // peak for MFU; 0: known table (CUDA) or a GEMM probe (CPU)
+  std::string data;          // raw file or .zip; empty: the embedded generated corpus
+  int64_t valid_bytes = -1;  // held-out tail; -1: min(5,000,000, 5% of the corpus)
+  std::string device = "auto";
+  int64_t threads = 0;        // intra-op threads; 0: all available cores
+  int64_t seed = 1234;        // seeds the model init, dropout and the sampler
+  int64_t log_every = 20;     // steps per timing/log window
+  int64_t eval_every = 500;   // steps between evaluations (0: only at the end)
+  int64_t eval_batches = 20;  // validation batches per evaluation (0: the whole range)
+  int64_t warmup_steps = 5;   // first steps, excluded from timing
+  double peak_tflops = 0;     // peak for MFU; 0: known table (CUDA) or a GEMM probe (CPU)
   // The CPU GEMM probe's figures per machine (model/probe_cache.h): a file, "" for the user's
   // cache folder, "off" to measure every run; reprobe measures again and replaces them.
   std::string probe_cache;
@@ -67,60 +71,25 @@ struct RunConfig {
   int64_t profile_steps = 0;     // steps profiled after the warm-up (not timed); 0: off
 
   // Multi-process runs (torchrun's RANK/WORLD_SIZE/...; see dist.h). Ignored by one process.
-  std::string dist_backend = "auto";  // auto | gloo | nccl (auto: nccl on CUDA, gloo on CPU)
+  std::string dist_backend = "auto";  // auto: nccl on CUDA, gloo on CPU
   int64_t dist_timeout = 300;         // seconds to wait for a rank (joining or a collective)
   double bucket_mb = 25;              // gradient all-reduce bucket size in MiB
   bool dist_overlap = true;           // all-reduce buckets during backward (else after it)
   int64_t fault_exit_step = 0;        // testing aid: the process dies before this step (0: off)
 
   // GPU fast paths (rules in sdpa_backend.h, fused_adam.h, cuda_graph.h).
-  std::string sdpa_backend = "auto";  // auto | flash | efficient | cudnn | math (--flash 1)
+  std::string sdpa_backend = "auto";  // with --flash 1
   bool fused_adam = false;            // Adam as one fused multi-tensor kernel
   bool cuda_graph = false;            // the whole step captured once, then replayed
 };
 
-// The text flags whose values choose code paths, as types: RunConfig keeps the text (the flag
-// table and config.json speak it), the code asks these.
-// --compile: eager LibTorch, the TorchScript graph executor, or bench's own kernels with a
-// hand-written backward (model/fused_model.cpp).
-enum class CompilePath { kNone, kTorchScript, kFused };
-CompilePath compile_path(const RunConfig& cfg);
-// --dtype.
-enum class Precision { kFloat32, kFloat16, kBFloat16 };
-Precision precision(const RunConfig& cfg);
-Precision precision_named(const std::string& dtype);  // float32 for a name it does not know
-const char* precision_name(Precision dtype);          // as --dtype spells it
-// --dropout_impl (kAuto as given, before resolved_dropout_impl).
-enum class DropoutImpl { kAuto, kNative, kParallel, kFused };
-DropoutImpl dropout_impl(const RunConfig& cfg);
-const char* dropout_impl_name(DropoutImpl impl);  // as the flag spells it
-// --lowp_gemm (kAuto as given, before resolved_lowp_gemm).
-enum class LowpGemm { kAuto, kNative, kFloat32 };
-LowpGemm lowp_gemm(const RunConfig& cfg);
-const char* lowp_gemm_name(LowpGemm route);  // as the flag spells it
-
-// Steps the TorchScript graph executor spends profiling and optimizing (--compile 1); they
-// must fall inside the warm-up.
+// Steps the TorchScript graph executor spends profiling and optimizing (--compile torchscript);
+// they must fall inside the warm-up.
 inline constexpr int64_t kProfilingSteps = 2;
 
 // Applies a named preset to cfg ("reference" resets to the defaults, "quick" is CPU-sized).
 // Throws ConfigError naming the allowed presets.
 void apply_preset(RunConfig& cfg, const std::string& name);
-
-// The device the run uses: "cpu" or "cuda" ("auto" resolved).
-std::string resolved_device(const RunConfig& cfg);
-
-// The dropout kernel a run uses under "auto": fused with --compile fused (the kernels' own
-// masks), parallel (dropout.h) for eager handcraft models on the CPU, else native
-// (torch::dropout); an explicit choice stays.
-DropoutImpl resolved_dropout_impl(const RunConfig& cfg);
-
-// The GEMM route of a run's fused model: kFloat32 or kNative (kNative for every run that is not
-// --compile fused with bfloat16/float16 on the CPU). A run resolves "auto" by measurement before
-// anything reads this (prepare_run replaces it with the probe's choice); for a model built
-// without a run (tests, tools) "auto" is the instruction sets' guess: float32 where the CPU
-// lacks the dtype's dot-product instructions.
-LowpGemm resolved_lowp_gemm(const RunConfig& cfg);
 
 // Reference run-folder name: {save_dir}_{model}_layer{N}_{dtype}[_compiled|_fused][_flash]
 // (_compiled: TorchScript, as the reference names its compiled runs); --run_folder instead

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "trainbench/core/config.h"
+#include "trainbench/core/choices.h"
 
 namespace trainbench {
 
@@ -41,20 +41,37 @@ CpuIsa effective_isa(std::string* cap = nullptr);
 // The names of the sets that are on, in a fixed order ("avx2", "fma", ..., "amx_fp16").
 std::vector<std::string> isa_names(const CpuIsa& isa);
 
-// How a GEMM in a dtype runs.
+// How a GEMM in a dtype runs: the names env.json, summary.json and the report give a path.
 enum class GemmPath {
-  kMklFloat32,      // float32 in MKL
-  kOnednnNative,    // oneDNN with the dtype's dot-product instructions (AVX512-BF16/AMX, ...)
-  kOnednnEmulated,  // oneDNN converting to float32 on AVX-512 or AVX-NE-CONVERT
-  kReference,       // LibTorch's reference GEMM: scalar loops on one thread
-  kFloat32Rounded,  // bench's fused model: MKL float32 on operands rounded to the dtype
-  kCuda,            // cuBLAS / cuDNN on a GPU
+  kMklFloat32,
+  kOnednnNative,
+  kOnednnEmulated,
+  kReference,
+  kFloat32Rounded,
+  kCuda,
+  kLast = kCuda
 };
-// "mkl_float32", "onednn_native", "onednn_emulated", "reference", "float32_rounded", "cuda".
-const char* gemm_path_name(GemmPath p);
+template <>
+struct ChoiceTable<GemmPath> {
+  static constexpr std::array<ChoiceRow<GemmPath>, 6> rows = {{
+      {GemmPath::kMklFloat32, "mkl_float32", "float32 in MKL"},
+      {GemmPath::kOnednnNative, "onednn_native",
+       "oneDNN with the dtype's dot-product instructions (AVX512-BF16/AMX, ...)"},
+      {GemmPath::kOnednnEmulated, "onednn_emulated",
+       "oneDNN converting to float32 on AVX-512 or AVX-NE-CONVERT"},
+      {GemmPath::kReference, "reference", "LibTorch's reference GEMM: scalar loops on one thread"},
+      {GemmPath::kFloat32Rounded, "float32_rounded",
+       "the float32 GEMM route: MKL float32 on operands rounded to the dtype"},
+      {GemmPath::kCuda, "cuda", "cuBLAS / cuDNN on a GPU"},
+  }};
+};
+static_assert(choices_in_order<GemmPath>(), "one row per GemmPath, in order");
 
 // The path of LibTorch's own GEMM for `dtype` (float32 | bfloat16 | float16) on this CPU.
 GemmPath libtorch_gemm_path(const CpuIsa& isa, Precision dtype);
+// The path a GEMM route takes for `dtype`: the float32 route of a bfloat16/float16 run is
+// float32_rounded; the native route is LibTorch's own path (cuda on a GPU).
+GemmPath gemm_path_of(GemmRoute route, Precision dtype, const CpuIsa& isa, bool cuda);
 // True when the CPU has dot-product instructions for `dtype` (float32 always; bfloat16:
 // AVX512-BF16 or AMX-BF16; float16: AVX512-FP16 or AMX-FP16).
 bool has_native_gemm(const CpuIsa& isa, Precision dtype);

@@ -1,9 +1,11 @@
-// Every flag of bench, written once. One row per flag gives its name, kind, field of RunConfig,
-// help, what it allows, whether `--resume` may change it and whether the ranks of a
-// multi-process run may differ in it; from the table come the command line (app/cli.cpp), the
-// per-flag checks (app/validate.cpp, which adds the cross-flag rules), config.json
-// (core/config.cpp), the resume rule (train/checkpoint.cpp) and the rank rule (dist/dist.cpp).
-// Adding a flag: a RunConfig field, one row in core/flags.cpp, and its use.
+// Every flag of bench, written once. One row per flag gives its name, --help group, kind, field
+// of RunConfig, help, what it allows, whether `--resume` may change it and whether the ranks of
+// a multi-process run may differ in it; a choice flag's values, their help words and other
+// spellings come from its enum's table (core/choices.h). From the table come the command line
+// and --help (app/cli.cpp), the per-flag checks (app/validate.cpp, which adds the cross-flag
+// rules), config.json (core/config.cpp), the resume rule (train/checkpoint.cpp) and the rank
+// rule (dist/dist.cpp). Adding a flag: a RunConfig field, one row in core/flags.cpp, and its use
+// (a choice flag: its enum and table in core/choices.h, and its field in core/plan.h).
 #pragma once
 
 #include <cstdint>
@@ -13,9 +15,35 @@
 #include <variant>
 #include <vector>
 
+#include "trainbench/core/choice_table.h"
 #include "trainbench/core/config.h"
 
 namespace trainbench {
+
+// The --help groups, in their order (a column of the flag table).
+enum class HelpGroup {
+  kModel,
+  kPrecision,
+  kData,
+  kResults,
+  kCheckpoints,
+  kDist,
+  kTesting,
+  kLast = kTesting
+};
+template <>
+struct ChoiceTable<HelpGroup> {
+  static constexpr std::array<ChoiceRow<HelpGroup>, 7> rows = {{
+      {HelpGroup::kModel, "model and training", ""},
+      {HelpGroup::kPrecision, "precision and compile", ""},
+      {HelpGroup::kData, "data", ""},
+      {HelpGroup::kResults, "timing, logging and results", ""},
+      {HelpGroup::kCheckpoints, "checkpoints", ""},
+      {HelpGroup::kDist, "several processes", ""},
+      {HelpGroup::kTesting, "testing aids", ""},
+  }};
+};
+static_assert(choices_in_order<HelpGroup>(), "one row per HelpGroup, in order");
 
 enum class FlagKind {
   kInt,     // an integer, at least `min`
@@ -28,15 +56,16 @@ struct FlagSpec {
   using Field = std::variant<int64_t RunConfig::*, double RunConfig::*, std::string RunConfig::*,
                              bool RunConfig::*>;
   const char* name = "";
+  HelpGroup group = HelpGroup::kModel;  // its --help section
   FlagKind kind = FlagKind::kText;
   Field field;
-  const char* help = "";
+  std::string help;
   int64_t min = std::numeric_limits<int64_t>::min();  // kInt
   double lo = -std::numeric_limits<double>::infinity(),
          hi = std::numeric_limits<double>::infinity();
   bool lo_open = false, hi_open = false;  // kNumber
   const char* allowed = "";               // kNumber: the range in words for messages
-  std::vector<std::string> choices;       // kText: empty = any text
+  std::vector<std::string> choices;       // kText: empty = any text (else its enum's names)
   // kText: other spellings accepted on the command line, {spelling, choice}
   std::vector<std::pair<std::string, std::string>> aliases;
   bool resume_may_change = false;  // a continued run may set it anew

@@ -13,24 +13,9 @@
 #include <torch/types.h>
 #include <nlohmann/json_fwd.hpp>
 
-#include "trainbench/core/config.h"
+#include "trainbench/core/plan.h"
 
 namespace trainbench {
-
-// torchrun's environment. WORLD_SIZE unset or 1 is the plain single process.
-struct DistEnv {
-  int rank = 0;              // RANK: 0 .. world_size-1
-  int world_size = 1;        // WORLD_SIZE
-  int local_rank = 0;        // LOCAL_RANK: the process's index on its machine (its GPU)
-  int local_world_size = 1;  // LOCAL_WORLD_SIZE: processes on this machine (shares the cores)
-  std::string master_addr = "127.0.0.1";  // MASTER_ADDR: where rank 0 hosts the store
-  int master_port = 29500;                // MASTER_PORT
-  // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent already hosts the store at
-  // MASTER_ADDR:MASTER_PORT, so rank 0 joins it as a client too.
-  bool agent_store = false;
-  int restart_count = 0;  // TORCHELASTIC_RESTART_COUNT: keys of earlier attempts are not ours
-  bool distributed() const { return world_size > 1; }
-};
 
 // Parses the launch variables from `vars` (name -> value; absent names take the defaults).
 // Throws ConfigError naming the variable, its value and what is allowed.
@@ -38,12 +23,9 @@ DistEnv parse_dist_env(const std::map<std::string, std::string>& vars);
 // parse_dist_env over the process environment.
 DistEnv dist_env_from_environment();
 
-// The process-group backend a run uses: --dist_backend, with auto = nccl on CUDA, gloo on CPU.
-std::string resolved_dist_backend(const RunConfig& cfg);
-
-// Checks the launch against the flags (backend available in this build, one GPU per local
-// rank, --resume/--save_model compatibility). Throws ConfigError.
-void validate_dist(const RunConfig& cfg, const DistEnv& env);
+// Checks the launch (the plan's DistEnv) against the flags: the plan's backend available in
+// this build, one GPU per local rank, no --repeat or --cuda_graph. Throws ConfigError.
+void validate_dist(const RunPlan& plan);
 
 // A 64-bit FNV-1a hash over the bytes of the tensors, in order: equal exactly when the
 // replicas hold bitwise identical parameters (up to hash collisions).
@@ -64,17 +46,18 @@ class CollectiveError : public RunError {
 // One process's membership of the group. Construction is the rendezvous: rank 0 hosts the
 // TCPStore at MASTER_ADDR:MASTER_PORT, every rank announces itself and waits up to
 // --dist_timeout for the others (naming the ranks that never came), then the process group is
-// built. Collectives time out after --dist_timeout as well.
+// built. Collectives time out after --dist_timeout as well. The plan gives the place
+// (plan.dist), the backend, the device and the timeout.
 class DistContext {
  public:
-  DistContext(const DistEnv& env, const RunConfig& cfg, torch::Device device);
+  explicit DistContext(const RunPlan& plan);
   ~DistContext();
   DistContext(const DistContext&) = delete;
   DistContext& operator=(const DistContext&) = delete;
 
   int rank() const;
   int world_size() const;
-  const std::string& backend() const;
+  const std::string& backend() const;  // "gloo" | "nccl"
 
   // Every rank reports how its setup went ("" = ready) and learns the others'. Returns the
   // first other rank's error as "rank N: message", or "" when all are ready. Rank 0 waits until

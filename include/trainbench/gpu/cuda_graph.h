@@ -11,7 +11,7 @@
 
 #include <torch/types.h>
 
-#include "trainbench/core/config.h"
+#include "trainbench/core/plan.h"
 
 namespace trainbench {
 
@@ -43,7 +43,8 @@ class StepGraph {
 inline constexpr int64_t kCudaGraphWarmupSteps = 3;
 
 // The --cuda_graph rules: "" when fine, else the one-line ConfigError message. Called by
-// validate().
-std::string cuda_graph_config_error(const RunConfig& cfg);
+// validate(), with --dropout_impl as given (the plan holds the resolved one; an explicit
+// parallel is what the message names).
+std::string cuda_graph_config_error(const RunPlan& plan, DropoutImpl given_dropout);
 
 }  // namespace trainbench

@@ -7,7 +7,6 @@
 #include <torch/types.h>
 #include <nlohmann/json.hpp>
 
-#include "trainbench/core/config.h"
 #include "trainbench/model/gemm_probe.h"
 
 namespace trainbench {
@@ -31,7 +30,7 @@ struct MemoryEstimate {
   double activation_bytes = 0;  // what the forward pass keeps for backward, whole batch
   double total_bytes = 0;       // with the process's own ~0.5 GB and the logits
 };
-MemoryEstimate estimate_memory(const RunConfig& cfg, int64_t params);
+MemoryEstimate estimate_memory(const RunPlan& plan, int64_t params);
 // Parameters of the model the flags describe (embedding, positions, blocks, head), without
 // building it.
 int64_t parameter_count(const RunConfig& cfg);
@@ -47,9 +46,9 @@ struct PeakFlops {
 double gpu_peak_flops(const std::string& device_name, Precision dtype);
 
 // The peak of a run: --peak_tflops, the GPU table, or on the CPU the fastest product of the
-// probe's route for this run (the float32 route when cfg resolves to it, else LibTorch's own
-// path for the dtype); probe.to_json() goes to summary.json's peak_probe.
-PeakFlops resolve_peak_flops(const RunConfig& cfg, const torch::Device& device,
-                             const std::string& device_name, const GemmProbe& probe);
+// probe's measurement of the plan's GEMM route; probe.to_json() goes to summary.json's
+// peak_probe.
+PeakFlops resolve_peak_flops(const RunPlan& plan, const std::string& device_name,
+                             const GemmProbe& probe);
 
 }  // namespace trainbench

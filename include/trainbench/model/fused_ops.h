@@ -14,17 +14,14 @@
 
 #include <torch/types.h>
 
+#include "trainbench/core/choices.h"
 #include "trainbench/model/causal_gemm.h"
 
 namespace trainbench {
 
-// How the fused ops run a GEMM whose operands are bfloat16/float16 (--lowp_gemm): in the dtype
-// itself (LibTorch's oneDNN path), or as a float32 GEMM of the same operands (exact in float32)
-// with the result rounded to the dtype, which is what the native instructions compute (float32
-// accumulation, one rounding of the output). The second is the fast one on CPUs without
-// AVX512-BF16/AMX (LibTorch's bfloat16 GEMM is then a one-thread reference loop). Tensors kept
-// for backward stay in the dtype either way; only the GEMMs' own operand copies are float32.
-enum class GemmRoute { kNative, kFloat32 };
+// Each GEMM op runs on a GemmRoute (core/choices.h: the dtype's own GEMM, or a float32 GEMM of
+// the same operands rounded once to the dtype). Tensors kept for backward stay in the dtype
+// either way; only the GEMMs' own operand copies are float32. kAuto is refused.
 
 // Dropout as the fused kernels apply it: probability p, key from dropout_key() (p == 0: off).
 struct FusedDropout {
@@ -32,10 +29,6 @@ struct FusedDropout {
   uint64_t key = 0;
 };
 
-// r' = resid + dropout(branch + bias), y = LayerNorm(r'; gamma, beta) in `out_dtype` (or r'
-// itself in `out_dtype` when gamma is undefined). resid [N, d] accumulation dtype (float32, or
-// float64) or undefined (r' = dropout(branch + bias)); branch [N, d] any float dtype; bias,
-// gamma, beta [d] accumulation dtype or undefined. Returns {r' [N, d] accumulation, y [N, d]}.
 // x w^T (+ b): x [N, in], w [out, in] (x's dtype, or on the float32 route float32 holding
 // values of x's dtype), b [out] accumulation dtype or undefined → [N, out] in x's dtype.
 // Saves x and w as they are. The other GEMM ops take w the same way. keep_float32: on the
@@ -44,6 +37,10 @@ struct FusedDropout {
 torch::Tensor fused_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                            GemmRoute route = GemmRoute::kNative, bool keep_float32 = false);
 
+// r' = resid + dropout(branch + bias), y = LayerNorm(r'; gamma, beta) in `out_dtype` (or r'
+// itself in `out_dtype` when gamma is undefined). resid [N, d] accumulation dtype (float32, or
+// float64) or undefined (r' = dropout(branch + bias)); branch [N, d] any float dtype; bias,
+// gamma, beta [d] accumulation dtype or undefined. Returns {r' [N, d] accumulation, y [N, d]}.
 std::vector<torch::Tensor> drop_add_layer_norm(const torch::Tensor& resid,
                                                const torch::Tensor& branch,
                                                const torch::Tensor& bias,

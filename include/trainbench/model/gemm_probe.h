@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainbench/core/config.h"
 #include "trainbench/core/cpu_isa.h"
+#include "trainbench/core/plan.h"
 
 namespace trainbench {
 
@@ -33,7 +33,8 @@ std::vector<GemmProduct> model_gemm_products(const RunConfig& cfg);
 
 // One route's measurement.
 struct RouteRate {
-  GemmPath path = GemmPath::kMklFloat32;
+  GemmRoute route = GemmRoute::kNative;
+  GemmPath path = GemmPath::kMklFloat32;  // how that route runs on this CPU, for the files
   double flops_per_s = 0;       // the products together: their FLOPs over their best times
   double peak_flops_per_s = 0;  // the fastest single product
   int64_t rows = 0;             // rows the products were timed with (cut for a slow path)
@@ -42,30 +43,31 @@ struct RouteRate {
 
 struct GemmProbe {
   Precision dtype = Precision::kFloat32;
-  // LibTorch's own path for the dtype first; for bfloat16/float16 also the float32 route
-  // (float32 GEMMs of operands rounded to the dtype, with the conversions the route pays).
+  // The native route (LibTorch's own path for the dtype) first; for bfloat16/float16 also the
+  // float32 route (float32 GEMMs of operands rounded to the dtype, with the conversions the
+  // route pays).
   std::vector<RouteRate> routes;
   int trials = 0;
   double seconds = 0;     // what the probe cost
   bool injected = false;  // rates from TB_TEST_GEMM_RATES, not measured (tests)
   bool empty() const { return routes.empty(); }
-  const RouteRate* find(GemmPath path) const;  // nullptr when not measured
+  const RouteRate* find(GemmRoute route) const;  // nullptr when not measured
   nlohmann::json to_json() const;
 };
 
-// Times the routes of cfg's dtype on the CPU: every product a warm-up call, then the best of
+// Times the routes of the plan's dtype on the CPU: every product a warm-up call, then the best of
 // `trials` (a shared machine's load only ever slows a trial down), at the model's own rows
 // (up to 4096; LibTorch's reference GEMM gets as many as `product_budget_s` allows, at least
 // 64, and 2 trials).
 // The environment variable TB_TEST_GEMM_RATES ("PATH=FLOP/s,...", path names as gemm_path_name,
-// "native" for LibTorch's own path whichever it is) replaces those routes' measured rates, for
+// or a route's name, "native" | "float32") replaces those routes' measured rates, for
 // tests of the choice (the probe's JSON then says "injected": true).
-GemmProbe probe_gemm(const RunConfig& cfg, int trials = 3, double product_budget_s = 0.04);
+GemmProbe probe_gemm(const RunPlan& plan, int trials = 3, double product_budget_s = 0.04);
 
 // --lowp_gemm auto's decision from a probe: the float32 route where it measured faster than
 // LibTorch's own GEMM in the dtype, else native; reason says it in words with both rates.
 struct RouteChoice {
-  LowpGemm route = LowpGemm::kNative;
+  GemmRoute route = GemmRoute::kNative;
   std::string reason;
 };
 RouteChoice choose_route(const GemmProbe& probe);

@@ -11,31 +11,30 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/types.h>
 
-#include "trainbench/core/config.h"
+#include "trainbench/core/plan.h"
 
 namespace trainbench {
 
 inline constexpr int64_t kVocabSize = 256;  // bytes
 
-// Shapes of the network, derived from RunConfig.
+// Shapes of the network and its kernels' choices, derived from the run's plan.
 struct ModelOptions {
   int64_t seq_len = 256;  // max positions (size of the learned positional encoding)
   int64_t d_model = 512;
   int64_t num_heads = 8;
   int64_t ff_dim = 2048;
-  int64_t num_layer = 24;  // RunConfig's (the reference code's) default; from_config sets the run's
+  int64_t num_layer = 24;  // RunConfig's (the reference code's) default; from_plan sets the run's
   double dropout = 0.1;
   bool flash = false;             // handcraft: flash attention (SDPA) instead of explicit scores
   bool parallel_dropout = false;  // handcraft: the parallel-mask dropout of dropout.h
   bool norm_first = true;         // torch: pre-LN blocks from the layers' modules (else post-LN)
-  // fused (--compile fused): the activations' dtype (float32, or bfloat16 / float16 for those
-  // runs); parameters stay in their own dtype (float32 master weights).
+  // fused (--compile fused): the activations' dtype (the plan's compute dtype: float32, or
+  // bfloat16 / float16); parameters stay in their own dtype (float32 master weights).
   c10::ScalarType compute_dtype = c10::ScalarType::Float;
-  // fused: bfloat16/float16 GEMMs as float32 GEMMs of operands rounded to the dtype
-  // (--lowp_gemm float32, the faster route where LibTorch's GEMM in the dtype is slow).
-  bool float32_gemm = false;
+  // fused: how bfloat16/float16 GEMMs run (core/choices.h; kNative or kFloat32).
+  GemmRoute gemm_route = GemmRoute::kNative;
 
-  static ModelOptions from_config(const RunConfig& cfg);
+  static ModelOptions from_plan(const RunPlan& plan);
 };
 
 // forward(bytes [seq, batch] int64) → logits [seq, batch, 256]. Position t sees bytes < t only:
@@ -80,9 +79,9 @@ class BlockLayers : public torch::nn::Module {
   torch::nn::Linear ff1{nullptr}, ff2{nullptr};  // [ff, d], [d, ff]
 };
 
-// Builds the model named by cfg.model with PyTorch's default initialization (seeded by the
-// caller through torch::manual_seed).
-std::shared_ptr<LanguageModel> make_model(const RunConfig& cfg);
+// Builds the plan's model on its compiled path with PyTorch's default initialization (seeded by
+// the caller through torch::manual_seed), on the CPU (the caller moves it).
+std::shared_ptr<LanguageModel> make_model(const RunPlan& plan);
 std::shared_ptr<LanguageModel> make_handcraft_model(const ModelOptions& options);
 std::shared_ptr<LanguageModel> make_torch_model(const ModelOptions& options);
 // --compile fused: the handcraft network (same parameters, names and initialization) run by

@@ -7,20 +7,17 @@
 
 #include <torch/types.h>
 
-#include "trainbench/core/config.h"
+#include "trainbench/core/choices.h"
 
 namespace trainbench {
 
-// Lower-precision compute dtype for --dtype, or nullopt for float32.
-c10::optional<c10::ScalarType> autocast_dtype(Precision dtype);
-
-// Enables autocast for `device` in its scope and restores the previous state on exit; the
-// weight-cast cache is cleared when the outermost guard closes, so no stale low-precision copy
-// of a weight survives optimizer.step(). Covers forward + loss, once per step. A float32 run
-// makes it a no-op.
+// Enables autocast to the precision's compute dtype (core/choices.h) for `device` in its scope
+// and restores the previous state on exit; the weight-cast cache is cleared when the outermost
+// guard closes, so no stale low-precision copy of a weight survives optimizer.step(). Covers
+// forward + loss, once per step. A float32 run makes it a no-op.
 class AutocastGuard {
  public:
-  AutocastGuard(torch::DeviceType device, c10::optional<c10::ScalarType> dtype);
+  AutocastGuard(torch::DeviceType device, Precision precision);
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;

@@ -12,7 +12,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainbench/core/config.h"
 #include "trainbench/model/gemm_probe.h"
 
 namespace trainbench {
@@ -24,7 +23,7 @@ std::string probe_cache_file(const RunConfig& cfg);
 
 // "cpu=...|isa=...|libtorch=2.11.0|threads=2|dtype=bfloat16|gemms=MxKxN,..." (the products of
 // model_gemm_products at the rows the probe times).
-std::string probe_cache_key(const RunConfig& cfg, int threads);
+std::string probe_cache_key(const RunPlan& plan, int threads);
 
 // A probe back from GemmProbe::to_json().
 GemmProbe probe_from_json(const nlohmann::json& j);
@@ -39,12 +38,12 @@ struct ProbeOutcome {
   nlohmann::json record;
 };
 
-// The cached figures for this run's key, or a measurement (probe_gemm(cfg)) of up to
+// The cached figures for this run's key, or a measurement (probe_gemm(plan)) of up to
 // kProbeAttempts attempts, the first undisturbed one kept and stored (the fastest of them
 // when every one was disturbed, then not stored). Rates injected by TB_TEST_GEMM_RATES are
 // never read from nor written to the cache. TB_TEST_PROBE_DISTURBED=N (tests) counts the first
 // N attempts as disturbed. A cache file that cannot be read or written is warned about once and
 // the run goes on with its own measurement.
-ProbeOutcome cached_or_measured_probe(const RunConfig& cfg, int threads);
+ProbeOutcome cached_or_measured_probe(const RunPlan& plan, int threads);
 
 }  // namespace trainbench

@@ -38,7 +38,7 @@ std::string configure_script_executor(const torch::Device& device);
 
 // Kernels the fuser made in the graph that ran last (prim::TensorExprGroup, prim::FusionGroup
 // and prim::CudaFusionGroup nodes, counted inside differentiable subgraphs too).
-int64_t last_graph_fused_groups();
+int64_t last_graph_fusion_groups();
 
 // Writes the trained network (eager or compiled handcraft) as a TorchScript file that
 // torch.jit.load opens in Python and C++. Atomic: temp file + rename.

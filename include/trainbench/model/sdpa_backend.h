@@ -7,7 +7,7 @@
 
 #include <torch/types.h>
 
-#include "trainbench/core/config.h"
+#include "trainbench/core/plan.h"
 
 namespace trainbench {
 
@@ -23,11 +23,11 @@ struct SdpaFlags {
 SdpaFlags sdpa_flags();
 void set_sdpa_flags(const SdpaFlags& flags);
 
-// Saves the global switches, enables only `backend` (flash | efficient | cudnn | math) and
-// restores the saved switches on exit; "auto" changes nothing. Not copyable.
+// Saves the global switches, enables only `backend` and restores the saved switches on exit;
+// kAuto changes nothing. Not copyable.
 class SdpaBackendGuard {
  public:
-  explicit SdpaBackendGuard(const std::string& backend);
+  explicit SdpaBackendGuard(SdpaBackend backend);
   ~SdpaBackendGuard();
   SdpaBackendGuard(const SdpaBackendGuard&) = delete;
   SdpaBackendGuard& operator=(const SdpaBackendGuard&) = delete;
@@ -37,14 +37,14 @@ class SdpaBackendGuard {
   SdpaFlags saved_;
 };
 
-// The --sdpa_backend rules that need no kernel launch (value, --flash, device, dtype, LibTorch
-// version): "" when fine, else the one-line ConfigError message. Called by validate().
-std::string sdpa_backend_config_error(const RunConfig& cfg);
+// The --sdpa_backend rules that need no kernel launch (--flash, device, dtype): "" when fine,
+// else the one-line ConfigError message. Called by validate().
+std::string sdpa_backend_config_error(const RunPlan& plan);
 
 // The backend the run's attention uses: "" when --flash 0 (no SDPA call), else math | flash |
 // efficient | cudnn | overrideable, asked of LibTorch (at::_fused_sdp_choice) for inputs of
 // the run's head shape, dtype and device under the run's --sdpa_backend (on the CPU: flash, or
 // math when forced). Throws ConfigError when a forced backend cannot run these inputs.
-std::string resolve_sdpa_backend(const RunConfig& cfg, const torch::Device& device);
+std::string resolve_sdpa_backend(const RunPlan& plan);
 
 }  // namespace trainbench

@@ -11,7 +11,7 @@
 #include <torch/types.h>
 #include <nlohmann/json.hpp>
 
-#include "trainbench/core/config.h"
+#include "trainbench/core/plan.h"
 
 namespace trainbench {
 
@@ -38,8 +38,7 @@ struct CategoryWork {
 //     parameter.
 // These are the fused kernels' one pass each way; eager paths move more and show it as time
 // above the bound.
-std::map<std::string, CategoryWork> step_work(const RunConfig& cfg, int64_t params,
-                                              bool float32_route);
+std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t params);
 
 // A STREAM-style triad, a = b + s c (LibTorch's add kernel on the run's threads) over arrays of
 // `array_bytes` each (well beyond the caches): the best bytes/s of `trials`, counting the 4

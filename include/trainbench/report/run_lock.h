@@ -1,6 +1,6 @@
 // One bench process at a time writes a run folder. The hold is an exclusive flock(2) on
-// DIR/.lock, taken without waiting and kept by the open descriptor for the life of the
-// process, so the kernel releases it however the process ends (exit, crash, SIGKILL, the OOM
+// DIR/.lock (core/run_files.h), taken without waiting and kept by the open descriptor for the life
+// of the process, so the kernel releases it however the process ends (exit, crash, SIGKILL, the OOM
 // killer); nothing is left to clean up. The file's text (pid, host, start time) only names the
 // holder in the refusal; the text a dead holder left means nothing and is overwritten.
 // On NFS, flock is carried by the NFS lock manager (NFSv4, or v3 with lockd) and holds across
@@ -10,8 +10,6 @@
 #include <string>
 
 namespace trainbench {
-
-inline constexpr const char* kLockFile = ".lock";
 
 // True while a live bench process holds `dir` (a run still training, or resuming).
 bool run_folder_in_use(const std::string& dir);

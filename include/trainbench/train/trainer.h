@@ -8,7 +8,7 @@
 #include <torch/optim/adam.h>
 #include <nlohmann/json.hpp>
 
-#include "trainbench/core/config.h"
+#include "trainbench/core/plan.h"
 #include "trainbench/data/corpus.h"
 #include "trainbench/data/sampler.h"
 #include "trainbench/dist/dist.h"
@@ -26,7 +26,8 @@ class GradSync;
 
 class Trainer {
  public:
-  Trainer(const RunConfig& cfg, torch::Device device);
+  // The plan's model on the plan's device, its optimizer, loss scaler and attention backend.
+  explicit Trainer(const RunPlan& plan);
 
   // Data parallelism: gradients (and the loss) are averaged over the ranks through `sync`
   // from the next step on; nullptr detaches. The caller owns it.
@@ -61,7 +62,7 @@ class Trainer {
   // Unscale/check, optimizer step (or skip), loss-scaler update.
   void apply_gradients_();
 
-  RunConfig cfg_;
+  RunPlan plan_;
   torch::Device device_;
   SdpaBackendGuard sdpa_guard_;  // --sdpa_backend for the trainer's lifetime
   std::shared_ptr<LanguageModel> model_;
