@@ -12,19 +12,19 @@
 #   SKIP_TESTS=1 (reruns), MATRIX (space-separated names from the list in matrix_entry below).
 # Example: STEPS=100 scripts/gpu_bench.sh runs/h200
 source "$(dirname "$0")/usage.sh"
-tb_help "$0" "$@"
-set -euo pipefail
-cd "$(dirname "$0")/.."
+tb_start "$0" "" "$@"
+shift  # OUT_DIR, now $out
 die() { echo "gpu_bench.sh: $*" >&2; exit 1; }
-[ $# -eq 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
-out=$(tb_out_dir "$1")
+usage_error() { echo "gpu_bench.sh: $*" >&2; exit 2; }
+[ $# -eq 0 ] || usage_error "'$1' is not allowed after OUT_DIR; it takes only OUT_DIR" \
+  "(settings in the environment, see --help)"
 PYTHON=${PYTHON:-python3}
 STEPS=${STEPS:-150}
 WARMUP=${WARMUP:-20}
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 JOBS=${JOBS:-$(nproc)}
 [[ "$STEPS" =~ ^[0-9]+$ && "$WARMUP" =~ ^[0-9]+$ && STEPS -gt WARMUP && WARMUP -ge 3 ]] ||
-  die "STEPS ($STEPS) and WARMUP ($WARMUP) must be integers with STEPS > WARMUP >= 3"
+  usage_error "STEPS ($STEPS) and WARMUP ($WARMUP) must be integers with STEPS > WARMUP >= 3"
 
 # --- the training matrix (checked before anything is built) --------------------------------------
 # name → model:compile:flash:fused_adam:cuda_graph; each runs for float32, float16 and bfloat16
@@ -38,7 +38,7 @@ matrix_entry() {
     compiled_flash) echo "handcraft:1:1:0:0" ;;
     fused) echo "handcraft:0:1:1:0" ;;
     graph) echo "handcraft:0:1:1:1" ;;
-    *) die "MATRIX: unknown name '$1'; use torch naive flash compiled compiled_flash fused graph" ;;
+    *) usage_error "MATRIX: unknown name '$1'; use torch naive flash compiled compiled_flash fused graph" ;;
   esac
 }
 matrix=${MATRIX:-"naive flash compiled compiled_flash torch fused graph"}
@@ -51,9 +51,7 @@ if ! { nvidia-smi -L >/dev/null 2>&1 &&
 fi
 compgen -G "gpu-deps/*.deb" >/dev/null ||
   die "gpu-deps/ holds no .deb files: run 'scripts/gpu_deps.sh download' on Debian 12 and bring gpu-deps/ along"
-read -r torch_version torch_prefix abi < <("$PYTHON" -c '
-import torch
-print(torch.__version__, torch.utils.cmake_prefix_path, int(torch._C._GLIBCXX_USE_CXX11_ABI))')
+read -r torch_version torch_prefix abi < <("$PYTHON" scripts/torch_build_info.py)
 [ "$abi" = 1 ] || die "torch $torch_version uses the pre-C++11 ABI; Debian's spdlog and gtest need _GLIBCXX_USE_CXX11_ABI=1 (torch >= 2.7 wheels)"
 # The venv's own tools (ninja, cmake from pip) and the CUDA toolkit that LibTorch's CMake wants.
 PATH="$("$PYTHON" -c 'import os, sys; print(os.path.dirname(sys.executable))'):$PATH"

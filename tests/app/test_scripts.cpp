@@ -3,7 +3,10 @@
 // run through `bench report`; scripts/dist_scaling.sh runs through it and prints through bench.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
+#include <sstream>
+#include <string>
 
 #include "test_util.h"
 #include "trainbench/report/env_info.h"
@@ -300,6 +303,24 @@ TEST(Scripts, HostNetTableFitsTheRingModelToTheMeasuredAllReduces) {
   EXPECT_NE(r.output.find("| unlimited (veth) | 2.0 | 2.2 | 0.524 | 120 | 20 | 110 | 5 |"),
             std::string::npos)
       << r.output;
+}
+
+// gpu_bench.sh reads three words from torch_build_info.py: torch's version, the folder that
+// holds its CMake config, and its C++ ABI (1: the C++11 one).
+TEST(Scripts, TorchBuildInfoPrintsVersionCMakePrefixAndAbi) {
+  if (testing::run_command(TB_PYTHON " -c 'import torch'").exit_code != 0) {
+    GTEST_SKIP() << TB_PYTHON " has no torch";
+  }
+  const auto r = testing::run_command(py_script_("torch_build_info.py", ""));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream words(r.output);
+  std::string version, prefix, abi, more;
+  words >> version >> prefix >> abi;
+  EXPECT_FALSE(words >> more) << r.output;
+  EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(version[0]))) << r.output;
+  EXPECT_TRUE(fs::exists(prefix + "/Torch/TorchConfig.cmake")) << r.output;
+  EXPECT_TRUE(abi == "0" || abi == "1") << r.output;
+  EXPECT_EQ(testing::run_command(py_script_("torch_build_info.py", "extra")).exit_code, 2);
 }
 
 // compare.sh's first table: one row per configuration and dtype in the order the runs came
