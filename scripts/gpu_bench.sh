@@ -9,7 +9,8 @@
 # OUT_DIR/runs. Sized to finish in about 8 minutes on one H200.
 # Usage: scripts/gpu_bench.sh OUT_DIR
 # Environment: STEPS (150), WARMUP (20), PYTHON (python3), BUILD_DIR (build-gpu), JOBS (nproc),
-#   SKIP_TESTS=1 (reruns), MATRIX (space-separated names from the list in matrix_entry below).
+#   SKIP_TESTS=1 (reruns), MATRIX (space-separated names from the list in matrix_entry below;
+#   "fused" is kept for --compile fused, so flash + fused Adam is flash_fused_adam).
 # Example: STEPS=100 scripts/gpu_bench.sh runs/h200
 source "$(dirname "$0")/usage.sh"
 tb_start "$0" "" "$@"
@@ -36,12 +37,13 @@ matrix_entry() {
     flash) echo "handcraft:0:1:0:0" ;;
     compiled) echo "handcraft:1:0:0:0" ;;
     compiled_flash) echo "handcraft:1:1:0:0" ;;
-    fused) echo "handcraft:0:1:1:0" ;;
+    flash_fused_adam) echo "handcraft:0:1:1:0" ;;
     graph) echo "handcraft:0:1:1:1" ;;
-    *) usage_error "MATRIX: unknown name '$1'; use torch naive flash compiled compiled_flash fused graph" ;;
+    *) usage_error "MATRIX: unknown name '$1'; use some of: $all_names" ;;
   esac
 }
-matrix=${MATRIX:-"naive flash compiled compiled_flash torch fused graph"}
+all_names="naive flash compiled compiled_flash torch flash_fused_adam graph"
+matrix=${MATRIX:-$all_names}
 for name in $matrix; do matrix_entry "$name" >/dev/null; done
 
 # --- preconditions, each a one-line reason ---------------------------------------------------
