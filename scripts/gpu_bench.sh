@@ -9,8 +9,10 @@
 # OUT_DIR/runs. Sized to finish in about 8 minutes on one H200.
 # Usage: scripts/gpu_bench.sh OUT_DIR
 # Environment: STEPS (150), WARMUP (20), PYTHON (python3), BUILD_DIR (build-gpu), JOBS (nproc),
-#   SKIP_TESTS=1 (reruns), MATRIX (space-separated names from the list in matrix_entry below;
-#   "fused" is kept for --compile fused, so flash + fused Adam is flash_fused_adam).
+#   SKIP_TESTS=1 (reruns), MATRIX (space-separated names of configurations: naive flash compiled
+#   compiled_flash torch flash_fused_adam graph; each is a set of bench flags, see matrix_entry
+#   below, run in float32, float16 and bfloat16 as scripts/sweep.sh MATRIX entries; "fused" is
+#   kept for --compile fused, so flash + fused Adam is flash_fused_adam).
 # Example: STEPS=100 scripts/gpu_bench.sh runs/h200
 source "$(dirname "$0")/usage.sh"
 tb_start "$0" "" "$@"
@@ -28,23 +30,25 @@ JOBS=${JOBS:-$(nproc)}
   usage_error "STEPS ($STEPS) and WARMUP ($WARMUP) must be integers with STEPS > WARMUP >= 3"
 
 # --- the training matrix (checked before anything is built) --------------------------------------
-# name → model:compile:flash:fused_adam:cuda_graph; each runs for float32, float16 and bfloat16
-# through scripts/sweep.sh (one run after another; report and plots in OUT_DIR/runs/).
+# name -> bench flags; each runs for float32, float16 and bfloat16 through scripts/sweep.sh
+# (one run after another; report and plots in OUT_DIR/runs/).
 matrix_entry() {
   case $1 in
-    torch) echo "torch:0:0:0:0" ;;
-    naive) echo "handcraft:0:0:0:0" ;;
-    flash) echo "handcraft:0:1:0:0" ;;
-    compiled) echo "handcraft:1:0:0:0" ;;
-    compiled_flash) echo "handcraft:1:1:0:0" ;;
-    flash_fused_adam) echo "handcraft:0:1:1:0" ;;
-    graph) echo "handcraft:0:1:1:1" ;;
+    torch) echo "--model torch --compile none --flash 0" ;;
+    naive) echo "--model handcraft --compile none --flash 0" ;;
+    flash) echo "--model handcraft --compile none --flash 1" ;;
+    compiled) echo "--model handcraft --compile torchscript --flash 0" ;;
+    compiled_flash) echo "--model handcraft --compile torchscript --flash 1" ;;
+    flash_fused_adam) echo "--model handcraft --compile none --flash 1 --fused_adam 1" ;;
+    graph) echo "--model handcraft --compile none --flash 1 --fused_adam 1 --cuda_graph 1" ;;
     *) usage_error "MATRIX: unknown name '$1'; use some of: $all_names" ;;
   esac
 }
 all_names="naive flash compiled compiled_flash torch flash_fused_adam graph"
-matrix=${MATRIX:-$all_names}
-for name in $matrix; do matrix_entry "$name" >/dev/null; done
+read -r -a names <<<"${MATRIX:-$all_names}"
+[ ${#names[@]} -gt 0 ] ||
+  usage_error "MATRIX: '$MATRIX' names no configuration; use some of: $all_names"
+for name in "${names[@]}"; do matrix_entry "$name" >/dev/null; done
 
 # --- preconditions, each a one-line reason ---------------------------------------------------
 if ! { nvidia-smi -L >/dev/null 2>&1 &&
@@ -103,10 +107,9 @@ common=(--num_layer 8 --d_model 512 --num_heads 8 --ff_dim 2048 --seq_len 256 --
         --steps "$STEPS" --warmup_steps "$WARMUP" --log_every 10 --eval_every 0 --eval_batches 2
         --device cuda --overwrite 1)
 sweep_matrix=""
-for name in $matrix; do
-  IFS=: read -r model compile flash fused graph <<<"$(matrix_entry "$name")"
+for name in "${names[@]}"; do
   for dtype in float32 float16 bfloat16; do
-    sweep_matrix+="$model:$dtype:$compile:$flash:$fused:$graph "
+    sweep_matrix+="$(matrix_entry "$name") --dtype $dtype"$'\n'
   done
 done
 MATRIX="$sweep_matrix" BENCH="$BUILD_DIR/bench" PYTHON="$PYTHON" bash scripts/sweep.sh "$out/runs" \
