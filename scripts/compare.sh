@@ -18,6 +18,14 @@ tb_start "$0" "[flags...]" "$@"
 shift  # OUT_DIR, now $out
 BENCH=${BENCH:-./build/bench}
 PYTHON=${PYTHON:-.venv/bin/python}
+read -r -a dtypes <<<"${DTYPES:-float32 bfloat16}"
+[ ${#dtypes[@]} -gt 0 ] || dtypes=("$DTYPES")  # blanks only: refused below
+for dtype in "${dtypes[@]}"; do
+  [[ "$dtype" =~ ^[a-z0-9]+$ ]] || {
+    echo "compare.sh: DTYPES: '$dtype' is not allowed; use bench's --dtype names" \
+         "(float32 float16 bfloat16)" >&2
+    exit 2; }
+done
 "$PYTHON" -c 'import torch, jax, flax, optax' 2>/dev/null || {
   echo "compare.sh: $PYTHON lacks torch/jax/flax/optax: run scripts/install_deps.sh" >&2; exit 2; }
 mkdir -p "$out"
@@ -37,19 +45,24 @@ run() {  # run NAME COMMAND...: one run, its folder collected
     echo "   ($name failed; left out of the table)" >&2
   fi
 }
-# bench's five columns per dtype through the matrix runner (one run after another).
-matrix=""
-for dtype in ${DTYPES:-float32 bfloat16}; do
-  matrix+="handcraft:$dtype:0:0 handcraft:$dtype:1:0 handcraft:$dtype:0:1 "
-  matrix+="handcraft:$dtype:fused:0:1:0 handcraft:$dtype:fused:1:1:0 "
+# bench's five columns per dtype through the matrix runner (one run after another), as its
+# MATRIX entries: bench flags, one entry per column.
+entries=()
+for dtype in "${dtypes[@]}"; do
+  for flags in "--compile none --flash 0" "--compile torchscript --flash 0" \
+               "--compile none --flash 1" "--compile fused --flash 0 --fused_adam 1" \
+               "--compile fused --flash 1 --fused_adam 1"; do
+    entries+=("--model handcraft --dtype $dtype $flags")
+  done
 done
+printf -v matrix '%s; ' "${entries[@]}"
+matrix=${matrix%; }
 echo "== bench: $matrix" >&2
 env "${thread_env[@]}" MATRIX="$matrix" BENCH="$BENCH" PYTHON="$PYTHON" \
   bash scripts/sweep.sh "$out/bench" "${args[@]}" >/dev/null ||
   echo "   (no bench run finished; see $out/bench/*.log)" >&2
 # In the matrix's order (1_, 2_, ..., 10_: not the glob's, which puts 10_ before 2_).
-n_bench=$(wc -w <<<"$matrix")
-for ((i = 1; i <= n_bench; i++)); do
+for ((i = 1; i <= ${#entries[@]}; i++)); do
   for d in "$out/bench/${i}"_*/; do [ -d "$d" ] && dirs+=("${d%/}"); done
 done
 py=("$PYTHON" scripts/peers/pytorch_run.py)
@@ -59,7 +72,7 @@ reps=${REPEAT:-1}
 for ((k = 1; k <= reps; k++)); do
   r=""
   [ "$reps" -eq 1 ] || r="_r$k"
-  for dtype in ${DTYPES:-float32 bfloat16}; do
+  for dtype in "${dtypes[@]}"; do
     run "py_$dtype$r" "${py[@]}" --dtype "$dtype"
     run "pyc_$dtype$r" "${py[@]}" --dtype "$dtype" --compile 1
     run "pyf_$dtype$r" "${py[@]}" --dtype "$dtype" --flash 1

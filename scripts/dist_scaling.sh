@@ -6,9 +6,9 @@
 # through scripts/sweep.sh (PROCS=2 for the two-process ones; one after another), each into a
 # folder of its own in OUT_DIR (p1, p2, p2seq, t2, with their logs).
 # Usage: scripts/dist_scaling.sh OUT_DIR [bench flags...]   (e.g. --num_layer 8 --batch_size 4)
-# --model, --dtype, --compile, --flash, --fused_adam and --cuda_graph become the sweep's MATRIX
-# entry; --batch_size (default 4) is per rank. MASTER_PORT: the first two-process run's port
-# (default: random), the second takes the next.
+# --model and --dtype (default handcraft, float32) become the sweep's MATRIX entry (bench flags,
+# see sweep.sh), the other flags go to every run; --batch_size (default 4) is per rank.
+# MASTER_PORT: the first two-process run's port (default: random), the second takes the next.
 # Prints the four through `bench report` (also OUT_DIR/report.md, .csv, .json): global seq/s,
 # the ratios against one process, and for two processes the exposed communication per step
 # (comm ms/step) and its share of the step. The one-process runs differ in their batch, which
@@ -18,19 +18,17 @@ source "$(dirname "$0")/usage.sh"
 tb_start "$0" "[bench flags...]" "$@"
 shift  # OUT_DIR, now $out
 BENCH=${BENCH:-./build/bench}
-batch=4 model=handcraft dtype=float32 compile=0 flash=0 fused=0 graph=0
+batch=4 model=handcraft dtype=float32
 args=()  # the other flags; those above are set per run (bench refuses a flag given twice)
 while [ $# -gt 0 ]; do
   flag=${1%%=*}
   if [[ "$1" == *=* ]]; then value=${1#*=}; n=1; else value=${2-}; n=2; fi
   case "$flag" in
-    --batch_size|--model|--dtype|--compile|--flash|--fused_adam|--cuda_graph)
+    --batch_size|--model|--dtype)
       [ "$n" = 1 ] || [ $# -ge 2 ] ||
         { echo "dist_scaling.sh: $flag: a value is needed" >&2; exit 2; }
       case "$flag" in
         --batch_size) batch=$value ;; --model) model=$value ;; --dtype) dtype=$value ;;
-        --compile) compile=$value ;; --flash) flash=$value ;; --fused_adam) fused=$value ;;
-        --cuda_graph) graph=$value ;;
       esac
       shift "$n" ;;
     --threads|--dist_overlap|--save_dir)
@@ -41,7 +39,7 @@ done
 if ! [[ "$batch" =~ ^[1-9][0-9]{0,6}$ ]]; then
   echo "dist_scaling.sh: --batch_size: '$batch' is not allowed; use an integer >= 1" >&2; exit 2
 fi
-entry="$model:$dtype:$compile:$flash:$fused:$graph"
+entry="--model $model --dtype $dtype"
 port=${MASTER_PORT:-$((29600 + RANDOM % 300))}
 if ! { [[ "$port" =~ ^[1-9][0-9]{0,4}$ ]] && [ "$port" -lt 65535 ]; }; then
   echo "dist_scaling.sh: MASTER_PORT: '$port' is not allowed; use a TCP port in [1, 65534]" >&2

@@ -9,40 +9,46 @@
 # OUT_DIR/runs. Sized to finish in about 8 minutes on one H200.
 # Usage: scripts/gpu_bench.sh OUT_DIR
 # Environment: STEPS (150), WARMUP (20), PYTHON (python3), BUILD_DIR (build-gpu), JOBS (nproc),
-#   SKIP_TESTS=1 (reruns), MATRIX (space-separated names from the list in matrix_entry below).
+#   SKIP_TESTS=1 (reruns), MATRIX (space-separated names of configurations: naive flash compiled
+#   compiled_flash torch flash_fused_adam graph; each is a set of bench flags, see matrix_entry
+#   below, run in float32, float16 and bfloat16 as scripts/sweep.sh MATRIX entries; "fused" is
+#   kept for --compile fused, so flash + fused Adam is flash_fused_adam).
 # Example: STEPS=100 scripts/gpu_bench.sh runs/h200
 source "$(dirname "$0")/usage.sh"
-tb_help "$0" "$@"
-set -euo pipefail
-cd "$(dirname "$0")/.."
+tb_start "$0" "" "$@"
+shift  # OUT_DIR, now $out
 die() { echo "gpu_bench.sh: $*" >&2; exit 1; }
-[ $# -eq 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
-out=$(tb_out_dir "$1")
+usage_error() { echo "gpu_bench.sh: $*" >&2; exit 2; }
+[ $# -eq 0 ] || usage_error "'$1' is not allowed after OUT_DIR; it takes only OUT_DIR" \
+  "(settings in the environment, see --help)"
 PYTHON=${PYTHON:-python3}
 STEPS=${STEPS:-150}
 WARMUP=${WARMUP:-20}
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 JOBS=${JOBS:-$(nproc)}
 [[ "$STEPS" =~ ^[0-9]+$ && "$WARMUP" =~ ^[0-9]+$ && STEPS -gt WARMUP && WARMUP -ge 3 ]] ||
-  die "STEPS ($STEPS) and WARMUP ($WARMUP) must be integers with STEPS > WARMUP >= 3"
+  usage_error "STEPS ($STEPS) and WARMUP ($WARMUP) must be integers with STEPS > WARMUP >= 3"
 
 # --- the training matrix (checked before anything is built) --------------------------------------
-# name → model:compile:flash:fused_adam:cuda_graph; each runs for float32, float16 and bfloat16
-# through scripts/sweep.sh (one run after another; report and plots in OUT_DIR/runs/).
+# name -> bench flags; each runs for float32, float16 and bfloat16 through scripts/sweep.sh
+# (one run after another; report and plots in OUT_DIR/runs/).
 matrix_entry() {
   case $1 in
-    torch) echo "torch:0:0:0:0" ;;
-    naive) echo "handcraft:0:0:0:0" ;;
-    flash) echo "handcraft:0:1:0:0" ;;
-    compiled) echo "handcraft:1:0:0:0" ;;
-    compiled_flash) echo "handcraft:1:1:0:0" ;;
-    fused) echo "handcraft:0:1:1:0" ;;
-    graph) echo "handcraft:0:1:1:1" ;;
-    *) die "MATRIX: unknown name '$1'; use torch naive flash compiled compiled_flash fused graph" ;;
+    torch) echo "--model torch --compile none --flash 0" ;;
+    naive) echo "--model handcraft --compile none --flash 0" ;;
+    flash) echo "--model handcraft --compile none --flash 1" ;;
+    compiled) echo "--model handcraft --compile torchscript --flash 0" ;;
+    compiled_flash) echo "--model handcraft --compile torchscript --flash 1" ;;
+    flash_fused_adam) echo "--model handcraft --compile none --flash 1 --fused_adam 1" ;;
+    graph) echo "--model handcraft --compile none --flash 1 --fused_adam 1 --cuda_graph 1" ;;
+    *) usage_error "MATRIX: unknown name '$1'; use some of: $all_names" ;;
   esac
 }
-matrix=${MATRIX:-"naive flash compiled compiled_flash torch fused graph"}
-for name in $matrix; do matrix_entry "$name" >/dev/null; done
+all_names="naive flash compiled compiled_flash torch flash_fused_adam graph"
+read -r -a names <<<"${MATRIX:-$all_names}"
+[ ${#names[@]} -gt 0 ] ||
+  usage_error "MATRIX: '$MATRIX' names no configuration; use some of: $all_names"
+for name in "${names[@]}"; do matrix_entry "$name" >/dev/null; done
 
 # --- preconditions, each a one-line reason ---------------------------------------------------
 if ! { nvidia-smi -L >/dev/null 2>&1 &&
@@ -51,9 +57,7 @@ if ! { nvidia-smi -L >/dev/null 2>&1 &&
 fi
 compgen -G "gpu-deps/*.deb" >/dev/null ||
   die "gpu-deps/ holds no .deb files: run 'scripts/gpu_deps.sh download' on Debian 12 and bring gpu-deps/ along"
-read -r torch_version torch_prefix abi < <("$PYTHON" -c '
-import torch
-print(torch.__version__, torch.utils.cmake_prefix_path, int(torch._C._GLIBCXX_USE_CXX11_ABI))')
+read -r torch_version torch_prefix abi < <("$PYTHON" scripts/torch_build_info.py)
 [ "$abi" = 1 ] || die "torch $torch_version uses the pre-C++11 ABI; Debian's spdlog and gtest need _GLIBCXX_USE_CXX11_ABI=1 (torch >= 2.7 wheels)"
 # The venv's own tools (ninja, cmake from pip) and the CUDA toolkit that LibTorch's CMake wants.
 PATH="$("$PYTHON" -c 'import os, sys; print(os.path.dirname(sys.executable))'):$PATH"
@@ -103,10 +107,9 @@ common=(--num_layer 8 --d_model 512 --num_heads 8 --ff_dim 2048 --seq_len 256 --
         --steps "$STEPS" --warmup_steps "$WARMUP" --log_every 10 --eval_every 0 --eval_batches 2
         --device cuda --overwrite 1)
 sweep_matrix=""
-for name in $matrix; do
-  IFS=: read -r model compile flash fused graph <<<"$(matrix_entry "$name")"
+for name in "${names[@]}"; do
   for dtype in float32 float16 bfloat16; do
-    sweep_matrix+="$model:$dtype:$compile:$flash:$fused:$graph "
+    sweep_matrix+="$(matrix_entry "$name") --dtype $dtype"$'\n'
   done
 done
 MATRIX="$sweep_matrix" BENCH="$BUILD_DIR/bench" PYTHON="$PYTHON" bash scripts/sweep.sh "$out/runs" \

@@ -4,10 +4,17 @@
 # report.json, through `bench report`) and the plots. Combinations this machine or build cannot
 # run are skipped with bench's own one-line reason (its validation, exit 2).
 # Usage: scripts/sweep.sh OUT_DIR [bench flags common to every run...]
-# MATRIX: "model:dtype:compile:flash[:fused_adam:cuda_graph] ..." (compile: 0|1|none|torchscript|
-# fused, as bench's --compile; default: the reference
-# matrix, torch|handcraft x float32|float16|bfloat16 x compile 0|1 x flash 0|1). Each run's
-# stderr goes to OUT_DIR/N.log.
+# MATRIX: the configurations, one entry per line or entries separated by ';' (blank ones are
+# ignored); an entry is a set of bench flags as '--name value' pairs, each value one word of
+# letters, digits and ._/:,+=@%~- (no spaces, quotes or '--name=value'), e.g.
+#   MATRIX="--model handcraft --dtype bfloat16 --compile fused --flash 1; --model torch"
+# Each run gets its entry's flags, then the common ones (a flag in both is given twice, which
+# bench refuses). bench checks the values (a combination it refuses is skipped with its reason);
+# an entry may not set --save_dir, --run_folder, --repeat or --repetition, which the sweep sets.
+# Default: the reference matrix, torch|handcraft x float32|float16|bfloat16 x --compile
+# none|torchscript x --flash 0|1 (24 entries). Entry i (from 1, in MATRIX's order) runs into
+# OUT_DIR/i_<bench's folder name>, its stderr goes to OUT_DIR/i.log, and the progress lines name
+# it by its flags ("done: model=handcraft dtype=float32 ...").
 # PROCS=N (default 1) runs every entry as N data-parallel processes on this machine through
 # scripts/launch.sh (speeds are then global; `bench report` labels them "xN processes"); run i
 # rendezvouses on port MASTER_PORT + i - 1 (MASTER_PORT default: random in [29600, 29900)).
@@ -16,10 +23,12 @@
 # slow drift of the machine spreads over all entries; `bench report` then gives each entry's
 # median with n=, min-max, and a U-test's p-value against the baseline (3 or more a side).
 # Examples: scripts/sweep.sh runs/sweep --preset quick --device cpu --steps 100
-#   REPEAT=5 MATRIX="handcraft:float32:0:0 handcraft:float32:fused:1" scripts/sweep.sh runs/ab
-#   MATRIX="handcraft:float32:0:0 handcraft:float32:0:1 handcraft:bfloat16:0:0 torch:float32:0:0" \
-#     scripts/sweep.sh runs/cpu8 --num_layer 8 --batch_size 8 --steps 12 --warmup_steps 2
-#   PROCS=2 MATRIX="handcraft:float32:0:0" scripts/sweep.sh runs/dp2 --num_layer 8 --threads 1
+#   REPEAT=5 MATRIX="--model handcraft --dtype float32; --model handcraft --dtype float32 \
+#     --compile fused --flash 1" scripts/sweep.sh runs/ab --preset quick --steps 100
+#   MATRIX="--model handcraft --flash 0
+#     --model handcraft --flash 1
+#     --model torch" scripts/sweep.sh runs/cpu8 --num_layer 8 --batch_size 8 --steps 12
+#   PROCS=2 MATRIX="--model handcraft" scripts/sweep.sh runs/dp2 --num_layer 8 --threads 1
 source "$(dirname "$0")/usage.sh"
 tb_start "$0" "[bench flags...]" "$@"
 shift  # OUT_DIR, now $out
@@ -42,28 +51,52 @@ if [ -z "${MATRIX:-}" ]; then
   MATRIX=""
   for model in handcraft torch; do
     for dtype in float32 float16 bfloat16; do
-      for compile in 0 1; do
-        for flash in 0 1; do MATRIX+="$model:$dtype:$compile:$flash "; done
+      for compile in none torchscript; do
+        for flash in 0 1; do
+          MATRIX+="--model $model --dtype $dtype --compile $compile --flash $flash;"
+        done
       done
     done
   done
 fi
-for entry in $MATRIX; do
-  [[ "$entry" =~ ^[a-z]+:[a-z0-9]+:(0|1|none|torchscript|fused):[01](:[01]:[01])?$ ]] ||
-    { echo "sweep.sh: MATRIX entry '$entry': use model:dtype:compile:flash[:fused_adam:cuda_graph]" >&2; exit 2; }
+# The entries: MATRIX split at ';' and new lines, each entry into words at blanks (read splits
+# without globbing or expansion; nothing here is evaluated), checked for shape before any run.
+shape="use bench flags as '--name value' pairs (values: one word of letters, digits and"
+shape+=" ._/:,+=@%~-), e.g. '--model handcraft --compile fused --flash 1'; entries are split at"
+shape+=" ';' and new lines"
+name_re='^--[a-z][a-z0-9_]*$' value_re='^[A-Za-z0-9._/:,+=@%~-]+$'
+entries=() labels=()
+IFS=$';\n' read -r -d '' -a pieces <<<"$MATRIX" || true
+for piece in "${pieces[@]}"; do
+  read -r -a words <<<"$piece" || true
+  [ ${#words[@]} -gt 0 ] || continue
+  entry="${words[*]}" label=""
+  [ $((${#words[@]} % 2)) -eq 0 ] ||
+    { echo "sweep.sh: MATRIX entry '$entry': $shape" >&2; exit 2; }
+  for ((k = 0; k < ${#words[@]}; k += 2)); do
+    flag=${words[k]} value=${words[k + 1]}
+    [[ "$flag" =~ $name_re && "$value" =~ $value_re && "$value" != --* ]] ||
+      { echo "sweep.sh: MATRIX entry '$entry': $shape" >&2; exit 2; }
+    case "$flag" in
+      --save_dir|--run_folder|--repeat|--repetition)
+        echo "sweep.sh: MATRIX entry '$entry': $flag is set by sweep.sh for every run" \
+             "(OUT_DIR/i, REPEAT=N); leave it out" >&2
+        exit 2 ;;
+    esac
+    label+="${flag#--}=$value "
+  done
+  entries+=("$entry") labels+=("${label% }")
 done
+[ ${#entries[@]} -gt 0 ] ||
+  { echo "sweep.sh: MATRIX holds no entry; $shape" >&2; exit 2; }
 mkdir -p "$out"
 dirs=()
 declare -A skipped=() finished=()
 for ((rep = 1; rep <= reps; rep++)); do
-i=0
-for entry in $MATRIX; do
-  IFS=: read -r model dtype compile flash fused graph <<<"$entry"
-  fused=${fused:-0} graph=${graph:-0}
-  i=$((i + 1))
+for ((i = 1; i <= ${#entries[@]}; i++)); do
   [ -z "${skipped[$i]:-}" ] || continue  # this machine or build cannot run it
-  name="$model $dtype compile=$compile flash=$flash"
-  [ "$fused$graph" = 00 ] || name+=" fused_adam=$fused cuda_graph=$graph"
+  read -r -a flags <<<"${entries[i - 1]}"
+  name=${labels[i - 1]}
   run=("$BENCH")
   if [ "$procs" -gt 1 ]; then
     name+=" x$procs processes"
@@ -75,8 +108,7 @@ for entry in $MATRIX; do
     name+=" (repetition $rep of $reps)"
   fi
   code=0
-  "${run[@]}" --model "$model" --dtype "$dtype" --compile "$compile" --flash "$flash" \
-    --fused_adam "$fused" --cuda_graph "$graph" --save_dir "$out/$i" "${repeat[@]}" "$@" \
+  "${run[@]}" "${flags[@]}" --save_dir "$out/$i" "${repeat[@]}" "$@" \
     2>"$log" >/dev/null || code=$?
   reason=$(grep -E '^bench: (error|failed):' "$log" | tail -n 1 || true)
   # Several processes: every rank writes "bench: rank R: ..."; rank 0's speak for the run.

@@ -31,7 +31,7 @@ tb_start() {
   shift 2
   tb_help "$script" "$@"
   set -euo pipefail
-  [ $# -ge 1 ] || { echo "usage: $script OUT_DIR $rest" >&2; exit 2; }
+  [ $# -ge 1 ] || { echo "usage: $script OUT_DIR${rest:+ $rest}" >&2; exit 2; }
   out=$(tb_out_dir "$1")
   cd "$(dirname "$script")/.."
 }
