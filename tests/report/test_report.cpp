@@ -114,8 +114,8 @@ TEST_F(ReportTest, CsvAndJsonCarryTheSameRuns) {
   const std::string csv = render_report(runs, o);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);  // header + 5 runs
   EXPECT_NE(
-      csv.find("\"libtorch handcraft\",bfloat16,8,100,1273.0,325888.0,25.0,false,,,,,3145728,,1.5,"
-               "completed,\"\",,\"\","),
+      csv.find("\"libtorch handcraft\",bfloat16,8,100,1273.0,325888.0,25.0,false,,,,,,3145728,,,,"
+               "1.5,completed,,\"\",,\"\","),
       std::string::npos)
       << csv;
   o.format = "json";
