@@ -1,26 +1,21 @@
-// Run folders → reference-style comparison tables.
+// Run folders → reference-style comparison tables: the speed table, the detail rows
+// (report_columns.h), the profile table; the `report` subcommand.
 #include "trainbench/report/report.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <iomanip>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <sstream>
-#include <type_traits>
 
 #include <cxxopts.hpp>
 #include <filesystem>
-#include <fstream>
 
-#include "trainbench/core/config.h"
 #include "trainbench/core/errors.h"
-#include "trainbench/core/timing.h"
 #include "trainbench/report/profile.h"
+#include "trainbench/report/report_columns.h"
 #include "trainbench/report/results.h"
-#include "trainbench/report/run_lock.h"
 
 #include "speed_table.h"
 
@@ -28,20 +23,6 @@ namespace trainbench {
 
 namespace {
 
-std::string num_(const nlohmann::json& v, int precision, double scale = 1.0) {
-  if (!v.is_number()) return "-";
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(precision) << v.get<double>() * scale;
-  return os.str();
-}
-
-// Whether any run has communication figures (their columns are shown only then).
-bool any_communication_(const std::vector<RunRecord>& runs) {
-  return std::any_of(runs.begin(), runs.end(),
-                     [](const RunRecord& r) { return r.communication_ms.is_number(); });
-}
-
-// Profiled runs side by side: ms per step (and share of the profiled step) by op category.
 // A category's row of summary.json's profile bounds (model/step_bounds.h), or an empty object.
 nlohmann::json bound_of_(const RunRecord& r, const std::string& category) {
   const nlohmann::json& b = r.profile.value("bounds", nlohmann::json());
@@ -50,6 +31,7 @@ nlohmann::json bound_of_(const RunRecord& r, const std::string& category) {
              : nlohmann::json::object();
 }
 
+// Profiled runs side by side: ms per step (and share of the profiled step) by op category.
 std::string profile_table_(const std::vector<RunRecord>& runs) {
   std::vector<const RunRecord*> p;
   for (const RunRecord& r : runs)
@@ -66,21 +48,21 @@ std::string profile_table_(const std::vector<RunRecord>& runs) {
     os << "| " << c << " |";
     for (const RunRecord* r : p) {
       const nlohmann::json times = bound_of_(*r, c).value("times", nlohmann::json());
-      os << " " << num_(r->profile["ms_per_step"].value(c, nlohmann::json()), 1) << " ("
-         << num_(r->profile["share"].value(c, nlohmann::json()), 0, 100) << "%"
-         << (times.is_number() ? ", " + num_(times, 1) + "x bound" : std::string()) << ") |";
+      os << " " << fixed_text(r->profile["ms_per_step"].value(c, nlohmann::json()), 1) << " ("
+         << fixed_text(r->profile["share"].value(c, nlohmann::json()), 0, 100) << "%"
+         << (times.is_number() ? ", " + fixed_text(times, 1) + "x bound" : std::string()) << ") |";
     }
     os << "\n";
   }
   os << "| step |";
   for (const RunRecord* r : p)
-    os << " " << num_(r->profile.value("step_ms", nlohmann::json()), 1) << " |";
+    os << " " << fixed_text(r->profile.value("step_ms", nlohmann::json()), 1) << " |";
   os << "\n| bound |";
   for (const RunRecord* r : p) {
     const nlohmann::json step = bound_of_(*r, "step");
-    os << " " << num_(step.value("bound_ms", nlohmann::json()), 1)
+    os << " " << fixed_text(step.value("bound_ms", nlohmann::json()), 1)
        << (step.value("times", nlohmann::json()).is_number()
-               ? " (step " + num_(step["times"], 2) + "x)"
+               ? " (step " + fixed_text(step["times"], 2) + "x)"
                : std::string())
        << " |";
   }
@@ -88,39 +70,13 @@ std::string profile_table_(const std::vector<RunRecord>& runs) {
   return os.str();
 }
 
-// "unreliable" where the run outran its peak, else the MFU in percent.
-std::string mfu_text_(const RunRecord& r) {
-  return r.peak_unreliable ? "unreliable" : num_(r.mfu, 1, 100);
-}
-
-// "cv 3%, 10% disturbed" from summary.json's noise; "-" without it.
-std::string noise_text_(const RunRecord& r) {
-  if (!r.noise.is_object()) return "-";
-  std::string t = "cv " + num_(r.noise.value("step_time_cv", nlohmann::json()), 0, 100) + "%, " +
-                  num_(r.noise.value("disturbed_step_share", nlohmann::json()), 0, 100) +
-                  "% disturbed";
-  return r.noise.value("unstable", false) ? t + " (unstable)" : t;
-}
-
-// CSV and JSON give shares in percent as the markdown does (summary.json keeps fractions):
-// mfu_percent, step_time_cv_percent, disturbed_step_percent, communication_percent.
-nlohmann::json percent_(const nlohmann::json& fraction) {
-  // Rounded to 1e-6 so that 0.018 reads 1.8, not 1.7999999999999998.
-  return fraction.is_number() ? nlohmann::json(std::round(fraction.get<double>() * 1e8) / 1e6)
-                              : nlohmann::json();
-}
-
-nlohmann::json noise_(const RunRecord& r, const char* key) {
-  return r.noise.is_object() ? r.noise.value(key, nlohmann::json()) : nlohmann::json();
-}
-
 // Three significant figures or whole numbers: 1093, 98.1, 3.53.
 std::string speed_text_(double v) {
-  return num_(nlohmann::json(v), v >= 100 ? 0 : v >= 10 ? 1 : 2);
+  return fixed_text(nlohmann::json(v), v >= 100 ? 0 : v >= 10 ? 1 : 2);
 }
 
 // A p-value in three decimals, "<0.001" below.
-std::string p_text_(double p) { return p < 0.001 ? "<0.001" : num_(nlohmann::json(p), 3); }
+std::string p_text_(double p) { return p < 0.001 ? "<0.001" : fixed_text(nlohmann::json(p), 3); }
 
 std::string cell_(const SpeedTable& t, const std::string& dtype, const std::string& label) {
   const Aggregate a = aggregate(t, dtype, label);
@@ -137,9 +93,10 @@ std::string ratio_(const SpeedTable& t, const std::string& dtype, const std::str
   const auto r = ratio_value(t, dtype, label, baseline);
   if (!r) return shapes_differ(t, dtype, label, baseline) ? "n/a (other shape)" : "-";
   if (const auto p = u_test_p(t, dtype, label, baseline)) {
-    return num_(nlohmann::json(*r), 2) + "x (p=" + p_text_(*p) + ")";
+    return fixed_text(nlohmann::json(*r), 2) + "x (p=" + p_text_(*p) + ")";
   }
-  return num_(nlohmann::json(*r), 2) + "x" + (within_spread(t, dtype, label, baseline) ? " ~" : "");
+  return fixed_text(nlohmann::json(*r), 2) + "x" +
+         (within_spread(t, dtype, label, baseline) ? " ~" : "");
 }
 
 std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
@@ -183,126 +140,48 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
     os << "\nn/a: a configuration of another model shape than the baseline's has no ratio "
           "(compare it with a baseline of its own shape: --baseline LABEL).\n";
   }
-  const bool comm = any_communication_(runs);
-  os << "\n| configuration | dtype | layers | batch | seq/s | tokens/s | MFU % | GEMM | noise | "
-        "peak MB | warm-up s | compile s | train bpb | valid bpb | "
-     << (comm ? "comm ms/step | comm share | " : "")
-     << "status | machine | date | revision | folder |\n"
-     << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-     << (comm ? "---|---|" : "") << "\n";
-  for (const RunRecord& r : runs) {
-    os << "| " << r.label << " | " << r.dtype << " | " << r.num_layer << " | " << r.batch_size
-       << " | " << num_(r.sequences_per_s, 2) << " | " << num_(r.tokens_per_s, 0) << " | "
-       << mfu_text_(r) << " | "
-       << (r.gemm_path.empty()
-               ? "-"
-               : r.gemm_path + (r.gemm_choice.empty() ? "" : " (" + r.gemm_choice + ")"))
-       << " | " << noise_text_(r) << " | " << num_(r.peak_memory_bytes, 0, 1.0 / (1 << 20)) << " | "
-       << num_(r.warmup_seconds, 1) << " | " << num_(r.compile_seconds, 1) << " | "
-       << num_(r.final_train_bpb, 4) << " | " << num_(r.final_valid_bpb, 4) << " | ";
-    if (comm) {
-      const std::string share = num_(r.communication_share, 1, 100);
-      os << num_(r.communication_ms, 1) << " | " << (share == "-" ? share : share + "%") << " | ";
-    }
-    auto or_dash = [](const std::string& v) { return v.empty() ? std::string("-") : v; };
-    os << r.status << (r.last_step > 0 ? " at step " + std::to_string(r.last_step) : std::string())
-       << " | " << or_dash(r.machine) << " | " << or_dash(r.date) << " | " << or_dash(r.revision)
-       << " | " << r.dir << " |\n";
-  }
-  os << profile_table_(runs);
+  os << "\n" << detail_markdown(runs) << profile_table_(runs);
   return os.str();
 }
 
-std::string csv_(const std::vector<RunRecord>& runs) {
-  std::ostringstream os;
-  const bool comm = any_communication_(runs);
-  os << "configuration,dtype,num_layer,batch_size,sequences_per_s,tokens_per_s,mfu_percent,"
-        "peak_unreliable,gemm_path,gemm_choice,step_time_cv_percent,disturbed_step_percent,peak_"
-        "memory_bytes,"
-        "final_train_bpb,final_valid_bpb,"
-     << (comm ? "communication_ms,communication_percent," : "")
-     << "status,machine,date,revision,dir\n";
-  auto field = [](const nlohmann::json& v) { return v.is_number() ? v.dump() : std::string(); };
-  auto pct = [&](const nlohmann::json& v) { return field(percent_(v)); };
-  auto quoted = [](const std::string& s) {
-    std::string q = "\"";
-    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  };
-  for (const RunRecord& r : runs) {
-    os << quoted(r.label) << "," << r.dtype << "," << r.num_layer << "," << r.batch_size << ","
-       << field(r.sequences_per_s) << "," << field(r.tokens_per_s) << "," << pct(r.mfu) << ","
-       << (r.peak_unreliable ? "true" : "false") << "," << r.gemm_path << "," << r.gemm_choice
-       << "," << pct(noise_(r, "step_time_cv")) << "," << pct(noise_(r, "disturbed_step_share"))
-       << "," << field(r.peak_memory_bytes) << "," << field(r.final_train_bpb) << ","
-       << field(r.final_valid_bpb) << ",";
-    if (comm) os << field(r.communication_ms) << "," << pct(r.communication_share) << ",";
-    os << r.status << "," << quoted(r.machine) << "," << r.date << "," << quoted(r.revision) << ","
-       << quoted(r.dir) << "\n";
-  }
-  return os.str();
-}
-
-nlohmann::json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
-                     const std::string& baseline) {
-  nlohmann::json j;
-  j["schema_version"] = kSchemaVersion;
-  j["baseline"] = baseline;
-  j["runs"] = nlohmann::json::array();
-  for (const RunRecord& r : runs) {
-    j["runs"].push_back(
-        {{"configuration", r.label},
-         {"dtype", r.dtype},
-         {"num_layer", r.num_layer},
-         {"batch_size", r.batch_size},
-         {"sequences_per_s", r.sequences_per_s},
-         {"tokens_per_s", r.tokens_per_s},
-         {"mfu_percent", percent_(r.mfu)},
-         {"peak_unreliable", r.peak_unreliable},
-         {"gemm_path", r.gemm_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gemm_path)},
-         {"gemm_choice",
-          r.gemm_choice.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gemm_choice)},
-         {"step_time_cv_percent", percent_(noise_(r, "step_time_cv"))},
-         {"disturbed_step_percent", percent_(noise_(r, "disturbed_step_share"))},
-         {"unstable", r.noise.is_object() ? r.noise.value("unstable", nlohmann::json(nullptr))
-                                          : nlohmann::json(nullptr)},
-         {"peak_memory_bytes", r.peak_memory_bytes},
-         {"final_train_bpb", r.final_train_bpb},
-         {"final_valid_bpb", r.final_valid_bpb},
-         {"status", r.status},
-         {"machine", r.machine},
-         {"date", r.date},
-         {"revision", r.revision},
-         {"dir", r.dir}});
-    if (r.communication_ms.is_number()) {
-      j["runs"].back()["communication_ms"] = r.communication_ms;
-      j["runs"].back()["communication_percent"] = percent_(r.communication_share);
-    }
-  }
-  j["aggregates"] = nlohmann::json::array();
+// Each configuration's completed repetitions: count, median, range, spread and, against the
+// baseline, the U-test's p-value and whether the two ranges are apart.
+nlohmann::ordered_json aggregates_json_(const SpeedTable& t, const std::string& baseline) {
+  using Json = nlohmann::ordered_json;
+  Json out = Json::array();
   for (const auto& d : t.dtypes) {
     for (const auto& l : t.labels) {
       const Aggregate a = aggregate(t, d, l);
       if (a.count == 0) continue;
-      j["aggregates"].push_back(
-          {{"configuration", l},
-           {"dtype", d},
-           {"count", a.count},
-           {"sequences_per_s_median", a.median},
-           {"sequences_per_s_min", a.min},
-           {"sequences_per_s_max", a.max},
-           {"sequences_per_s_cv_percent", percent_(a.cv)},
-           {"u_test_p", l == baseline ? nlohmann::json(nullptr) : [&] {
-              const auto p = u_test_p(t, d, l, baseline);
-              return p ? nlohmann::json(*p) : nlohmann::json(nullptr);
-            }()},
-           {"differs_from_baseline_beyond_spread",
-            l == baseline ? nlohmann::json(nullptr)
-                          : nlohmann::json(a.count > 1 && aggregate(t, d, baseline).count > 1 &&
+      const auto p = l == baseline ? std::nullopt : u_test_p(t, d, l, baseline);
+      out.push_back({{"configuration", l},
+                     {"dtype", d},
+                     {"count", a.count},
+                     {"sequences_per_s_median", a.median},
+                     {"sequences_per_s_min", a.min},
+                     {"sequences_per_s_max", a.max},
+                     {"sequences_per_s_cv_percent", Json(percent_value(a.cv))},
+                     {"u_test_p", p ? Json(*p) : Json(nullptr)},
+                     {"differs_from_baseline_beyond_spread",
+                      l == baseline ? Json(nullptr)
+                                    : Json(a.count > 1 && aggregate(t, d, baseline).count > 1 &&
                                            !within_spread(t, d, l, baseline))}});
     }
   }
-  j["speedup"] = nlohmann::json::object();
+  return out;
+}
+
+// The JSON document: the runs (report_columns.h's keys, in its order), the aggregates and
+// the speed-ups as the markdown shows them.
+nlohmann::ordered_json json_(const std::vector<RunRecord>& runs, const SpeedTable& t,
+                             const std::string& baseline) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = kSchemaVersion;
+  j["baseline"] = baseline;
+  j["runs"] = nlohmann::ordered_json::array();
+  for (const RunRecord& r : runs) j["runs"].push_back(detail_json(r));
+  j["aggregates"] = aggregates_json_(t, baseline);
+  j["speedup"] = nlohmann::ordered_json::object();
   for (const auto& d : t.dtypes) {
     for (const auto& l : t.labels) {
       const auto r = ratio_value(t, d, l, baseline);
@@ -341,7 +220,7 @@ std::string render_report(const std::vector<RunRecord>& input, const ReportOptio
     throw ConfigError("--baseline: '" + baseline + "' is not a configuration; use one of " +
                       allowed);
   }
-  if (options.format == "csv") return csv_(runs);
+  if (options.format == "csv") return detail_csv(runs);
   if (options.format == "json") return json_(runs, t, baseline).dump(2) + "\n";
   return markdown_(runs, t, baseline, caption);
 }

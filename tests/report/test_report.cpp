@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <tuple>
 
+#include "report_folders.h"
 #include "test_util.h"
 #include "trainbench/core/config.h"
 #include "trainbench/report/progress.h"
@@ -14,31 +15,6 @@
 
 namespace trainbench {
 namespace {
-
-// Writes a run folder with the contract files and returns its path.
-std::string make_run(const testing::TempDir& root, const std::string& name,
-                     const std::string& framework, const std::string& model,
-                     const std::string& dtype, int compile, const std::string& status, double seq_s,
-                     int schema = 1) {
-  const std::string dir = root / name;
-  std::filesystem::create_directories(dir);
-  nlohmann::json config = {{"schema_version", schema}, {"model", model},    {"dtype", dtype},
-                           {"num_layer", 8},           {"batch_size", 100}, {"flash", 0},
-                           {"compile", compile},       {"norm_first", true}};
-  if (!framework.empty()) config["framework"] = framework;
-  nlohmann::json summary = {
-      {"schema_version", schema},    {"status", status}, {"sequences_per_s", seq_s},
-      {"tokens_per_s", seq_s * 256}, {"mfu", 0.25},      {"peak_memory_bytes", 3 << 20},
-      {"final_valid_bpb", 1.5}};
-  if (status != "completed") summary["final_valid_bpb"] = nullptr;
-  testing::write_file(dir + "/config.json", config.dump());
-  testing::write_file(dir + "/summary.json", summary.dump());
-  testing::write_file(dir + "/metrics.jsonl",
-                      "{\"step\": 20, \"loss\": 3.5, \"elapsed_s\": 2.0}\n"
-                      "{\"step\": 40, \"loss\": 2.5, \"elapsed_s\": 4.0}\n"
-                      "{\"step\": 40, \"valid_loss\": 2.6, \"valid_bpb\": 3.75}\n");
-  return dir;
-}
 
 class ReportTest : public ::testing::Test {
  protected:
@@ -138,8 +114,8 @@ TEST_F(ReportTest, CsvAndJsonCarryTheSameRuns) {
   const std::string csv = render_report(runs, o);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);  // header + 5 runs
   EXPECT_NE(
-      csv.find("\"libtorch handcraft\",bfloat16,8,100,1273.0,325888.0,25.0,false,,,,,3145728,,1.5,"
-               "completed,\"\",,\"\","),
+      csv.find("\"libtorch handcraft\",bfloat16,8,100,1273.0,325888.0,25.0,false,,,,,,3145728,,,,"
+               "1.5,completed,,\"\",,\"\","),
       std::string::npos)
       << csv;
   o.format = "json";
@@ -320,134 +296,6 @@ TEST_F(ReportTest, PlotScriptWritesThreePngsAndSkipsUnreadableFolders) {
                                          "/scripts/plot_runs.py --bench " TB_BENCH_EXE " --out " +
                                          out + " " + (root / "missing"));
   EXPECT_EQ(none.exit_code, 2);
-}
-
-TEST(ReportDist, ProcessCountsGetTheirOwnColumnsAndRatios) {
-  testing::TempDir root;
-  const std::string one = make_run(root, "one", "", "handcraft", "float32", 0, "completed", 2.0);
-  const std::string two = make_run(root, "two", "", "handcraft", "float32", 0, "completed", 3.9);
-  nlohmann::json config = nlohmann::json::parse(testing::read_file(two + "/config.json"));
-  config["world_size"] = 2;
-  testing::write_file(two + "/config.json", config.dump());
-  const std::string md = render_report({read_run(one), read_run(two)}, {});
-  EXPECT_NE(md.find("| dtype | handcraft | handcraft x2 processes | "), std::string::npos) << md;
-  EXPECT_NE(md.find("1.95x"), std::string::npos) << md;
-  EXPECT_EQ(md.find("comm ms/step"), std::string::npos) << md;  // no figures: no columns
-}
-
-TEST(ReportDist, CommunicationGetsItsColumnsAndAllReduceAfterBackwardItsLabel) {
-  testing::TempDir root;
-  const std::string one = make_run(root, "one", "", "handcraft", "float32", 0, "completed", 2.0);
-  std::vector<RunRecord> runs = {read_run(one)};
-  for (const auto& [name, overlap, comm, share] :
-       {std::tuple{"ov", 1, 40.7, 0.018}, {"seq", 0, 103.9, 0.044}}) {
-    const std::string d = make_run(root, name, "", "handcraft", "float32", 0, "completed", 3.9);
-    nlohmann::json config = nlohmann::json::parse(testing::read_file(d + "/config.json"));
-    config["world_size"] = 2;
-    config["dist_overlap"] = overlap == 1;
-    testing::write_file(d + "/config.json", config.dump());
-    nlohmann::json summary = nlohmann::json::parse(testing::read_file(d + "/summary.json"));
-    summary["communication_ms"] = comm;
-    summary["communication_share"] = share;
-    testing::write_file(d + "/summary.json", summary.dump());
-    runs.push_back(read_run(d));
-  }
-  const std::string md = render_report(runs, {});
-  EXPECT_NE(md.find("| handcraft x2 processes | handcraft x2 processes all-reduce after "
-                    "backward |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| valid bpb | comm ms/step | comm share | status |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 1.5000 | - | - | completed |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 1.5000 | 40.7 | 1.8% | completed |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 1.5000 | 103.9 | 4.4% | completed |"), std::string::npos) << md;
-  ReportOptions csv;
-  csv.format = "csv";
-  EXPECT_NE(render_report(runs, csv).find(",1.5,40.7,1.8,completed,"), std::string::npos)
-      << render_report(runs, csv);
-  ReportOptions json;
-  json.format = "json";
-  const auto j = nlohmann::json::parse(render_report(runs, json));
-  EXPECT_FALSE(j["runs"][0].contains("communication_ms"));
-  EXPECT_EQ(j["runs"][2]["communication_ms"], 103.9);
-  EXPECT_DOUBLE_EQ(j["runs"][2]["communication_percent"].get<double>(), 4.4);
-}
-
-TEST(Report, FusedAdamAndCudaGraphRunsGetTheirOwnColumns) {
-  testing::TempDir root;
-  std::vector<RunRecord> runs;
-  const std::vector<std::pair<int, int>> variants = {{0, 0}, {1, 0}, {1, 1}};
-  for (const auto& [fused, graph] : variants) {
-    const std::string d = root / ("r" + std::to_string(fused) + std::to_string(graph));
-    std::filesystem::create_directories(d);
-    testing::write_file(d + "/config.json", nlohmann::json({{"schema_version", 1},
-                                                            {"model", "handcraft"},
-                                                            {"dtype", "bfloat16"},
-                                                            {"num_layer", 8},
-                                                            {"batch_size", 100},
-                                                            {"flash", 1},
-                                                            {"fused_adam", fused},
-                                                            {"cuda_graph", graph}})
-                                                .dump());
-    testing::write_file(d + "/summary.json",
-                        nlohmann::json({{"schema_version", 1},
-                                        {"status", "completed"},
-                                        {"sequences_per_s", 1000.0 * (1 + fused + graph)}})
-                            .dump());
-    runs.push_back(read_run(d));
-  }
-  EXPECT_EQ(runs[0].label, "libtorch handcraft flash");
-  EXPECT_EQ(runs[1].label, "libtorch handcraft flash fused_adam");
-  EXPECT_EQ(runs[2].label, "libtorch handcraft flash fused_adam cuda_graph");
-  const std::string md = render_report(runs, {});
-  EXPECT_NE(md.find("| bfloat16 | 1000 | 2000 | 3000 | 2.00x | 3.00x |"), std::string::npos) << md;
-}
-
-// One framework and one shape but the sequence length: the markdown's labels drop what every run
-// shares into the caption, so a column reads "handcraft fused [seq_len 64]"; --baseline takes
-// the short label or the whole one.
-TEST(Report, ShortLabelsKeepOnlyWhatSetsAConfigurationApart) {
-  testing::TempDir root;
-  std::vector<RunRecord> runs;
-  for (const auto& [name, compile, seq_len, seq_s] :
-       {std::tuple<const char*, const char*, int, double>{"eager", "none", 128, 100},
-        {"fused", "fused", 128, 200},
-        {"short", "fused", 64, 400}}) {
-    const std::string d = make_run(root, name, "", "handcraft", "bfloat16", 0, "completed", seq_s);
-    nlohmann::json config = nlohmann::json::parse(testing::read_file(d + "/config.json"));
-    config["compile"] = compile;
-    config["d_model"] = 128;
-    config["seq_len"] = seq_len;
-    testing::write_file(d + "/config.json", config.dump());
-    runs.push_back(read_run(d));
-  }
-  const std::string md = render_report(runs, {});
-  EXPECT_NE(md.find("Sequences per second (libtorch; 8 layers, d_model 128, batch 100; ratios "
-                    "against handcraft [seq_len 128])"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| dtype | handcraft [seq_len 128] | handcraft fused [seq_len 128] | "
-                    "handcraft fused [seq_len 64] | handcraft fused [seq_len 128] vs handcraft "
-                    "[seq_len 128] |"),
-            std::string::npos)
-      << md;
-  // The seq_len 64 column is another model shape: no ratio against a seq_len 128 baseline.
-  EXPECT_NE(md.find("| bfloat16 | 100 | 200 | 400 | 2.00x | n/a (other shape) |"),
-            std::string::npos)
-      << md;
-  for (const char* baseline :
-       {"handcraft fused [seq_len 128]",
-        "libtorch handcraft fused [8 layers, d_model 128, seq_len 128, batch 100]"}) {
-    ReportOptions o;
-    o.baseline = baseline;
-    EXPECT_NE(render_report(runs, o).find("| 0.50x | n/a (other shape) |"), std::string::npos)
-        << baseline;
-    o.format = "json";
-    const auto j = nlohmann::json::parse(render_report(runs, o));
-    EXPECT_EQ(j["baseline"],
-              "libtorch handcraft fused [8 layers, d_model 128, seq_len 128, "
-              "batch 100]");
-  }
 }
 
 }  // namespace

@@ -59,8 +59,9 @@ struct ReportOptions {
 // medians, "~" where two repeated configurations' ranges overlap (JSON: "aggregates"). Only
 // completed runs enter the speed table; others appear there as their
 // status and in the detail rows. Runs of different shapes get the shape in their column label,
-// so no ratio divides runs of different sizes. The communication columns appear only when a run
-// has those figures. Throws ConfigError for a baseline that names no column.
+// so no ratio divides runs of different sizes. The detail rows, the CSV and the JSON runs show
+// report_columns.h's columns; the communication ones only when a run has those figures. Throws
+// ConfigError for a baseline that names no column.
 std::string render_report(const std::vector<RunRecord>& runs, const ReportOptions& options);
 
 // The run folders under `paths`: a path holding config.json is one; any other folder is
