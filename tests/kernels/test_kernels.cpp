@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 
 #include <torch/torch.h>
 
+#include "kernels/kernel_table.h"
 #include "test_util.h"
 #include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/errors.h"
@@ -22,18 +22,8 @@ namespace {
 
 namespace k = kernels;
 
-// Every float a test cares about: ordinary values, rounding ties, subnormals, infinities, NaN.
-torch::Tensor awkward_floats() {
-  torch::manual_seed(3);
-  const float inf = std::numeric_limits<float>::infinity();
-  torch::Tensor special =
-      torch::tensor({0.0f, -0.0f, 1.0f, -1.0f, 1.00390625f, 1.01171875f, 65504.0f, 65520.0f, 1e-8f,
-                     1e-40f, -3e-39f, inf, -inf, std::nanf("")});
-  return torch::cat({special, torch::randn({4096}) * 100, torch::randn({4096}) * 1e-5});
-}
-
 TEST(KernelStorage, Bfloat16AndFloat16RoundAsLibTorchDoes) {
-  const torch::Tensor x = awkward_floats();
+  const torch::Tensor x = testing::awkward_floats();
   const float* xs = x.data_ptr<float>();
   const torch::Tensor bf = x.to(torch::kBFloat16), hf = x.to(torch::kHalf);
   for (int64_t i = 0; i < x.numel(); ++i) {

@@ -1,7 +1,9 @@
-// The fused operations (model/fused_ops.h) against their eager compositions: forward values and
-// every input gradient in float32 (1e-5 relative) and bfloat16, odd shapes, dropout masks
-// (statistics, determinism per key, forward/backward agreement), and a float64 finite-difference
-// gradient check on tiny sizes.
+// The fused operations (model/fused_ops.h) beyond the kernel table (kernels/test_op_table.cpp,
+// which checks every op's values and gradients against its eager composition in every dtype,
+// shape and null variant): the ops with nothing to add, dropout masks (statistics,
+// determinism per key, forward/backward agreement), bfloat16 against float32 values, the two
+// GEMM routes against each other, the causal score blocks against the whole product, and a
+// float64 finite-difference gradient check on tiny sizes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,55 +11,22 @@
 
 #include <torch/torch.h>
 
+#include "kernels/kernel_table.h"
 #include "trainbench/model/fused_ops.h"
-#include "trainbench/model/model.h"
 
 namespace trainbench {
 namespace {
 
+using testing::rel_err;
 using torch::Tensor;
 
 Tensor leaf(Tensor t) { return t.detach().requires_grad_(true); }
-
-// Max |a - b| / (max |b| + tiny): a relative error over the whole tensor.
-double rel_err(const Tensor& a, const Tensor& b) {
-  const double scale = b.abs().max().item<double>() + 1e-12;
-  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>() / scale;
-}
 
 std::vector<Tensor> grads_of(const std::vector<Tensor>& xs) {
   std::vector<Tensor> g;
   for (const auto& x : xs) g.push_back(x.grad().defined() ? x.grad().clone() : Tensor());
   for (const auto& x : xs) x.mutable_grad() = Tensor();
   return g;
-}
-
-struct Shape {
-  int64_t rows, cols;
-};
-const std::vector<Shape> kShapes = {{1, 3}, {3, 7}, {257, 33}, {64, 512}};
-
-TEST(FusedOps, DropAddLayerNormMatchesEagerInFloat32) {
-  for (const Shape s : kShapes) {
-    torch::manual_seed(1);
-    const Tensor r = leaf(torch::randn({s.rows, s.cols})), b = leaf(torch::randn({s.rows, s.cols}));
-    const Tensor bias = leaf(torch::randn({s.cols})), g = leaf(torch::rand({s.cols}) + 0.5),
-                 be = leaf(torch::randn({s.cols}));
-    const Tensor up1 = torch::randn({s.rows, s.cols}), up2 = torch::randn({s.rows, s.cols});
-    const std::vector<Tensor> in = {r, b, bias, g, be};
-    auto fused = drop_add_layer_norm(r, b, bias, g, be, {}, torch::kFloat);
-    ((fused[0] * up1).sum() + (fused[1] * up2).sum()).backward();
-    const auto gf = grads_of(in);
-    const Tensor h = r + (b + bias);
-    const Tensor y = torch::layer_norm(h, {s.cols}, g, be, 1e-5);
-    ((h * up1).sum() + (y * up2).sum()).backward();
-    const auto ge = grads_of(in);
-    EXPECT_LT(rel_err(fused[0], h), 1e-6) << s.rows << "x" << s.cols;
-    EXPECT_LT(rel_err(fused[1], y), 1e-5) << s.rows << "x" << s.cols;
-    for (size_t i = 0; i < in.size(); ++i) {
-      EXPECT_LT(rel_err(gf[i], ge[i]), 1e-5) << "input " << i << " at " << s.rows << "x" << s.cols;
-    }
-  }
 }
 
 TEST(FusedOps, DropAddWithoutLayerNormOrResidualIsTheDroppedBranch) {
@@ -88,70 +57,13 @@ TEST(FusedOps, DropoutMasksKeepTheRateAreFixedByTheKeyAndAgreeWithBackward) {
   EXPECT_TRUE(torch::equal(b.grad() != 0, kept));
 }
 
-TEST(FusedOps, LinearReluDropoutMatchesEagerAndItsMaskStatistics) {
-  for (const Shape s : kShapes) {
-    torch::manual_seed(3);
-    const Tensor x = leaf(torch::randn({s.rows, 16})), w = leaf(torch::randn({s.cols, 16}) * 0.2);
-    const Tensor b = leaf(torch::randn({s.cols}) * 0.1), up = torch::randn({s.rows, s.cols});
-    const std::vector<Tensor> in = {x, w, b};
-    const Tensor f = linear_relu_dropout(x, w, b, {});
-    (f * up).sum().backward();
-    const auto gf = grads_of(in);
-    const Tensor e = torch::relu(torch::linear(x, w, b));
-    (e * up).sum().backward();
-    const auto ge = grads_of(in);
-    EXPECT_LT(rel_err(f, e), 1e-5);
-    for (size_t i = 0; i < in.size(); ++i) EXPECT_LT(rel_err(gf[i], ge[i]), 1e-5) << i;
-  }
+// Values against the eager composition: kernels/test_op_table.cpp (LINEAR_RELU_DROPOUT).
+TEST(FusedOps, LinearReluDropoutDropsAtItsRateAndIsFixedByTheKey) {
   const Tensor x = torch::randn({512, 64}), w = torch::eye(64);
   const Tensor big = torch::full({64}, 10.0);  // every unit active: zeros are dropped ones
   const Tensor out = linear_relu_dropout(x, w, big, {0.25, 7});
   EXPECT_NEAR((out == 0).to(torch::kDouble).mean().item<double>(), 0.25, 0.01);
   EXPECT_TRUE(torch::equal(out, linear_relu_dropout(x, w, big, {0.25, 7})));
-}
-
-// Eager causal attention: softmax(q k^T / sqrt(hd) + mask) v.
-Tensor eager_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
-  const int64_t s = q.size(2);
-  const Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(q.size(3)));
-  return torch::matmul(torch::softmax(scores + causal_mask(s, q.options()), -1), v);
-}
-
-TEST(FusedOps, CausalAttentionMatchesEagerAtOddLengths) {
-  for (int64_t s : {1, 3, 257}) {
-    torch::manual_seed(4);
-    const Tensor q = leaf(torch::randn({2, 3, s, 8})), k = leaf(torch::randn({2, 3, s, 8})),
-                 v = leaf(torch::randn({2, 3, s, 8})), up = torch::randn({2, 3, s, 8});
-    const std::vector<Tensor> in = {q, k, v};
-    const Tensor f = causal_attention(q, k, v);
-    (f * up).sum().backward();
-    const auto gf = grads_of(in);
-    const Tensor e = eager_attention(q, k, v);
-    (e * up).sum().backward();
-    const auto ge = grads_of(in);
-    EXPECT_LT(rel_err(f, e), 1e-5) << "seq " << s;
-    for (size_t i = 0; i < in.size(); ++i)
-      EXPECT_LT(rel_err(gf[i], ge[i]), 1e-5) << i << " seq " << s;
-  }
-}
-
-TEST(FusedOps, HeadCrossEntropyMatchesEagerLossAndGradients) {
-  for (int64_t n : {1, 3, 257}) {
-    torch::manual_seed(5);
-    const Tensor x = leaf(torch::randn({n, 20})), w = leaf(torch::randn({256, 20}) * 0.3),
-                 b = leaf(torch::randn({256}) * 0.1);
-    const Tensor t = torch::randint(0, 256, {n}, torch::kLong);
-    const std::vector<Tensor> in = {x, w, b};
-    const Tensor f = head_cross_entropy(x, w, b, t);
-    (f * 3.0).backward();  // a loss scale reaches every gradient
-    const auto gf = grads_of(in);
-    const Tensor e = torch::cross_entropy_loss(torch::linear(x, w, b), t);
-    (e * 3.0).backward();
-    const auto ge = grads_of(in);
-    EXPECT_LT(rel_err(f, e), 1e-6) << n;
-    for (size_t i = 0; i < in.size(); ++i)
-      EXPECT_LT(rel_err(gf[i], ge[i]), 1e-5) << i << " n " << n;
-  }
 }
 
 TEST(FusedOps, Bfloat16OpsTrackTheirFloat32ValuesWithinBfloat16Tolerance) {

@@ -1,0 +1,379 @@
+// The fused kernels (kernels/fused_kernels.h: every Args of TB_FUSED_KERNELS) as rows of the
+// kernel table (kernel_table.h): each case runs one kernel through run() twice with the same
+// inputs and holds the two runs to the same bits, in bfloat16: on the CPU with two intra-op
+// threads against one (suite KernelTableThreads: every output, since a row is one thread's and
+// the column sums are added per chunk), and on CUDA against the CPU (KernelTableBits, skipped
+// without a GPU). What must match bit for bit across devices is what the code says does not
+// depend on the device: every value a kernel computes element by element and stores
+// (storage.h: bfloat16 is rounded by the same integer arithmetic on both) and the column
+// partial sums, which both add in the same order per chunk (kernel_args.h). A value that comes
+// out of a sum or maximum along a row (LayerNorm's statistics, the softmax and cross-entropy
+// sums) is added in each backend's own order (SIMD lanes on the CPU, a warp tree on CUDA); it
+// is held to one bfloat16 step of the tensor's largest value (1e-5 relative in float32). A NaN
+// matches any NaN (CUDA's float16 conversion returns its own canonical NaN). A new kernel is
+// one row of kernel_rows().
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "kernels/kernel_table.h"
+#include "trainbench/kernels/fused_kernels.h"
+#include "trainbench/kernels/fused_math.h"
+
+namespace trainbench {
+namespace {
+
+namespace k = kernels;
+using testing::Shape;
+using testing::Variant;
+using torch::Tensor;
+
+constexpr uint64_t kDropKey = 29;
+
+struct KernelCase {
+  c10::ScalarType dtype;
+  Shape shape;
+  Variant v;
+};
+
+// One output of a kernel run, on the CPU; `exact`: the same bits on every device.
+struct Output {
+  const char* name;
+  Tensor t;
+  bool exact;
+};
+
+struct KernelRow {
+  const char* name;
+  const char* args;  // its Args struct in TB_FUSED_KERNELS
+  const char* dims;
+  std::vector<Shape> shapes;
+  std::vector<Variant> variants;
+  std::vector<c10::ScalarType> dtypes;
+  // Makes the case's inputs (seeded, so the same on every device), runs the kernel on `device`.
+  std::vector<Output> (*run)(const KernelCase&, torch::Device);
+};
+
+Tensor on(const Tensor& t, torch::Device device) { return t.to(device).contiguous(); }
+Tensor empty(std::vector<int64_t> sizes, c10::ScalarType dtype, torch::Device device) {
+  return torch::empty(sizes, torch::TensorOptions().dtype(dtype).device(device));
+}
+void* ptr_if(bool present, const Tensor& t) { return present ? t.data_ptr() : nullptr; }
+std::vector<Output> on_cpu(std::vector<Output> outs) {
+  for (Output& o : outs) o.t = o.t.cpu();
+  return outs;
+}
+
+// ---- DROP_ADD_LN (DropAddLnArgs) ---------------------------------------------------------------
+std::vector<Output> drop_add_ln_run(const KernelCase& c, torch::Device dev) {
+  const auto [n, d, u1, u2] = c.shape;
+  torch::manual_seed(1);
+  const Tensor resid = on(torch::randn({n, d}), dev);
+  const Tensor branch = on(torch::randn({n, d}).to(c.dtype), dev),
+               bias = on(torch::randn({d}), dev);
+  const Tensor gamma = on(torch::rand({d}) + 0.5, dev), beta = on(torch::randn({d}), dev);
+  Tensor resid_out = empty({n, d}, torch::kFloat, dev), y = empty({n, d}, c.dtype, dev);
+  Tensor mean = empty({n}, torch::kFloat, dev), rstd = empty({n}, torch::kFloat, dev);
+  k::DropAddLnArgs a;
+  a.rows = n;
+  a.cols = d;
+  a.resid = ptr_if(c.v.resid, resid);
+  a.branch = branch.data_ptr();
+  a.bias = bias.data_ptr();
+  a.gamma = ptr_if(c.v.ln, gamma);
+  a.beta = ptr_if(c.v.ln, beta);
+  a.resid_out = resid_out.data_ptr();
+  a.y = y.data_ptr();
+  a.mean = ptr_if(c.v.ln, mean);
+  a.rstd = ptr_if(c.v.ln, rstd);
+  a.branch_type = a.out_type = k::storage_type_of(c.dtype);
+  a.drop = k::math::dropout_args(c.v.p, kDropKey);
+  k::run(a, dev.type());
+  std::vector<Output> out = {{"resid_out", resid_out, true}, {"y", y, !c.v.ln}};
+  if (c.v.ln) out.insert(out.end(), {{"mean", mean, false}, {"rstd", rstd, false}});
+  return on_cpu(out);
+}
+
+// ---- STORE: DropAddLn with r' = resid, no LayerNorm: y is resid stored in the dtype -------------
+std::vector<Output> store_run(const KernelCase& c, torch::Device dev) {
+  const Tensor resid = on(testing::awkward_floats().view({2, -1}), dev);
+  const int64_t n = resid.size(0), d = resid.size(1);
+  const Tensor zeros = empty({n, d}, c.dtype, dev).zero_(), bias = on(torch::zeros({d}), dev);
+  Tensor resid_out = empty({n, d}, torch::kFloat, dev), y = empty({n, d}, c.dtype, dev);
+  k::DropAddLnArgs a;
+  a.rows = n;
+  a.cols = d;
+  a.resid = resid.data_ptr();
+  a.branch = zeros.data_ptr();
+  a.bias = bias.data_ptr();
+  a.resid_out = resid_out.data_ptr();
+  a.y = y.data_ptr();
+  a.branch_type = a.out_type = k::storage_type_of(c.dtype);
+  k::run(a, dev.type());
+  return on_cpu({{"resid_out", resid_out, true}, {"y", y, true}});
+}
+
+// ---- DROP_ADD_LN_BACK (DropAddLnGradArgs) ------------------------------------------------------
+std::vector<Output> drop_add_ln_back_run(const KernelCase& c, torch::Device dev) {
+  const auto [n, d, u1, u2] = c.shape;
+  torch::manual_seed(2);
+  const Tensor dy = on(torch::randn({n, d}).to(c.dtype), dev), dro = on(torch::randn({n, d}), dev);
+  const Tensor ro_cpu = torch::randn({n, d}) * 2 + 0.5, ro = on(ro_cpu, dev);
+  const Tensor gamma = on(torch::rand({d}) + 0.5, dev), mean = on(ro_cpu.mean(1), dev);
+  const Tensor rstd = on(torch::rsqrt(ro_cpu.var(1, false) + 1e-5), dev);
+  Tensor d_resid = empty({n, d}, torch::kFloat, dev), d_branch = empty({n, d}, c.dtype, dev);
+  Tensor partials = empty({k::num_chunks(n), 3, d}, torch::kFloat, dev);
+  k::DropAddLnGradArgs a;
+  a.rows = n;
+  a.cols = d;
+  a.dy = dy.data_ptr();
+  a.d_resid_out = dro.data_ptr();
+  a.resid_out = ro.data_ptr();
+  a.mean = mean.data_ptr();
+  a.rstd = rstd.data_ptr();
+  a.gamma = ptr_if(c.v.ln, gamma);
+  a.d_resid = ptr_if(c.v.resid, d_resid);
+  a.d_branch = d_branch.data_ptr();
+  a.partials = partials.data_ptr();
+  a.branch_type = a.out_type = k::storage_type_of(c.dtype);
+  a.drop = k::math::dropout_args(c.v.p, kDropKey);
+  k::run(a, dev.type());
+  // With LayerNorm every gradient but d_gamma's and d_beta's partial sums has the row sums in it.
+  std::vector<Output> out = {{"d_branch", d_branch, !c.v.ln},
+                             {"d_bias partials", partials.select(1, 0), !c.v.ln},
+                             {"d_gamma, d_beta partials", partials.narrow(1, 1, 2), true}};
+  if (c.v.resid) out.push_back({"d_resid", d_resid, !c.v.ln});
+  return on_cpu(out);
+}
+
+// ---- BIAS_RELU_DROPOUT (BiasReluDropoutArgs) ---------------------------------------------------
+std::vector<Output> bias_relu_dropout_run(const KernelCase& c, torch::Device dev) {
+  const auto [n, f, u1, u2] = c.shape;
+  torch::manual_seed(3);
+  Tensor x = on(torch::randn({n, f}).to(c.dtype), dev);
+  const Tensor bias = on(torch::randn({f}) * 0.5, dev);
+  k::BiasReluDropoutArgs a;
+  a.rows = n;
+  a.cols = f;
+  a.a = x.data_ptr();
+  a.bias = bias.data_ptr();
+  a.type = k::storage_type_of(c.dtype);
+  a.drop = k::math::dropout_args(c.v.p, kDropKey);
+  k::run(a, dev.type());
+  return on_cpu({{"out", x, true}});
+}
+
+// ---- BIAS_RELU_DROPOUT_BACK (BiasReluDropoutGradArgs) ------------------------------------------
+std::vector<Output> bias_relu_dropout_back_run(const KernelCase& c, torch::Device dev) {
+  const auto [n, f, u1, u2] = c.shape;
+  torch::manual_seed(4);
+  const Tensor dout = on(torch::randn({n, f}).to(c.dtype), dev);
+  const Tensor out = on(torch::relu(torch::randn({n, f})).to(c.dtype), dev);
+  Tensor da = empty({n, f}, c.dtype, dev),
+         partials = empty({k::num_chunks(n), f}, torch::kFloat, dev);
+  k::BiasReluDropoutGradArgs a;
+  a.rows = n;
+  a.cols = f;
+  a.dout = dout.data_ptr();
+  a.out = out.data_ptr();
+  a.da = da.data_ptr();
+  a.partials = partials.data_ptr();
+  a.type = k::storage_type_of(c.dtype);
+  a.scale = c.v.p > 0 ? k::math::dropout_scale(c.v.p) : 1.0;
+  k::run(a, dev.type());
+  return on_cpu({{"da", da, true}, {"partials", partials, true}});
+}
+
+// ---- CAUSAL_SOFT_MAX (CausalSoftmaxArgs) and its backward --------------------------------------
+std::vector<Output> causal_softmax_run(const KernelCase& c, torch::Device dev) {
+  const auto [bh, s, u1, u2] = c.shape;
+  torch::manual_seed(5);
+  Tensor x = on((torch::randn({bh * s, s}) * 3).to(c.dtype), dev);
+  k::CausalSoftmaxArgs a;
+  a.rows = bh * s;
+  a.seq = s;
+  a.x = x.data_ptr();
+  a.type = k::storage_type_of(c.dtype);
+  a.scale = 0.35;
+  k::run(a, dev.type());
+  return on_cpu({{"p", x, false}});
+}
+std::vector<Output> causal_softmax_back_run(const KernelCase& c, torch::Device dev) {
+  const auto [bh, s, u1, u2] = c.shape;
+  torch::manual_seed(6);
+  const Tensor p = on(torch::softmax(torch::randn({bh * s, s}), 1).to(c.dtype), dev);
+  Tensor dp = on(torch::randn({bh * s, s}).to(c.dtype), dev);
+  k::CausalSoftmaxGradArgs a;
+  a.rows = bh * s;
+  a.seq = s;
+  a.p = p.data_ptr();
+  a.dp = dp.data_ptr();
+  a.type = k::storage_type_of(c.dtype);
+  a.scale = 0.35;
+  k::run(a, dev.type());
+  return on_cpu({{"ds", dp, false}});
+}
+
+// ---- HEAD_CROSS_ENTROPY (HeadCrossEntropyArgs) -------------------------------------------------
+std::vector<Output> head_ce_run(const KernelCase& c, torch::Device dev) {
+  const auto [n, v, u1, u2] = c.shape;
+  torch::manual_seed(7);
+  Tensor logits = on((torch::randn({n, v}) * 2).to(c.dtype), dev);
+  const Tensor bias = on(torch::randn({v}) * 0.1, dev);
+  const Tensor targets = on(torch::randint(0, v, {n}, torch::kLong), dev);
+  Tensor partials = empty({k::num_chunks(n)}, torch::kFloat, dev);
+  k::HeadCrossEntropyArgs a;
+  a.rows = n;
+  a.cols = v;
+  a.logits = logits.data_ptr();
+  a.bias = bias.data_ptr();
+  a.targets = targets.const_data_ptr<int64_t>();
+  a.partials = partials.data_ptr();
+  a.type = k::storage_type_of(c.dtype);
+  k::run(a, dev.type());
+  return on_cpu({{"dlogits", logits, false}, {"loss partials", partials, false}});
+}
+
+// ---- variants ---------------------------------------------------------------------------------
+// resid (d_resid for the backward) x ln x p: the kernels' null inputs and dropout.
+std::vector<Variant> drop_add_ln_variants(const char* resid_name) {
+  std::vector<Variant> out;
+  for (bool resid : {true, false}) {
+    for (bool ln : {true, false}) {
+      for (double p : {0.0, 0.1}) {
+        Variant v;
+        v.resid = resid;
+        v.ln = ln;
+        v.p = p;
+        v.text = std::string(resid_name) + "=" + testing::yes_null(resid) +
+                 ",ln=" + testing::yes_null(ln) + ",p=" + (p > 0 ? "0.1" : "0");
+        out.push_back(v);
+      }
+    }
+  }
+  return out;
+}
+std::vector<Variant> dropout_variants() {
+  Variant off, on;
+  off.text = "p=0";
+  on.p = 0.2;
+  on.text = "p=0.2";
+  return {off, on};
+}
+
+const std::vector<KernelRow>& kernel_rows() {
+  const std::vector<Shape> rows_cols = {{1, 3}, {257, 33}, {64, 512}};
+  const std::vector<Shape> heads_seq = {{1, 1}, {2, 7}, {3, 257}};
+  const std::vector<Shape> rows_vocab = {{1, 5}, {45, 256}, {257, 255}};
+  const std::vector<c10::ScalarType> bf16 = {torch::kBFloat16};
+  const std::vector<Variant> one = {Variant{}};
+  const std::vector<c10::ScalarType> both_16bit = {torch::kBFloat16, torch::kHalf};
+  Variant awkward;
+  awkward.text = "values=awkward";
+  const std::vector<Variant> awkward_values = {awkward};
+  static const std::vector<KernelRow> rows = {
+      {"DROP_ADD_LN", "DropAddLnArgs", "n,d", rows_cols, drop_add_ln_variants("resid"), bf16,
+       drop_add_ln_run},
+      {"STORE", "DropAddLnArgs", "", {Shape{}}, awkward_values, both_16bit, store_run},
+      {"DROP_ADD_LN_BACK", "DropAddLnGradArgs", "n,d", rows_cols, drop_add_ln_variants("d_resid"),
+       bf16, drop_add_ln_back_run},
+      {"BIAS_RELU_DROPOUT", "BiasReluDropoutArgs", "n,f", rows_cols, dropout_variants(), bf16,
+       bias_relu_dropout_run},
+      {"BIAS_RELU_DROPOUT_BACK", "BiasReluDropoutGradArgs", "n,f", rows_cols, dropout_variants(),
+       bf16, bias_relu_dropout_back_run},
+      {"CAUSAL_SOFT_MAX", "CausalSoftmaxArgs", "bh,s", heads_seq, one, bf16, causal_softmax_run},
+      {"CAUSAL_SOFT_MAX_BACK", "CausalSoftmaxGradArgs", "bh,s", heads_seq, one, bf16,
+       causal_softmax_back_run},
+      {"HEAD_CROSS_ENTROPY", "HeadCrossEntropyArgs", "n,v", rows_vocab, one, bf16, head_ce_run},
+  };
+  return rows;
+}
+
+// Elements whose bits differ (two NaNs match).
+int64_t differing_bits(const Tensor& a, const Tensor& b) {
+  const auto as_int = a.element_size() == 2   ? torch::kInt16
+                      : a.element_size() == 4 ? torch::kInt32
+                                              : torch::kInt64;
+  const Tensor both_nan = torch::isnan(a) & torch::isnan(b);
+  const Tensor differ = a.contiguous().view(as_int) != b.contiguous().view(as_int);
+  return (differ & ~both_nan).sum().item<int64_t>();
+}
+
+// The outputs of two runs of one case: bit for bit where an output is `exact` (every output
+// with all_exact), else within one bfloat16 step of the largest value (1e-5 in float32).
+void expect_same(const std::vector<Output>& got, const std::vector<Output>& want, bool all_exact) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Tensor &g = got[i].t, &w = want[i].t;
+    ASSERT_EQ(g.scalar_type(), w.scalar_type()) << want[i].name;
+    const int64_t differ = differing_bits(g, w);
+    if (all_exact || want[i].exact) {
+      EXPECT_EQ(differ, 0) << want[i].name << ": " << differ << " of " << w.numel()
+                           << " elements differ in their bits";
+    } else {
+      const double tol = w.scalar_type() == torch::kFloat ? 1e-5 : 0x1p-7;
+      EXPECT_LE(testing::rel_err(g, w), tol)
+          << want[i].name << " (" << differ << " of " << w.numel() << " elements differ)";
+    }
+  }
+}
+
+// CUDA against the CPU.
+void check_cuda(const KernelRow& row, const KernelCase& c) {
+  TB_TABLE_NEED_GPU();
+  expect_same(row.run(c, torch::kCUDA), row.run(c, torch::kCPU), false);
+}
+
+// Two threads against one on the CPU: every output, row sums included (a row is one thread's).
+void check_threads(const KernelRow& row, const KernelCase& c) {
+  std::vector<Output> one, two;
+  {
+    const testing::IntraOpThreads threads(1);
+    one = row.run(c, torch::kCPU);
+  }
+  {
+    const testing::IntraOpThreads threads(2);
+    two = row.run(c, torch::kCPU);
+  }
+  expect_same(two, one, true);
+}
+
+std::vector<std::string> register_bits_table() {
+  std::vector<std::string> args;
+  for (const KernelRow& row : kernel_rows()) {
+    args.push_back(row.args);
+    for (c10::ScalarType dtype : row.dtypes) {
+      const char* dtype_name = dtype == torch::kBFloat16 ? "bf16" : "f16";
+      for (const Shape& shape : row.shapes) {
+        for (const Variant& v : row.variants) {
+          const KernelCase c{dtype, shape, v};
+          const std::string name =
+              testing::case_name(row.name, dtype_name, "", row.dims, shape, v.text);
+          testing::register_case(
+              "KernelTableBits", name, [&row, c] { check_cuda(row, c); }, __FILE__, __LINE__);
+          testing::register_case(
+              "KernelTableThreads", name, [&row, c] { check_threads(row, c); }, __FILE__, __LINE__);
+        }
+      }
+    }
+  }
+  return args;
+}
+const std::vector<std::string> kRowArgs = register_bits_table();
+
+// A kernel added to TB_FUSED_KERNELS without a row here fails this.
+TEST(KernelTableBits, EveryKernelOfTheListHasARow) {
+  std::set<std::string> listed;
+#define TB_LIST_NAME(Args) listed.insert(#Args);
+  TB_FUSED_KERNELS(TB_LIST_NAME)
+#undef TB_LIST_NAME
+  EXPECT_EQ(std::set<std::string>(kRowArgs.begin(), kRowArgs.end()), listed);
+}
+
+}  // namespace
+}  // namespace trainbench
