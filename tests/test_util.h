@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -26,6 +27,7 @@
 #include "trainbench/core/config.h"
 #include "trainbench/core/plan.h"
 #include "trainbench/data/batch_loader.h"
+#include "trainbench/report/summary_fields.h"
 #include "trainbench/train/trainer.h"
 
 namespace trainbench::testing {
@@ -135,6 +137,21 @@ inline std::string merge_flags(const std::string& base, const std::string& extra
   }
   std::string out;
   for (const auto& f : merged) out += " " + f.second;
+  return out;
+}
+
+// The keys a summary.json holds by report/summary_fields.h: the rows written `when`, those the
+// peers write too when `peers`, and the schema_version every file carries.
+inline std::set<std::string> summary_keys(std::set<SummaryWhen> when, bool peers) {
+  std::set<std::string> out = {"schema_version"};
+  for (const SummaryField& f : kSummaryFields) {
+    if (when.count(f.when) && (!peers || f.peers)) out.insert(f.key);
+  }
+  return out;
+}
+inline std::set<std::string> keys_of(const nlohmann::json& object) {
+  std::set<std::string> out;
+  for (const auto& item : object.items()) out.insert(item.key());
   return out;
 }
 

@@ -50,11 +50,14 @@ def validation_batches(valid_begin, valid_end, seq_len, batch_size, max_batches)
     return batches
 
 
-# bench's flag table, as `bench --help --json` exports it (scripts/peers/flags.json; a test
-# fails when the file and bench's table differ: regenerate it with
-# `build/bench --help --json > scripts/peers/flags.json`).
+# bench's flag table and summary.json's fields, as `bench --help --json` exports them
+# (scripts/peers/flags.json; a test fails when the file and bench's tables differ: regenerate it
+# with `build/bench --help --json > scripts/peers/flags.json`).
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "flags.json")) as _f:
-    BENCH_FLAGS = {f["name"]: f for f in json.load(_f)["flags"]}
+    _EXPORT = json.load(_f)
+BENCH_FLAGS = {f["name"]: f for f in _EXPORT["flags"]}
+# The summary.json keys a peer writes, in bench's order (bench's table marks them "peers").
+SUMMARY_KEYS = [f["key"] for f in _EXPORT["summary"] if f["peers"]]
 
 # The bench flags the peers take, each with bench's default and choices, except where a peer
 # means something else by it (PEER_DIFFERS: its folder prefix, and --compile, which is 0|1
@@ -137,6 +140,18 @@ def flops_per_token(a):
 def run_dir_name(a):
     name = f"{a.save_dir}_{a.model}_layer{a.num_layer}_{a.dtype}"
     return name + ("_compiled" if a.compile else "") + ("_flash" if a.flash else "")
+
+
+def summary_in_bench_order(summary):
+    """The peer's summary.json in the order of bench's table; its keys must be exactly those
+    the table gives the peers (SUMMARY_KEYS), so that a field added to one side alone fails
+    here, not in a report that silently lacks it."""
+    if set(summary) != set(SUMMARY_KEYS):
+        missing = sorted(set(SUMMARY_KEYS) - set(summary))
+        extra = sorted(set(summary) - set(SUMMARY_KEYS))
+        raise RuntimeError(f"summary.json keys differ from bench's table (flags.json 'summary'): "
+                           f"missing {missing}, not in the table {extra}")
+    return {k: summary[k] for k in SUMMARY_KEYS}
 
 
 def write_json_atomic(path, value):
@@ -350,7 +365,7 @@ class StepLog:
         # peak is wrong, and the summary says so instead).
         mfu = seq * a.seq_len * fpt / peak_flops if seq and peak_flops else None
         unreliable = mfu is not None and mfu > 1.0
-        self.res.write("summary.json", {
+        self.res.write("summary.json", summary_in_bench_order({
             "status": self.status, "params": params, "steps_done": self.step,
             "steps_timed": len(self.timed), "step_time_ms": st,
             "step_time_ms_samples": self.timed, "sequences_per_s": seq,
@@ -367,7 +382,7 @@ class StepLog:
             # as bench: both over the timed steps of the last window that had any
             "final_train_loss": self.timed_loss, "final_train_bpb": self.timed_loss / math.log(2),
             "final_train_steps": self.timed_steps, "final_valid_loss": self.vloss,
-            "final_valid_bpb": self.vloss / math.log(2)})
+            "final_valid_bpb": self.vloss / math.log(2)}))
         b = self.board
         b.scalar("final_seq_per_s", self.step, seq)
         b.scalar("final_tokens_per_s", self.step, seq * a.seq_len if seq else None)

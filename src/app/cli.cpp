@@ -15,6 +15,7 @@
 #include "trainbench/core/choices.h"
 #include "trainbench/core/flags.h"
 #include "trainbench/report/results.h"
+#include "trainbench/report/summary_fields.h"
 
 namespace trainbench {
 namespace {
@@ -114,23 +115,27 @@ nlohmann::json flag_table_json() {
                      {"default", reference_values.at(f.name)},
                      {"quick", quick_values.at(f.name)}});
   }
-  return {{"schema_version", kSchemaVersion}, {"flags", flags}};
+  return {{"schema_version", kSchemaVersion}, {"flags", flags}, {"summary", summary_fields_json()}};
 }
 
-CliResult parse_cli(int argc, const char* const* argv) {
-  cxxopts::Options options("bench",
-                           "trainbench: byte-level transformer training benchmark (LibTorch)");
-  options.custom_help("[flags]   |   bench report RUN_DIR...");
-  // --help shows the values a run would take: the reference defaults, or a preset's
-  // (`bench --preset quick --help`).
+namespace {
+
+// --help shows the values a run would take: the reference defaults, or a preset's
+// (`bench --preset quick --help`).
+RunConfig help_defaults_(int argc, const char* const* argv) {
   RunConfig defaults;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     std::string preset;
     if (arg == "--preset" && i + 1 < argc) preset = argv[i + 1];
     if (arg.rfind("--preset=", 0) == 0) preset = arg.substr(9);
-    if (preset == "quick" || preset == "reference") apply_preset(defaults, preset);
+    if (parse_choice<Preset>(preset)) apply_preset(defaults, preset);
   }
+  return defaults;
+}
+
+// The commands, then every flag of the table as text, in its help group.
+void add_flags_(cxxopts::Options& options, const RunConfig& defaults) {
   auto adder = options.add_options();
   adder("h,help", "print this help and exit (--help --json: the flag table as JSON)");
   adder("version", "print bench's version (source revision, LibTorch) and exit");
@@ -147,31 +152,32 @@ CliResult parse_cli(int argc, const char* const* argv) {
                cxxopts::value<std::string>()->default_value(flag_text(f, defaults)));
     }
   }
+}
 
-  CliResult out;
-  if (argc == 3 && ((std::string(argv[1]) == "--help" && std::string(argv[2]) == "--json") ||
-                    (std::string(argv[1]) == "--json" && std::string(argv[2]) == "--help"))) {
-    out.help_json = true;
-    return out;
-  }
+// The usage text: the groups in the table's order under titles in plain words ("Checkpoints:",
+// not cxxopts' " checkpoints options:", which alone would also sort them by name), then the
+// exit codes.
+std::string help_text_(cxxopts::Options& options, const RunConfig& defaults) {
   std::vector<std::string> groups = choice_names<HelpGroup>();
-  groups.insert(groups.begin(), "");     // help, version, export_corpus first
-  out.help_text = options.help(groups);  // cxxopts alone would sort the groups by name
-  // Group titles in plain words ("Checkpoints:", not cxxopts' " checkpoints options:").
+  groups.insert(groups.begin(), "");  // help, version, export_corpus first
+  std::string text = options.help(groups);
   for (const std::string& g : choice_names<HelpGroup>()) {
     std::string title = g;
     title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(title[0])));
     const std::string theirs = " " + g + " options:\n";
-    if (const size_t at = out.help_text.find(theirs); at != std::string::npos) {
-      out.help_text.replace(at, theirs.size(), title + ":\n");
+    if (const size_t at = text.find(theirs); at != std::string::npos) {
+      text.replace(at, theirs.size(), title + ":\n");
     }
   }
-  if (defaults.preset == "quick") {
-    out.help_text += "\n(defaults shown: --preset quick's values)\n";
+  if (parse_choice<Preset>(defaults.preset) == Preset::kQuick) {
+    text += "\n(defaults shown: --preset quick's values)\n";
   }
-  out.help_text += kExitCodes;
-  // Unknown and repeated flags are caught here so that the message has our shape (cxxopts' has
-  // its own, and takes the last of a repeated flag without a word).
+  return text + kExitCodes;
+}
+
+// Unknown and repeated flags, caught before cxxopts so that the message has our shape (cxxopts'
+// has its own, and takes the last of a repeated flag without a word).
+void check_given_flags_(int argc, const char* const* argv) {
   std::map<std::string, std::string> given;  // name -> its value as written
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -195,6 +201,9 @@ CliResult parse_cli(int argc, const char* const* argv) {
     }
     given[name] = value;
   }
+}
+
+cxxopts::ParseResult parse_(cxxopts::Options& options, int argc, const char* const* argv) {
   cxxopts::ParseResult parsed;
   try {
     parsed = options.parse(argc, argv);
@@ -207,14 +216,29 @@ CliResult parse_cli(int argc, const char* const* argv) {
     throw ConfigError("unexpected argument '" + parsed.unmatched().front() +
                       "'; flags take the form --name value (see bench --help)");
   }
-  if (parsed.count("help")) {
-    out.help = true;
+  return parsed;
+}
+
+}  // namespace
+
+CliResult parse_cli(int argc, const char* const* argv) {
+  cxxopts::Options options("bench",
+                           "trainbench: byte-level transformer training benchmark (LibTorch)");
+  options.custom_help("[flags]   |   bench report RUN_DIR...");
+  const RunConfig defaults = help_defaults_(argc, argv);
+  add_flags_(options, defaults);
+  CliResult out;
+  if (argc == 3 && ((std::string(argv[1]) == "--help" && std::string(argv[2]) == "--json") ||
+                    (std::string(argv[1]) == "--json" && std::string(argv[2]) == "--help"))) {
+    out.help_json = true;
     return out;
   }
-  if (parsed.count("version")) {
-    out.version = true;
-    return out;
-  }
+  out.help_text = help_text_(options, defaults);
+  check_given_flags_(argc, argv);
+  const cxxopts::ParseResult parsed = parse_(options, argc, argv);
+  out.help = parsed.count("help") > 0;
+  out.version = !out.help && parsed.count("version") > 0;
+  if (out.help || out.version) return out;
   if (parsed.count("export_corpus")) out.export_corpus = parsed["export_corpus"].as<std::string>();
   apply_preset(out.config, parsed["preset"].as<std::string>());
   if (parsed.count("resume")) start_from_recorded_(out.config, parsed);

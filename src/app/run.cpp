@@ -10,13 +10,8 @@ namespace trainbench {
 namespace run_detail {
 
 void Run::set_up_() {
-  // The processes of one machine share its cores; more threads than cores only slow a run.
-  if (cfg_.threads > available_cores()) {
-    throw ConfigError("--threads: " + std::to_string(cfg_.threads) + " is more than the " +
-                      std::to_string(available_cores()) +
-                      " cores available to this process; allowed: 0 (all of them) to " +
-                      std::to_string(available_cores()));
-  }
+  // The processes of one machine share its cores (validate() has refused more threads than
+  // cores, which only slow a run).
   threads_ = cfg_.threads > 0 ? static_cast<int>(cfg_.threads)
                               : std::max(1, available_cores() / env_.local_world_size);
   at::set_num_threads(threads_);

@@ -1,5 +1,6 @@
-// validate(): every flag's range and every cross-flag rule in one place; the rules between
-// choice flags read the plan's types (core/plan.h), not the flags' text.
+// validate(): every flag's range and every rule between flags in one place (the launch's own
+// rules, WORLD_SIZE and its ranks against the flags, are dist/dist.h's validate_dist); the
+// rules between choice flags read the plan's types (core/plan.h), not the flags' text.
 #include "trainbench/app/validate.h"
 #include "trainbench/core/run_files.h"
 
@@ -13,6 +14,7 @@
 #include "trainbench/gpu/cuda_graph.h"
 #include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/model/sdpa_backend.h"
+#include "trainbench/report/env_info.h"
 
 namespace trainbench {
 namespace {
@@ -59,6 +61,13 @@ void check_run_shape_(const RunConfig& cfg) {
                       std::to_string(cfg.steps - cfg.warmup_steps) + ")");
   }
   if (cfg.save_dir.empty()) throw ConfigError("--save_dir: empty; allowed: a folder path prefix");
+  // More threads than this process may run on only slow a run.
+  if (cfg.threads > available_cores()) {
+    throw ConfigError("--threads: " + std::to_string(cfg.threads) + " is more than the " +
+                      std::to_string(available_cores()) +
+                      " cores available to this process; allowed: 0 (all of them) to " +
+                      std::to_string(available_cores()));
+  }
 }
 
 // What the torch model cannot do, and the dropout kernels' rules.

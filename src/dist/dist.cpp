@@ -2,14 +2,6 @@
 // c10d headers; TB_WITH_GLOO/USE_C10D_GLOO and TB_WITH_NCCL/USE_C10D_NCCL come from CMake.
 #include "trainbench/dist/dist.h"
 
-#include <arpa/inet.h>
-#include <dirent.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <set>
@@ -26,10 +18,15 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "sockets.h"
 #include "trainbench/core/flags.h"
 
 namespace trainbench {
 namespace {
+
+using dist_detail::bound_socket;
+using dist_detail::host_address;
+using dist_detail::sockets_to_port;
 
 // The base class of every c10d process group (ProcessGroupGloo, ProcessGroupNCCL).
 using GroupBase = c10d::Backend;
@@ -50,66 +47,6 @@ std::string ranks_text_(const std::vector<int>& ranks) {
   return s;
 }
 
-// Where this rank runs, as the others should name it: the IPv4 address of GLOO_SOCKET_IFNAME
-// when set (the interface Gloo talks over), else the host name.
-std::string host_address_() {
-  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-  if (ifname && *ifname) {
-    ifaddrs* list = nullptr;
-    std::string found;
-    if (getifaddrs(&list) == 0) {
-      for (ifaddrs* a = list; a && found.empty(); a = a->ifa_next) {
-        if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || ifname != std::string(a->ifa_name))
-          continue;
-        char text[INET_ADDRSTRLEN] = {0};
-        const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
-        if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text))) found = text;
-      }
-      freeifaddrs(list);
-    }
-    if (!found.empty()) return found;
-  }
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  return host;
-}
-
-// The connected TCP sockets of this process whose peer port is `port`.
-std::set<int> sockets_to_port_(int port) {
-  std::set<int> out;
-  DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return out;
-  while (const dirent* e = readdir(dir)) {
-    const int fd = std::atoi(e->d_name);
-    if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(dir)) continue;
-    int type = 0;
-    socklen_t len = sizeof(type);
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) continue;
-    sockaddr_storage peer{};
-    len = sizeof(peer);
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;
-    const int p = peer.ss_family == AF_INET
-                      ? ntohs(reinterpret_cast<const sockaddr_in*>(&peer)->sin_port)
-                  : peer.ss_family == AF_INET6
-                      ? ntohs(reinterpret_cast<const sockaddr_in6*>(&peer)->sin6_port)
-                      : -1;
-    if (p == port) out.insert(fd);
-  }
-  closedir(dir);
-  return out;
-}
-
-// A bound on every send and receive on `fd`, and on unacknowledged data (TCP_USER_TIMEOUT).
-void bound_socket_(int fd, std::chrono::milliseconds limit) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(limit.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((limit.count() % 1000) * 1000);
-  const unsigned int ms = static_cast<unsigned int>(limit.count());
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
-}
-
 }  // namespace
 
 struct DistContext::Impl {
@@ -126,7 +63,7 @@ struct DistContext::Impl {
   // TCP gives up, about 15 minutes): every operation is bounded at the socket instead.
   std::set<int> store_sockets;
   void bound_store_(std::chrono::milliseconds limit) {
-    for (int fd : store_sockets) bound_socket_(fd, limit);
+    for (int fd : store_sockets) bound_socket(fd, limit);
   }
 
   bool has_(const std::string& key) { return store->check({key}); }
@@ -152,6 +89,98 @@ struct DistContext::Impl {
     return wait_for_(stage, all, limit);
   }
 
+  std::string where_() const { return env.master_addr + ":" + std::to_string(env.master_port); }
+  std::string timeout_text_() const { return std::to_string(timeout.count() / 1000); }
+
+  // Rank 0 hosts the TCPStore (unless torchrun's agent does), the others connect to it; its
+  // client sockets get the timeout as a deadline.
+  void open_store_() {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<uint16_t>(env.master_port);
+    so.isServer = env.rank == 0 && !env.agent_store;
+    so.numWorkers = static_cast<size_t>(env.world_size);
+    so.waitWorkers = false;  // joining is checked in join_, where the missing ranks can be named
+    so.timeout = timeout;
+    const std::set<int> before = sockets_to_port(env.master_port);
+    try {
+      // Our keys (and the process group's) live under a prefix of their own: torchrun's store
+      // also holds the agent's keys and those of earlier attempts.
+      store = c10::make_intrusive<c10d::PrefixStore>(
+          "trainbench/attempt" + std::to_string(env.restart_count),
+          c10::make_intrusive<c10d::TCPStore>(env.master_addr, so));
+    } catch (const std::exception& e) {
+      const std::string m = message_of_(e);
+      if (so.isServer && m.find("in use") != std::string::npos) {
+        throw ConfigError(
+            "MASTER_PORT: " + std::to_string(env.master_port) +
+            " is already in use on this machine (another run or service holds "
+            "it); use a free port (torchrun --master_port, scripts/launch.sh --port)");
+      }
+      if (so.isServer) throw RunError("rank 0 could not open the store on " + where_() + ": " + m);
+      throw RunError("rank " + std::to_string(env.rank) + " could not reach the store at " +
+                     where_() + " within " + timeout_text_() +
+                     " s (--dist_timeout): " + (env.agent_store ? "torchrun's agent" : "rank 0") +
+                     " is not running there or not reachable");
+    }
+    for (int fd : sockets_to_port(env.master_port)) {
+      if (!before.count(fd)) store_sockets.insert(fd);
+    }
+    bound_store_(timeout);
+  }
+
+  // Every rank announces itself and its host, then waits for all the others (naming the ranks
+  // that never came).
+  void join_() {
+    const std::string me = host_address();
+    store->set(key_("host", env.rank), std::vector<uint8_t>(me.begin(), me.end()));
+    store->set(key_("join", env.rank), std::vector<uint8_t>{'1'});
+    const std::vector<int> missing = wait_all_("join", timeout);
+    if (!missing.empty()) {
+      throw RunError(ranks_text_(missing) + " of " + std::to_string(env.world_size) +
+                     " did not join within " + timeout_text_() +
+                     " s (--dist_timeout); start every rank with the same WORLD_SIZE, "
+                     "MASTER_ADDR and MASTER_PORT (" +
+                     where_() + ")");
+    }
+    for (int r = 0; r < env.world_size; ++r) hosts.push_back(get_(key_("host", r)));
+  }
+
+  // The Gloo or NCCL process group; it keeps its own keys under a prefix, apart from ours.
+  void make_group_() {
+    auto group_store = c10::make_intrusive<c10d::PrefixStore>("group", store);
+    if (kind == DistBackend::kGloo) {
+#ifdef TB_WITH_GLOO
+      auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+      const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+      const bool loopback = env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0;
+      if (ifname && *ifname) {
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+      } else if (loopback) {
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      } else {
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      }
+      group =
+          c10::make_intrusive<c10d::ProcessGroupGloo>(group_store, env.rank, env.world_size, opts);
+#else
+      throw ConfigError("--dist_backend: 'gloo' is not in this build");
+#endif
+    } else {
+#ifdef TB_WITH_NCCL
+      // Without blocking wait, a dead peer leaves wait() returning and the host hanging on the
+      // next read of a result; with it, wait() blocks and throws after the timeout.
+      setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 0);
+      setenv("NCCL_BLOCKING_WAIT", "1", 0);
+      auto opts = c10d::ProcessGroupNCCL::Options::create();
+      opts->timeout = timeout;
+      group =
+          c10::make_intrusive<c10d::ProcessGroupNCCL>(group_store, env.rank, env.world_size, opts);
+#else
+      throw ConfigError("--dist_backend: 'nccl' is not in this build; use --dist_backend gloo");
+#endif
+    }
+  }
+
   std::string get_(const std::string& key) {
     const std::vector<uint8_t> v = store->get(key);
     return std::string(v.begin(), v.end());
@@ -159,90 +188,15 @@ struct DistContext::Impl {
 };
 
 DistContext::DistContext(const RunPlan& plan) : impl_(std::make_unique<Impl>()) {
-  const DistEnv& env = plan.dist;
-  const RunConfig& cfg = plan.cfg;
   Impl& d = *impl_;
-  d.env = env;
+  d.env = plan.dist;
   d.kind = plan.dist_backend;
   d.backend = name_of(d.kind);
-  d.timeout = std::chrono::milliseconds(cfg.dist_timeout * 1000);
-  const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
-  c10d::TCPStoreOptions so;
-  so.port = static_cast<uint16_t>(env.master_port);
-  so.isServer = env.rank == 0 && !env.agent_store;
-  so.numWorkers = static_cast<size_t>(env.world_size);
-  so.waitWorkers = false;  // joining is checked below, where the missing ranks can be named
-  so.timeout = d.timeout;
-  const std::set<int> before = sockets_to_port_(env.master_port);
-  try {
-    // Our keys (and the process group's) live under a prefix of their own: torchrun's store
-    // also holds the agent's keys and those of earlier attempts.
-    d.store = c10::make_intrusive<c10d::PrefixStore>(
-        "trainbench/attempt" + std::to_string(env.restart_count),
-        c10::make_intrusive<c10d::TCPStore>(env.master_addr, so));
-  } catch (const std::exception& e) {
-    const std::string m = message_of_(e);
-    if (so.isServer && m.find("in use") != std::string::npos) {
-      throw ConfigError("MASTER_PORT: " + std::to_string(env.master_port) +
-                        " is already in use on this machine (another run or service holds it); "
-                        "use a free port (torchrun --master_port, scripts/launch.sh --port)");
-    }
-    if (so.isServer) throw RunError("rank 0 could not open the store on " + where + ": " + m);
-    throw RunError("rank " + std::to_string(env.rank) + " could not reach the store at " + where +
-                   " within " + std::to_string(cfg.dist_timeout) +
-                   " s (--dist_timeout): " + (env.agent_store ? "torchrun's agent" : "rank 0") +
-                   " is not running there or not reachable");
-  }
-  for (int fd : sockets_to_port_(env.master_port)) {
-    if (!before.count(fd)) d.store_sockets.insert(fd);
-  }
-  d.bound_store_(d.timeout);
-  const std::string me = host_address_();
-  d.store->set(key_("host", env.rank), std::vector<uint8_t>(me.begin(), me.end()));
-  d.store->set(key_("join", env.rank), std::vector<uint8_t>{'1'});
-  const std::vector<int> missing = d.wait_all_("join", d.timeout);
-  if (!missing.empty()) {
-    throw RunError(ranks_text_(missing) + " of " + std::to_string(env.world_size) +
-                   " did not join within " + std::to_string(cfg.dist_timeout) +
-                   " s (--dist_timeout); start every rank with the same WORLD_SIZE, "
-                   "MASTER_ADDR and MASTER_PORT (" +
-                   where + ")");
-  }
-  for (int r = 0; r < env.world_size; ++r) d.hosts.push_back(d.get_(key_("host", r)));
-  // The process group keeps its own keys under a prefix, apart from ours.
-  auto group_store = c10::make_intrusive<c10d::PrefixStore>("group", d.store);
-  if (d.kind == DistBackend::kGloo) {
-#ifdef TB_WITH_GLOO
-    auto opts = c10d::ProcessGroupGloo::Options::create(d.timeout);
-    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-    const bool loopback = env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0;
-    if (ifname && *ifname) {
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-    } else if (loopback) {
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    } else {
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-    }
-    d.group =
-        c10::make_intrusive<c10d::ProcessGroupGloo>(group_store, env.rank, env.world_size, opts);
-#else
-    throw ConfigError("--dist_backend: 'gloo' is not in this build");
-#endif
-  } else {
-#ifdef TB_WITH_NCCL
-    // Without blocking wait, a dead peer leaves wait() returning and the host hanging on the
-    // next read of a result; with it, wait() blocks and throws after the timeout.
-    setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 0);
-    setenv("NCCL_BLOCKING_WAIT", "1", 0);
-    auto opts = c10d::ProcessGroupNCCL::Options::create();
-    opts->timeout = d.timeout;
-    d.group =
-        c10::make_intrusive<c10d::ProcessGroupNCCL>(group_store, env.rank, env.world_size, opts);
-#else
-    throw ConfigError("--dist_backend: 'nccl' is not in this build; use --dist_backend gloo");
-#endif
-  }
   d.device = plan.device;
+  d.timeout = std::chrono::milliseconds(plan.cfg.dist_timeout * 1000);
+  d.open_store_();
+  d.join_();
+  d.make_group_();
 }
 
 DistContext::~DistContext() = default;

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "trainbench/core/errors.h"
+#include "trainbench/core/run_files.h"
 #include "trainbench/report/profile.h"
 #include "trainbench/report/report_columns.h"
 #include "trainbench/report/results.h"
@@ -268,7 +269,7 @@ int report_main(int argc, const char* const* argv) {
           continue;
         }
         if (std::filesystem::is_directory(dir, ec) &&
-            !std::filesystem::exists(dir + "/config.json", ec)) {
+            !std::filesystem::exists(run_file(dir, RunFile::kConfig), ec)) {
           std::fprintf(stderr,
                        "bench report: warning: skipping '%s': no run folder in it (none holds "
                        "a config.json)\n",

@@ -6,8 +6,10 @@
 #include <fstream>
 #include <type_traits>
 
+#include "trainbench/core/choices.h"
 #include "trainbench/core/config.h"
 #include "trainbench/core/errors.h"
+#include "trainbench/core/run_files.h"
 #include "trainbench/report/report.h"
 #include "trainbench/report/results.h"
 #include "trainbench/report/run_lock.h"
@@ -48,14 +50,12 @@ T field_(const nlohmann::json& j, const std::string& file, const char* key) {
   return v.get<T>();
 }
 
-}  // namespace
-
 // What a folder without summary.json says: its run is still training ("running": a live bench
 // holds the folder) or ended without writing one ("killed": a crash, SIGKILL, a closed
 // session), with the last step its metrics.jsonl logged.
 nlohmann::json unfinished_summary_(const std::string& dir) {
   int64_t last = 0;
-  std::ifstream in(dir + "/metrics.jsonl");
+  std::ifstream in(run_file(dir, RunFile::kMetrics));
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_object() && j.contains("step") && j["step"].is_number_integer()) {
@@ -67,11 +67,50 @@ nlohmann::json unfinished_summary_(const std::string& dir) {
           {"steps_done", last}};
 }
 
+// A run's label from its config.json: framework, model and the switches that name a
+// configuration ("libtorch handcraft fused float32-gemm flash x2 processes").
+std::string label_of_(const nlohmann::json& config, const std::string& cfile) {
+  const std::string framework = config.value("framework", std::string("libtorch"));
+  std::string label = framework + " " + field_<std::string>(config, cfile, "model");
+  // The torch model's blocks are pre-LN unless norm_first says otherwise (folders from before
+  // the flag ran LibTorch's post-LN layer).
+  if (parse_choice<ModelKind>(config.value("model", std::string())) == ModelKind::kTorch &&
+      !(config.contains("norm_first") && switch_on(config.at("norm_first")))) {
+    label += " post-LN";
+  }
+  // Switches are true/false in bench's config.json, 0/1 in the peers' and older ones.
+  auto on = [&](const char* key) { return config.contains(key) && switch_on(config.at(key)); };
+  // bench's TorchScript path and the peers' torch.compile / jax.jit read "compiled"; bench's
+  // own kernels "fused".
+  if (config.contains("compile")) {
+    const auto path = parse_choice<CompilePath>(compile_path(config.at("compile")));
+    if (path == CompilePath::kTorchScript) label += " compiled";
+    if (path == CompilePath::kFused) label += " fused";
+    if (path == CompilePath::kFused &&
+        parse_choice<GemmRoute>(config.value("lowp_gemm", std::string())) == GemmRoute::kFloat32) {
+      label += " float32-gemm";
+    }
+  }
+  if (on("flash")) label += " flash";
+  if (on("fused_adam")) label += " fused_adam";
+  if (on("cuda_graph")) label += " cuda_graph";
+  // Data-parallel runs (speeds are global) get their own column, those with the all-reduce
+  // after backward (--dist_overlap 0) another; batch stays per rank.
+  const int64_t world = config.value("world_size", int64_t{1});
+  if (world > 1) label += " x" + std::to_string(world) + " processes";
+  if (world > 1 && config.contains("dist_overlap") && !on("dist_overlap")) {
+    label += " all-reduce after backward";
+  }
+  return label;
+}
+
+}  // namespace
+
 RunRecord read_run(const std::string& dir) {
-  const nlohmann::json config = read_json_file(dir + "/config.json");
-  const bool finished = std::filesystem::exists(dir + "/summary.json");
+  const nlohmann::json config = read_json_file(run_file(dir, RunFile::kConfig));
+  const bool finished = std::filesystem::exists(run_file(dir, RunFile::kSummary));
   const nlohmann::json summary =
-      finished ? read_json_file(dir + "/summary.json") : unfinished_summary_(dir);
+      finished ? read_json_file(run_file(dir, RunFile::kSummary)) : unfinished_summary_(dir);
   for (const auto* j : {&config, &summary}) {
     if (!j->is_object() || !j->contains("schema_version") ||
         !(*j)["schema_version"].is_number_integer() || (*j)["schema_version"] != kSchemaVersion) {
@@ -79,9 +118,9 @@ RunRecord read_run(const std::string& dir) {
     }
   }
   RunRecord r;
-  if (std::filesystem::exists(dir + "/env.json")) {
+  if (std::filesystem::exists(run_file(dir, RunFile::kEnv))) {
     try {
-      const nlohmann::json env = read_json_file(dir + "/env.json");
+      const nlohmann::json env = read_json_file(run_file(dir, RunFile::kEnv));
       r.machine = env.value("device_name", std::string());
       r.date = env.value("started_at", std::string()).substr(0, 10);
       r.revision = env.value("git_revision", std::string());
@@ -90,37 +129,9 @@ RunRecord read_run(const std::string& dir) {
   }
   r.dir = dir;
   try {
-    const std::string framework = config.value("framework", std::string("libtorch"));
-    const std::string cfile = dir + "/config.json", sfile = dir + "/summary.json";
-    r.label = framework + " " + field_<std::string>(config, cfile, "model");
-    // The torch model's blocks are pre-LN unless norm_first says otherwise (folders from before
-    // the flag ran LibTorch's post-LN layer).
-    if (config.value("model", std::string()) == "torch" &&
-        !(config.contains("norm_first") && switch_on(config.at("norm_first")))) {
-      r.label += " post-LN";
-    }
-    // Switches are true/false in bench's config.json, 0/1 in the peers' and older ones.
-    auto on = [&](const char* key) { return config.contains(key) && switch_on(config.at(key)); };
-    // bench's TorchScript path and the peers' torch.compile / jax.jit read "compiled"; bench's
-    // own kernels "fused".
-    if (config.contains("compile")) {
-      const std::string path = compile_path(config.at("compile"));
-      if (path == "torchscript") r.label += " compiled";
-      if (path == "fused") r.label += " fused";
-      if (path == "fused" && config.value("lowp_gemm", std::string()) == "float32") {
-        r.label += " float32-gemm";
-      }
-    }
-    if (on("flash")) r.label += " flash";
-    if (on("fused_adam")) r.label += " fused_adam";
-    if (on("cuda_graph")) r.label += " cuda_graph";
-    // Data-parallel runs (speeds are global) get their own column, those with the all-reduce
-    // after backward (--dist_overlap 0) another; batch stays per rank.
-    const int64_t world = config.value("world_size", int64_t{1});
-    if (world > 1) r.label += " x" + std::to_string(world) + " processes";
-    if (world > 1 && config.contains("dist_overlap") && !on("dist_overlap")) {
-      r.label += " all-reduce after backward";
-    }
+    const std::string cfile = run_file(dir, RunFile::kConfig),
+                      sfile = run_file(dir, RunFile::kSummary);
+    r.label = label_of_(config, cfile);
     r.dtype = field_<std::string>(config, cfile, "dtype");
     r.num_layer = field_<int64_t>(config, cfile, "num_layer");
     r.batch_size = field_<int64_t>(config, cfile, "batch_size");
@@ -161,9 +172,9 @@ namespace {
 std::vector<std::string> repetition_folders_(const std::string& dir) {
   std::vector<std::string> reps;
   std::error_code ec;
-  if (!std::filesystem::exists(dir + "/summary.json", ec)) return reps;
+  if (!std::filesystem::exists(run_file(dir, RunFile::kSummary), ec)) return reps;
   try {
-    const nlohmann::json s = read_json_file(dir + "/summary.json");
+    const nlohmann::json s = read_json_file(run_file(dir, RunFile::kSummary));
     if (!s.contains("repetitions") || !s["repetitions"].is_object()) return reps;
     for (const auto& f : s["repetitions"].value("folders", nlohmann::json::array())) {
       if (f.is_string()) reps.push_back(dir + "/" + f.get<std::string>());
@@ -180,14 +191,14 @@ std::vector<std::string> run_folders(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
   for (const std::string& p : paths) {
     std::error_code ec;
-    if (fs::exists(p + "/config.json", ec) || !fs::is_directory(p, ec)) {
+    if (fs::exists(run_file(p, RunFile::kConfig), ec) || !fs::is_directory(p, ec)) {
       out.push_back(p);  // a run folder, or something read_run will name as unreadable
       continue;
     }
     std::vector<std::string> found;
     for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::end(it);
          it.increment(ec)) {
-      if (it->is_directory(ec) && fs::exists(it->path() / "config.json", ec)) {
+      if (it->is_directory(ec) && fs::exists(run_file(it->path().string(), RunFile::kConfig), ec)) {
         found.push_back(it->path().string());
         it.disable_recursion_pending();  // a run folder holds no other run
       }

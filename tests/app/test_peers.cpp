@@ -66,6 +66,8 @@ TEST(Peers, PytorchPeerWritesTheContractWithTheCppParameterCount) {
     const auto summary = read_json_file(run + "/summary.json");
     EXPECT_EQ(config["framework"], "pytorch");
     EXPECT_EQ(config["schema_version"], 1);
+    // Exactly the summary keys bench's table gives the peers (exported in flags.json).
+    EXPECT_EQ(testing::keys_of(summary), testing::summary_keys({SummaryWhen::kAlways}, true));
     RunConfig c;
     c.model = model;
     c.num_layer = 2;
@@ -192,6 +194,7 @@ TEST(Peers, JaxPeerStartsWhereBenchStartsAndLearns) {
   EXPECT_NEAR(losses.front(), bench_first, 0.3);
   EXPECT_LT(*std::min_element(losses.begin(), losses.end()), 3.0);
   const auto summary = read_json_file(run + "/summary.json");
+  EXPECT_EQ(testing::keys_of(summary), testing::summary_keys({SummaryWhen::kAlways}, true));
   EXPECT_EQ(summary["status"], "completed");
   EXPECT_EQ(summary["compile_backend"], "jax.jit");
   EXPECT_GT(summary["compile_seconds"].get<double>(), 0.0);

@@ -10,6 +10,7 @@
 #include "test_util.h"
 #include "trainbench/app/run.h"
 #include "trainbench/core/log.h"
+#include "trainbench/core/run_files.h"
 #include "trainbench/report/env_info.h"
 #include "trainbench/report/results.h"
 #include "trainbench/train/checkpoint.h"
@@ -36,6 +37,38 @@ std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   return lines;
 }
 
+// env.json's contract fields and the machine beside the device, for a float32 CPU run.
+void expect_env_contract_(const nlohmann::json& env) {
+  for (const char* k : {"libtorch_version", "device_name", "cuda_version", "num_threads", "blas",
+                        "compiler", "git_revision", "hostname", "started_at"}) {
+    EXPECT_TRUE(env.contains(k)) << k;
+  }
+  EXPECT_TRUE(env["cuda_version"].is_null());
+  // LibTorch 2.11 or later (the supported range), as "MAJOR.MINOR.PATCH".
+  int major = 0, minor = 0;
+  ASSERT_EQ(
+      std::sscanf(env["libtorch_version"].get<std::string>().c_str(), "%d.%d", &major, &minor), 2)
+      << env["libtorch_version"];
+  EXPECT_GE(major * 100 + minor, 211) << env["libtorch_version"];
+  EXPECT_NE(env["blas"].get<std::string>().find("mkl"), std::string::npos) << env["blas"];
+  for (const std::string& var : thread_env_vars()) {
+    EXPECT_TRUE(env["thread_env"].contains(var)) << var;
+  }
+  // The machine beside the device, as pyperf records it.
+  EXPECT_FALSE(env["cpu"]["vendor"].get<std::string>().empty()) << env["cpu"];
+  EXPECT_FALSE(env["cpu"]["family"].get<std::string>().empty()) << env["cpu"];
+  EXPECT_FALSE(env["cpu"]["model"].get<std::string>().empty()) << env["cpu"];
+  EXPECT_TRUE(env["cpu"]["isa"].is_array());
+  EXPECT_GT(env["memory_bytes"].get<int64_t>(), int64_t{1} << 30);
+  EXPECT_EQ(env["kernel"].get<std::string>().rfind("Linux ", 0), 0u) << env["kernel"];
+  EXPECT_FALSE(env["os"].get<std::string>().empty());
+  EXPECT_EQ(env["load_average"].size(), 3u);
+  EXPECT_NE(env["command_line"][0].get<std::string>().find("trainbench_tests"), std::string::npos)
+      << env["command_line"];
+  EXPECT_EQ(env["gemm_path"]["dtype"], "float32");
+  EXPECT_EQ(env["gemm_path"]["model_gemms"], "mkl_float32");
+}
+
 TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
   RunConfig c = config();
   c.eval_every = 4;
@@ -52,17 +85,7 @@ TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
   EXPECT_EQ(cfg["schema_version"], 1);
   EXPECT_EQ(cfg["device"], "cpu");
   const auto env = read_json_file(r.run_dir + "/env.json");
-  for (const char* k : {"libtorch_version", "device_name", "cuda_version", "num_threads", "blas",
-                        "compiler", "git_revision", "hostname", "started_at"}) {
-    EXPECT_TRUE(env.contains(k)) << k;
-  }
-  EXPECT_TRUE(env["cuda_version"].is_null());
-  // LibTorch 2.11 or later (the supported range), as "MAJOR.MINOR.PATCH".
-  int major = 0, minor = 0;
-  ASSERT_EQ(
-      std::sscanf(env["libtorch_version"].get<std::string>().c_str(), "%d.%d", &major, &minor), 2)
-      << env["libtorch_version"];
-  EXPECT_GE(major * 100 + minor, 211) << env["libtorch_version"];
+  expect_env_contract_(env);
   const auto lines = read_jsonl(r.run_dir + "/metrics.jsonl");
   std::vector<int64_t> train_steps, eval_steps, initial_steps;
   for (const auto& l : lines) {
@@ -105,23 +128,6 @@ TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
   }
   EXPECT_EQ(s["step_time_ms_samples"].size(), 5u);
   EXPECT_TRUE(s["compile_seconds"].is_null());  // an eager run compiled nothing
-  EXPECT_NE(env["blas"].get<std::string>().find("mkl"), std::string::npos) << env["blas"];
-  for (const std::string& var : thread_env_vars()) {
-    EXPECT_TRUE(env["thread_env"].contains(var)) << var;
-  }
-  // The machine beside the device, as pyperf records it.
-  EXPECT_FALSE(env["cpu"]["vendor"].get<std::string>().empty()) << env["cpu"];
-  EXPECT_FALSE(env["cpu"]["family"].get<std::string>().empty()) << env["cpu"];
-  EXPECT_FALSE(env["cpu"]["model"].get<std::string>().empty()) << env["cpu"];
-  EXPECT_TRUE(env["cpu"]["isa"].is_array());
-  EXPECT_GT(env["memory_bytes"].get<int64_t>(), int64_t{1} << 30);
-  EXPECT_EQ(env["kernel"].get<std::string>().rfind("Linux ", 0), 0u) << env["kernel"];
-  EXPECT_FALSE(env["os"].get<std::string>().empty());
-  EXPECT_EQ(env["load_average"].size(), 3u);
-  EXPECT_NE(env["command_line"][0].get<std::string>().find("trainbench_tests"), std::string::npos)
-      << env["command_line"];
-  EXPECT_EQ(env["gemm_path"]["dtype"], "float32");
-  EXPECT_EQ(env["gemm_path"]["model_gemms"], "mkl_float32");
 }
 
 // The tables' train figure is in bits per byte, like the validation one, and covers the timed
@@ -144,6 +150,20 @@ TEST_F(RunTest, TrainBitsPerByteComeFromTheLastWindowsTimedStepsOnly) {
   EXPECT_NEAR(one.summary["final_train_bpb"].get<double>(),
               one.summary["final_train_loss"].get<double>() / std::log(2.0), 1e-12);
   EXPECT_EQ(one.summary["final_train_steps"], 1);
+}
+
+// summary.json holds exactly the keys of its table (report/summary_fields.h, which bench exports
+// for the peers): every key a one-process run writes, completed or diverged, is a row.
+TEST_F(RunTest, SummaryJsonHoldsExactlyItsTablesKeys) {
+  const std::set<std::string> want = testing::summary_keys({SummaryWhen::kAlways}, false);
+  const RunResult done = run_benchmark(config());
+  EXPECT_EQ(testing::keys_of(read_json_file(done.run_dir + "/summary.json")), want);
+  RunConfig c = config();
+  c.fault_nan_step = 3;
+  c.save_dir = dir / "nan";
+  const RunResult nan = run_benchmark(c);
+  EXPECT_EQ(nan.status, RunStatus::kDiverged);
+  EXPECT_EQ(testing::keys_of(read_json_file(nan.run_dir + "/summary.json")), want);
 }
 
 TEST_F(RunTest, InjectedNanStopsTheRunAsDiverged) {
@@ -223,6 +243,42 @@ TEST_F(RunTest, AnOccupiedRunFolderIsNeverOverwritten) {
   EXPECT_EQ(testing::read_file(first.run_dir + "/summary.json"), before);
   c.overwrite = true;
   EXPECT_EQ(run_benchmark(c).status, RunStatus::kCompleted);
+}
+
+std::set<std::string> files_in_(const std::string& dir) {
+  std::set<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out.insert(e.path().filename().string());
+  }
+  return out;
+}
+
+// Every file a run writes is a row of core/run_files.h, and --overwrite 1 clears each of them:
+// a run with a profile, checkpoints and TensorBoard files, overwritten by one with none of
+// them, leaves exactly the files a fresh run of the second kind writes (and a file bench never
+// writes where it was).
+TEST_F(RunTest, OverwriteLeavesNoFileOfTheEarlierRun) {
+  RunConfig c = config();
+  c.profile_steps = 1;
+  c.checkpoint_every = 2;
+  const RunResult first = run_benchmark(c);
+  const std::set<std::string> before = files_in_(first.run_dir);
+  for (const std::string& name : before) {
+    EXPECT_NE(run_file_of(name), nullptr) << name << " is not in core/run_files.h";
+  }
+  EXPECT_TRUE(before.count(name_of(RunFile::kTrace)));
+  EXPECT_TRUE(before.count("checkpoint-6.pt"));
+  testing::write_file(first.run_dir + "/notes.txt", "mine");
+  c.profile_steps = 0;
+  c.checkpoint_every = -1;
+  c.tensorboard = false;
+  c.overwrite = true;
+  const RunResult second = run_benchmark(c);
+  c.save_dir = dir / "fresh";
+  std::set<std::string> fresh = files_in_(run_benchmark(c).run_dir);
+  fresh.insert("notes.txt");
+  EXPECT_EQ(files_in_(second.run_dir), fresh);
+  EXPECT_EQ(testing::read_file(second.run_dir + "/notes.txt"), "mine");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "trainbench/core/config.h"
 #include "trainbench/core/cpu_isa.h"
+#include "trainbench/core/plan.h"
 
 namespace trainbench {
 namespace {

@@ -1,6 +1,6 @@
 // Multi-process data parallelism (CPU, Gloo, localhost): the launch environment, rank shards,
-// equivalence with one process of twice the batch, identical replicas, and failures that name
-// the missing rank within the timeout.
+// equivalence with one process of twice the batch, identical replicas, signals, torchrun and
+// the all-reduce benchmark (the failures are in test_dist_faults.cpp).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dist/dist_util.h"
 #include "test_util.h"
 #include "trainbench/data/sampler.h"
 #include "trainbench/dist/dist.h"
@@ -27,32 +28,10 @@ namespace fs = std::filesystem;
 using testing::free_port;
 using testing::merge_flags;
 using testing::run_command;
-
-// A tiny model, dropout off, so that two ranks and one process see the same numbers.
-const char* kArgs =
-    " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --steps 20"
-    " --warmup_steps 2 --log_every 1 --eval_every 10 --eval_batches 2 --threads 1 --device cpu"
-    " --peak_tflops 1 --dropout 0 --dist_timeout 20";
-
-std::string launch(int n, int port, const std::string& args) {
-  return "bash " TB_SOURCE_DIR "/scripts/launch.sh --port " + std::to_string(port) + " " +
-         std::to_string(n) + " " TB_BENCH_EXE " " + args;
-}
-
-std::string rank_env(int rank, int world, int port) {
-  return "RANK=" + std::to_string(rank) + " WORLD_SIZE=" + std::to_string(world) +
-         " MASTER_PORT=" + std::to_string(port) + " ";
-}
-
-std::vector<nlohmann::json> metric_lines(const std::string& dir, const std::string& key) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(testing::read_file(dir + "/metrics.jsonl"));
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    if (j.contains(key)) out.push_back(j);
-  }
-  return out;
-}
+using testing::dist::kArgs;
+using testing::dist::launch;
+using testing::dist::metric_lines;
+using testing::dist::rank_env;
 
 TEST(DistEnv, DefaultsAreOneProcessAndTorchrunValuesParse) {
   const DistEnv one = parse_dist_env({});
@@ -169,6 +148,8 @@ TEST(DistTraining, TwoRanksMatchOneProcessWithTwiceTheBatch) {
     EXPECT_NEAR(v2[i]["valid_loss"].get<double>(), v1[i]["valid_loss"].get<double>(), 1e-4);
   }
   const auto s = nlohmann::json::parse(testing::read_file(d2 + "/summary.json"));
+  EXPECT_EQ(testing::keys_of(s),
+            testing::summary_keys({SummaryWhen::kAlways, SummaryWhen::kMultiProcess}, false));
   EXPECT_EQ(s["world_size"], 2);
   EXPECT_EQ(s["global_batch_size"], 8);
   EXPECT_EQ(s["replicas_identical"], true);
@@ -344,116 +325,6 @@ TEST(AllreduceBench, MeasuresEachSizeAcrossRanksAndNeedsALaunch) {
   const auto alone = run_command(TB_ALLREDUCE_EXE);
   EXPECT_EQ(alone.exit_code, 2);
   EXPECT_NE(alone.output.find("allreduce_bench: error: WORLD_SIZE: unset or 1"), std::string::npos);
-}
-
-TEST(DistFaults, AMissingRankTimesOutNamingItAndLeavesNothing) {
-  testing::TempDir dir;
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto r =
-      run_command(rank_env(0, 3, free_port()) + TB_BENCH_EXE +
-                  merge_flags(kArgs, " --batch_size 4 --dist_timeout 2 --save_dir " + (dir / "m")));
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("bench: rank 0: failed: ranks 1, 2 of 3 did not join within 2 s "
-                          "(--dist_timeout)"),
-            std::string::npos)
-      << r.output;
-  EXPECT_LT(s, 30.0);
-  EXPECT_TRUE(fs::is_empty(dir.path()));
-}
-
-// Two ranks on `port`; `dying` exits before step 5 (in the background). Returns the other
-// rank's output and status.
-testing::CommandResult run_with_a_crashing_rank(int dying, int port, const std::string& save) {
-  const std::string args =
-      merge_flags(kArgs, " --batch_size 4 --dist_timeout 10 --save_dir " + save);
-  return run_command("{ (" + rank_env(dying, 2, port) + TB_BENCH_EXE + args +
-                     " --fault_exit_step 5 >/dev/null 2>&1 &) ; " + rank_env(1 - dying, 2, port) +
-                     TB_BENCH_EXE + args + "; }");
-}
-
-TEST(DistFaults, ARankThatDiesMidRunFailsTheOthersNamingIt) {
-  testing::TempDir dir;
-  const auto r = run_with_a_crashing_rank(1, free_port(), dir / "d");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("rank 1 stopped responding"), std::string::npos) << r.output;
-  const auto s =
-      nlohmann::json::parse(testing::read_file(dir / "d_handcraft_layer1_float32/summary.json"));
-  EXPECT_EQ(s["status"], "failed");
-  EXPECT_EQ(s["steps_done"], 4);
-  EXPECT_NE(s["error_message"].get<std::string>().find("rank 1 stopped responding"),
-            std::string::npos);
-}
-
-TEST(DistFaults, WhenRankZeroDiesTheOthersSayItsStoreIsGone) {
-  testing::TempDir dir;
-  const int port = free_port();
-  const auto r = run_with_a_crashing_rank(0, port, dir / "z");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("bench: rank 1: failed: all-reduce failed: "), std::string::npos)
-      << r.output;
-  EXPECT_NE(r.output.find("; rank 0 (host of the store at 127.0.0.1:" + std::to_string(port) +
-                          ") is gone"),
-            std::string::npos)
-      << r.output;
-}
-
-TEST(DistFaults, FlagsThatDifferAcrossRanksStopEveryRankBeforeAnythingIsWritten) {
-  testing::TempDir dir;
-  const int port = free_port();
-  const std::string args =
-      merge_flags(kArgs, " --batch_size 4 --dist_timeout 10 --save_dir " + (dir / "f"));
-  const auto r =
-      run_command("{ (" + rank_env(1, 2, port) + TB_BENCH_EXE + args + " --lr 0.01 > " +
-                  (dir / "log1") + " 2>&1; echo \"rc=$?\" >> " + (dir / "log1") + ") & " +
-                  rank_env(0, 2, port) + TB_BENCH_EXE + args + "; rc=$?; wait; exit $rc; }");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("bench: rank 0: failed: rank 1: these flags differ from rank 0's: --lr"),
-            std::string::npos)
-      << r.output;
-  const std::string log1 = testing::read_file(dir / "log1");
-  EXPECT_NE(log1.find("bench: rank 1: error: these flags differ from rank 0's: --lr; every rank "
-                      "must run with the same flags\nrc=2"),
-            std::string::npos)
-      << log1;
-  EXPECT_FALSE(fs::exists(dir / "f_handcraft_layer1_float32"));
-}
-
-TEST(DistFaults, AnErrorOnlyRankZeroSeesStopsTheOthersAtOnce) {
-  testing::TempDir dir;
-  fs::create_directories(dir / "z_handcraft_layer1_float32");
-  testing::write_file(dir / "z_handcraft_layer1_float32/summary.json", "{}");  // occupied
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto r = run_command(
-      launch(2, free_port(), std::string(kArgs) + " --batch_size 4 --save_dir " + (dir / "z")));
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(r.exit_code, 2);  // rank 0's own status
-  EXPECT_NE(r.output.find("bench: rank 1: failed: rank 0: --save_dir"), std::string::npos)
-      << r.output;
-  EXPECT_LT(s, 15.0);  // not the 20 s --dist_timeout
-  EXPECT_EQ(testing::read_file(dir / "z_handcraft_layer1_float32/summary.json"), "{}");
-}
-
-TEST(DistFaults, APortInUseIsAClearError) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  listen(fd, 1);
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const int port = ntohs(a.sin_port);
-  testing::TempDir dir;
-  const auto r = run_command(rank_env(0, 2, port) + TB_BENCH_EXE + kArgs +
-                             " --batch_size 4 --save_dir " + (dir / "p"));
-  close(fd);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("bench: rank 0: error: MASTER_PORT: " + std::to_string(port) +
-                          " is already in use on this machine"),
-            std::string::npos)
-      << r.output;
-  EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
 }  // namespace

@@ -56,6 +56,39 @@ struct Variant {
 
 inline const char* yes_null(bool present) { return present ? "yes" : "null"; }
 
+// The residual add + LayerNorm's variants: a residual (named `resid_name`: "resid", or
+// "d_resid" for a backward) or none, x a bias or none (where `vary_bias`) x gamma+beta or none
+// x dropout 0 and 0.1.
+inline std::vector<Variant> drop_add_ln_variants(const char* resid_name, bool vary_bias) {
+  std::vector<Variant> out;
+  for (bool resid : {true, false}) {
+    for (bool bias : vary_bias ? std::vector<bool>{true, false} : std::vector<bool>{true}) {
+      for (bool ln : {true, false}) {
+        for (double p : {0.0, 0.1}) {
+          Variant v;
+          v.resid = resid;
+          v.bias = bias;
+          v.ln = ln;
+          v.p = p;
+          v.text = std::string(resid_name) + "=" + yes_null(resid) +
+                   (vary_bias ? std::string(",bias=") + yes_null(bias) : std::string()) +
+                   ",ln=" + yes_null(ln) + ",p=" + (p > 0 ? "0.1" : "0");
+          out.push_back(v);
+        }
+      }
+    }
+  }
+  return out;
+}
+// Dropout off and on (0.2).
+inline std::vector<Variant> dropout_variants() {
+  Variant off, on;
+  off.text = "p=0";
+  on.p = 0.2;
+  on.text = "p=0.2";
+  return {off, on};
+}
+
 // OP(dtype=bf16,route=native,n=7,d=48,resid=null,p=0.1): the dims named by `dims` ("n,d"), the
 // route where there is one (empty `route`: none), then the variant's own text.
 inline std::string case_name(const char* op, const char* dtype, const std::string& route,

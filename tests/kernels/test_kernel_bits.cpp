@@ -240,32 +240,6 @@ std::vector<Output> head_ce_run(const KernelCase& c, torch::Device dev) {
 }
 
 // ---- variants ---------------------------------------------------------------------------------
-// resid (d_resid for the backward) x ln x p: the kernels' null inputs and dropout.
-std::vector<Variant> drop_add_ln_variants(const char* resid_name) {
-  std::vector<Variant> out;
-  for (bool resid : {true, false}) {
-    for (bool ln : {true, false}) {
-      for (double p : {0.0, 0.1}) {
-        Variant v;
-        v.resid = resid;
-        v.ln = ln;
-        v.p = p;
-        v.text = std::string(resid_name) + "=" + testing::yes_null(resid) +
-                 ",ln=" + testing::yes_null(ln) + ",p=" + (p > 0 ? "0.1" : "0");
-        out.push_back(v);
-      }
-    }
-  }
-  return out;
-}
-std::vector<Variant> dropout_variants() {
-  Variant off, on;
-  off.text = "p=0";
-  on.p = 0.2;
-  on.text = "p=0.2";
-  return {off, on};
-}
-
 const std::vector<KernelRow>& kernel_rows() {
   const std::vector<Shape> rows_cols = {{1, 3}, {257, 33}, {64, 512}};
   const std::vector<Shape> heads_seq = {{1, 1}, {2, 7}, {3, 257}};
@@ -277,15 +251,15 @@ const std::vector<KernelRow>& kernel_rows() {
   awkward.text = "values=awkward";
   const std::vector<Variant> awkward_values = {awkward};
   static const std::vector<KernelRow> rows = {
-      {"DROP_ADD_LN", "DropAddLnArgs", "n,d", rows_cols, drop_add_ln_variants("resid"), bf16,
-       drop_add_ln_run},
+      {"DROP_ADD_LN", "DropAddLnArgs", "n,d", rows_cols,
+       testing::drop_add_ln_variants("resid", false), bf16, drop_add_ln_run},
       {"STORE", "DropAddLnArgs", "", {Shape{}}, awkward_values, both_16bit, store_run},
-      {"DROP_ADD_LN_BACK", "DropAddLnGradArgs", "n,d", rows_cols, drop_add_ln_variants("d_resid"),
-       bf16, drop_add_ln_back_run},
-      {"BIAS_RELU_DROPOUT", "BiasReluDropoutArgs", "n,f", rows_cols, dropout_variants(), bf16,
-       bias_relu_dropout_run},
-      {"BIAS_RELU_DROPOUT_BACK", "BiasReluDropoutGradArgs", "n,f", rows_cols, dropout_variants(),
-       bf16, bias_relu_dropout_back_run},
+      {"DROP_ADD_LN_BACK", "DropAddLnGradArgs", "n,d", rows_cols,
+       testing::drop_add_ln_variants("d_resid", false), bf16, drop_add_ln_back_run},
+      {"BIAS_RELU_DROPOUT", "BiasReluDropoutArgs", "n,f", rows_cols, testing::dropout_variants(),
+       bf16, bias_relu_dropout_run},
+      {"BIAS_RELU_DROPOUT_BACK", "BiasReluDropoutGradArgs", "n,f", rows_cols,
+       testing::dropout_variants(), bf16, bias_relu_dropout_back_run},
       {"CAUSAL_SOFT_MAX", "CausalSoftmaxArgs", "bh,s", heads_seq, one, bf16, causal_softmax_run},
       {"CAUSAL_SOFT_MAX_BACK", "CausalSoftmaxGradArgs", "bh,s", heads_seq, one, bf16,
        causal_softmax_back_run},

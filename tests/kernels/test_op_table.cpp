@@ -160,34 +160,6 @@ std::vector<Variant> linear_variants() {
   }
   return out;
 }
-std::vector<Variant> drop_add_ln_variants() {
-  std::vector<Variant> out;
-  for (bool resid : {true, false}) {
-    for (bool bias : {true, false}) {
-      for (bool ln : {true, false}) {
-        for (double p : {0.0, 0.1}) {
-          Variant v;
-          v.resid = resid;
-          v.bias = bias;
-          v.ln = ln;
-          v.p = p;
-          v.text = std::string("resid=") + testing::yes_null(resid) +
-                   ",bias=" + testing::yes_null(bias) + ",ln=" + testing::yes_null(ln) +
-                   ",p=" + (p > 0 ? "0.1" : "0");
-          out.push_back(v);
-        }
-      }
-    }
-  }
-  return out;
-}
-std::vector<Variant> dropout_variants() {
-  Variant off, on;
-  off.text = "p=0";
-  on.p = 0.2;
-  on.text = "p=0.2";
-  return {off, on};
-}
 std::vector<Variant> block_variants() {
   Variant own, two;
   own.text = "block=auto";
@@ -215,7 +187,7 @@ const std::vector<OpRow>& op_rows() {
       {.name = "DROP_ADD_LN",
        .dims = "n,d",
        .shapes = {{1, 3}, {3, 7}, {67, 129}, {257, 33}, {64, 512}},
-       .variants = drop_add_ln_variants(),
+       .variants = testing::drop_add_ln_variants("resid", true),
        .gemm = false,
        .cuda_vs_cpu_f32_tol = 1e-5,
        .input_names = {"resid", "branch", "bias", "gamma", "beta"},
@@ -226,7 +198,7 @@ const std::vector<OpRow>& op_rows() {
       {.name = "LINEAR_RELU_DROPOUT",
        .dims = "n,in,f",
        .shapes = {{1, 16, 3}, {3, 16, 7}, {70, 24, 50}, {257, 16, 33}, {64, 16, 512}},
-       .variants = dropout_variants(),
+       .variants = testing::dropout_variants(),
        .gemm = true,
        .cuda_vs_cpu_f32_tol = 1e-4,
        .input_names = {"x", "w", "b"},

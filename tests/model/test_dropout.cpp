@@ -57,9 +57,16 @@ TEST(Dropout, GradientIsTheMask) {
   EXPECT_NEAR((x.grad() == 0).to(torch::kDouble).mean().item<double>(), 0.25, 0.04);
 }
 
+// --dropout_impl auto (core/plan.h): the fused kernels' own masks with --compile fused, the
+// parallel mask for eager handcraft models on the CPU, else torch::dropout.
 TEST(Dropout, ImplResolvesToParallelOnlyForEagerHandcraftOnTheCpu) {
   RunConfig c = testing::tiny_config();
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kParallel);
+  c.device = "cuda";  // planning touches no GPU
+  EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
+  c.device = "cpu";
+  c.compile = "fused";
+  EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kFused);
   c.compile = "torchscript";
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
   c.compile = "none";

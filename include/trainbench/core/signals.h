@@ -1,5 +1,5 @@
-// Graceful stop: the first SIGINT/SIGTERM/SIGHUP asks the run to finish its current step and write its
-// files with status "interrupted"; a second one exits at once (every file already written is
+// Graceful stop: the first SIGINT/SIGTERM/SIGHUP asks the run to finish its current step and write
+// its files with status "interrupted"; a second one exits at once (every file already written is
 // whole: JSON files are replaced atomically and metrics lines go out in single writes).
 #pragma once
 

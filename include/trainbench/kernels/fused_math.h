@@ -85,17 +85,13 @@ template <typename A>
 TB_HOST_DEVICE A layer_norm_value(A x, A mean, A rstd, A gamma, A beta) {
   return (x - mean) * rstd * gamma + beta;
 }
-// Row statistics from the sums of x and x^2 over n values (biased variance, as LayerNorm).
-// The launchers pass the sums of (x - shift) and (x - shift)^2 in the accumulation type; the
-// CPU rows take the row's mean as the shift (sum 0, a second pass over the row in L1), so the
-// variance does not cancel catastrophically; `shift` is added back to the mean.
+// 1 / sqrt(var + eps) of a row of n values (biased variance, as LayerNorm) from the sum of their
+// squared deviations from the row's mean: both backends take the mean first and sum
+// (x - mean)^2 in a second pass over the row (in L1, or in the block's shared memory), so the
+// variance does not cancel catastrophically.
 template <typename A>
-TB_HOST_DEVICE void row_stats(A sum, A sum_sq, A shift, int64_t n, A eps, A* mean, A* rstd) {
-  const A m = sum / static_cast<A>(n);
-  A var = sum_sq / static_cast<A>(n) - m * m;
-  if (var < A(0)) var = A(0);
-  *mean = m + shift;
-  *rstd = A(1) / sqrt_(var + eps);
+TB_HOST_DEVICE A row_rstd(A centered_sum_sq, int64_t n, A eps) {
+  return A(1) / sqrt_(centered_sum_sq / static_cast<A>(n) + eps);
 }
 // LayerNorm backward for one value: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with
 // g = dy * gamma, given the row means c1 = mean(g), c2 = mean(g * xhat).

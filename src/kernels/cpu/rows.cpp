@@ -78,8 +78,7 @@ void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
       A sq = 0;  // a second pass over a row that is in L1: no cancellation in the variance
 #pragma omp simd reduction(+ : sq)
       for (int64_t c = 0; c < d; ++c) sq += (x[c] - mean0) * (x[c] - mean0);
-      A mean, rstd;
-      m::row_stats(A(0), sq, mean0, d, static_cast<A>(a.eps), &mean, &rstd);
+      const A mean = mean0, rstd = m::row_rstd(sq, d, static_cast<A>(a.eps));
       static_cast<A*>(a.mean)[r] = mean;
       static_cast<A*>(a.rstd)[r] = rstd;
 #pragma omp simd

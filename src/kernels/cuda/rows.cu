@@ -65,8 +65,7 @@ __global__ void drop_add_ln_kernel(DropAddLnArgs a) {
   A sq = 0;
   for (int64_t c = threadIdx.x; c < d; c += blockDim.x) sq += (x[c] - mean0) * (x[c] - mean0);
   sq = block_sum(sq, shm);
-  A mean, rstd;
-  m::row_stats(A(0), sq, mean0, d, static_cast<A>(a.eps), &mean, &rstd);
+  const A mean = mean0, rstd = m::row_rstd(sq, d, static_cast<A>(a.eps));
   if (threadIdx.x == 0) {
     static_cast<A*>(a.mean)[r] = mean;
     static_cast<A*>(a.rstd)[r] = rstd;
