@@ -81,9 +81,7 @@ int main(int argc, char** argv) {
                 << cli.export_corpus << "\n";
       return 0;
     }
-    validate(cli.config);
-    const RunPlan plan = make_plan(cli.config, env);  // every decision, once
-    validate_dist(plan);
+    const RunPlan plan = validate(cli.config, env);  // every decision, once
     if (cli.config.repeat > 1) return repeat_main(cli.config);
     const RunResult result = run_benchmark(plan);
     if (env.rank == 0) {

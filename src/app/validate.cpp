@@ -1,8 +1,7 @@
-// validate(): every flag's range and every rule between flags in one place (the launch's own
-// rules, WORLD_SIZE and its ranks against the flags, are dist/dist.h's validate_dist); the
-// rules between choice flags read the plan's types (core/plan.h), not the flags' text.
+// validate(): every flag's range and every rule between flags in one place (with the launch's
+// own rules, dist/dist.h's validate_dist), then the plan they make; the rules between choice
+// flags read the plan's types (core/plan.h), not the flags' text.
 #include "trainbench/app/validate.h"
-#include "trainbench/core/run_files.h"
 
 #include <filesystem>
 #include <vector>
@@ -11,6 +10,8 @@
 
 #include "trainbench/core/flags.h"
 #include "trainbench/core/plan.h"
+#include "trainbench/core/run_files.h"
+#include "trainbench/dist/dist.h"
 #include "trainbench/gpu/cuda_graph.h"
 #include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/model/sdpa_backend.h"
@@ -156,11 +157,11 @@ void check_save_model_(const RunPlan& p) {
 
 }  // namespace
 
-void validate(const RunConfig& cfg) {
+RunPlan validate(const RunConfig& cfg, const DistEnv& env) {
   // Each flag's own range or choices, from the flag table; then the choices read as types.
   for (const FlagSpec& f : flag_table()) check_flag(f, cfg);
   check_run_shape_(cfg);
-  const RunPlan plan = make_plan(cfg);
+  const RunPlan plan = make_plan(cfg, env);
   check_model_rules_(plan);
   check_compile_rules_(plan);
   check_save_model_(plan);
@@ -169,6 +170,8 @@ void validate(const RunConfig& cfg) {
         cuda_graph_config_error(plan, choice_of<DropoutImpl>("dropout_impl", cfg.dropout_impl))}) {
     if (!problem.empty()) throw ConfigError(problem);
   }
+  validate_dist(plan);
+  return plan;
 }
 
 }  // namespace trainbench

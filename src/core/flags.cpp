@@ -200,12 +200,6 @@ std::vector<FlagSpec> make_table_() {
   };
 }
 
-std::string join_(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? "|" : "") + items[i];
-  return out;
-}
-
 std::string number_text_(double v) {
   std::ostringstream os;
   os << v;
@@ -308,7 +302,7 @@ void check_flag(const FlagSpec& f, const RunConfig& cfg) {
       const std::string& v = cfg.*std::get<std::string C::*>(f.field);
       if (!f.choices.empty() &&
           std::find(f.choices.begin(), f.choices.end(), v) == f.choices.end()) {
-        throw ConfigError(flag + ": '" + v + "' is not allowed; use one of " + join_(f.choices));
+        throw not_a_choice(f.name, v, f.choices);
       }
       break;
     }

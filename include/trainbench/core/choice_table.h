@@ -51,15 +51,20 @@ std::vector<std::string> choice_names() {
   for (const auto& r : ChoiceTable<E>::rows) out.emplace_back(r.name);
   return out;
 }
-// A choice flag's value as its enum: throws ConfigError in the flag table's words when the
-// text names no row.
+// The one-line error of a text that is none of a flag's choices: "--dtype: 'fp8' is not
+// allowed; use one of float32|float16|bfloat16". The flag check (core/flags.cpp) and choice_of
+// both say it so.
+inline ConfigError not_a_choice(const std::string& flag, const std::string& text,
+                                const std::vector<std::string>& choices) {
+  std::string names;
+  for (const std::string& n : choices) names += (names.empty() ? "" : "|") + n;
+  return ConfigError("--" + flag + ": '" + text + "' is not allowed; use one of " + names);
+}
+// A choice flag's value as its enum: throws not_a_choice when the text names no row.
 template <class E>
 E choice_of(const char* flag, const std::string& text) {
   if (const auto v = parse_choice<E>(text)) return *v;
-  std::string names;
-  for (const std::string& n : choice_names<E>()) names += (names.empty() ? "" : "|") + n;
-  throw ConfigError(std::string("--") + flag + ": '" + text + "' is not allowed; use one of " +
-                    names);
+  throw not_a_choice(flag, text, choice_names<E>());
 }
 
 // The flag help of a choice flag: head, then "name (help)" per row joined by " | " (a row
