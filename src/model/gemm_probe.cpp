@@ -58,42 +58,57 @@ Operands operands_(const GemmProduct& p, int64_t rows, c10::ScalarType dtype, bo
   return o;
 }
 
-void product_(const Operands& o) {
+// One call of a product as its route makes it: the seconds of the whole call (the route's
+// conversions included) and of the GEMM alone (what a profile's GEMM category times).
+struct ProductSeconds {
+  double call = 0, gemm = 0;
+};
+
+ProductSeconds product_(const Operands& o) {
+  const auto t0 = clock_::now();
   const torch::Tensor a = o.convert_a ? o.a.to(torch::kFloat) : o.a;
   const torch::Tensor b = o.convert_b ? o.b.to(torch::kFloat) : o.b;
+  const auto t1 = clock_::now();
   const torch::Tensor y = torch::mm(a, b);
+  const double gemm = seconds_since_(t1);
   if (o.round_out) (void)y.to(o.dtype);
+  return {seconds_since_(t0), gemm};
 }
 
-// Best seconds of one product on a route, and the rows it was timed with: the model's own rows
-// (up to kMaxRows), each product called once to warm up (oneDNN creates its kernel on the first
-// call) before the timed trials. A reference GEMM (1-10 GFLOP/s) is first timed at 64 rows
-// (its warm-up) and gets only as many rows as budget_s allows, so its probe stays short.
-std::pair<double, int64_t> time_product_(const GemmProduct& p, c10::ScalarType dtype, bool rounded,
-                                         bool slow_path, int trials, double budget_s,
-                                         at::Generator& gen) {
+// Best seconds of one product on a route (of the whole call and, separately, of its GEMM), and
+// the rows it was timed with: the model's own rows (up to kMaxRows), each product called once to
+// warm up (oneDNN creates its kernel on the first call) before the timed trials. A reference GEMM
+// (1-10 GFLOP/s) is first timed at 64 rows (its warm-up) and gets only as many rows as budget_s
+// allows, so its probe stays short.
+struct ProductTime {
+  ProductSeconds best{1e30, 1e30};
+  int64_t rows = 0;
+};
+
+ProductTime time_product_(const GemmProduct& p, c10::ScalarType dtype, bool rounded, bool slow_path,
+                          int trials, double budget_s, at::Generator& gen) {
   const int64_t full = std::min(p.rows(), kMaxRows);
-  int64_t rows = full;
+  ProductTime t;
+  t.rows = full;
   if (slow_path) {
-    rows = std::min<int64_t>(full, 64);
-    const Operands small = operands_(p, rows, dtype, rounded, gen);
-    const auto t0 = clock_::now();
-    product_(small);
+    t.rows = std::min<int64_t>(full, 64);
+    const double small_s = product_(operands_(p, t.rows, dtype, rounded, gen)).call;
     const double full_s =
-        std::max(1e-7, seconds_since_(t0)) * static_cast<double>(full) / static_cast<double>(rows);
-    rows = full_s <= budget_s
-               ? full
-               : std::clamp<int64_t>(static_cast<int64_t>(full * budget_s / full_s), rows, full);
+        std::max(1e-7, small_s) * static_cast<double>(full) / static_cast<double>(t.rows);
+    t.rows = full_s <= budget_s ? full
+                                : std::clamp<int64_t>(
+                                      static_cast<int64_t>(full * budget_s / full_s), t.rows, full);
   }
-  const Operands o = operands_(p, rows, dtype, rounded, gen);
+  const Operands o = operands_(p, t.rows, dtype, rounded, gen);
   if (!slow_path) product_(o);  // the reference loops need no warm-up at a new shape
-  double best = 1e30;
-  for (int t = 0; t < trials; ++t) {
-    const auto t0 = clock_::now();
-    product_(o);
-    best = std::min(best, std::max(1e-9, seconds_since_(t0)));
+  for (int i = 0; i < trials; ++i) {
+    const ProductSeconds s = product_(o);
+    // Each best on its own: the GEMM of a trial never takes longer than the trial's whole call,
+    // so the GEMMs' best is never slower than the calls' best.
+    t.best.call = std::min(t.best.call, std::max(1e-9, s.call));
+    t.best.gemm = std::min(t.best.gemm, std::max(1e-9, s.gemm));
   }
-  return {best, rows};
+  return t;
 }
 
 RouteRate measure_route_(const RunPlan& plan, GemmRoute route, int trials, double budget_s) {
@@ -107,13 +122,16 @@ RouteRate measure_route_(const RunPlan& plan, GemmRoute route, int trials, doubl
   r.path = gemm_path_of(route, plan.precision, effective_isa(), false);
   const bool slow = r.path == GemmPath::kReference;
   r.products = nlohmann::json::array();
-  double flops = 0, seconds = 0;
+  double flops = 0, seconds = 0, gemm_seconds = 0;
   for (const GemmProduct& p : model_gemm_products(plan.cfg)) {
-    const auto [s, rows] = time_product_(p, dtype, rounded, slow, slow ? 2 : trials, budget_s, gen);
+    const ProductTime t = time_product_(p, dtype, rounded, slow, slow ? 2 : trials, budget_s, gen);
+    const double s = t.best.call;
+    const int64_t rows = t.rows;
     const bool weight_grad = p.orientation == GemmOrientation::kWeightGrad;
     const double f = 2.0 * static_cast<double>(p.m * p.k * p.n / p.rows() * rows);
     flops += f;
     seconds += s;
+    gemm_seconds += t.best.gemm;
     r.peak_flops_per_s = std::max(r.peak_flops_per_s, f / s);
     r.rows = std::max(r.rows, rows);
     r.products.push_back({{"what", p.what},
@@ -123,6 +141,7 @@ RouteRate measure_route_(const RunPlan& plan, GemmRoute route, int trials, doubl
                           {"flops_per_s", f / s}});
   }
   r.flops_per_s = seconds > 0 ? flops / seconds : 0;
+  r.gemm_flops_per_s = gemm_seconds > 0 ? flops / gemm_seconds : 0;
   return r;
 }
 
@@ -140,7 +159,7 @@ bool inject_rates_(GemmProbe& probe) {
     for (RouteRate& r : probe.routes) {
       // "native": LibTorch's own path for the dtype, whichever it is on this CPU.
       if (name == name_of(r.path) || name == name_of(r.route)) {
-        r.flops_per_s = r.peak_flops_per_s = rate;
+        r.flops_per_s = r.peak_flops_per_s = r.gemm_flops_per_s = rate;
       }
     }
   }
@@ -184,6 +203,7 @@ nlohmann::json GemmProbe::to_json() const {
   for (const RouteRate& r : routes) {
     rs.push_back({{"gemm_path", name_of(r.path)},
                   {"flops_per_s", r.flops_per_s},
+                  {"gemm_flops_per_s", r.gemm_flops_per_s},
                   {"peak_flops_per_s", r.peak_flops_per_s},
                   {"rows", r.rows},
                   {"products", r.products}});

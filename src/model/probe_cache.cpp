@@ -8,6 +8,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "trainbench/core/atomic_file.h"
 #include "trainbench/core/cpu_noise.h"
@@ -116,6 +117,10 @@ GemmProbe probe_from_json(const nlohmann::json& j) {
     rate.path = *path;
     rate.flops_per_s = r.at("flops_per_s").get<double>();
     rate.peak_flops_per_s = r.at("peak_flops_per_s").get<double>();
+    if (!r.contains("gemm_flops_per_s")) {
+      throw std::runtime_error("written by an earlier bench, without gemm_flops_per_s");
+    }
+    rate.gemm_flops_per_s = r.at("gemm_flops_per_s").get<double>();
     rate.rows = r.value("rows", int64_t{0});
     rate.products = r.value("products", nlohmann::json::array());
     p.routes.push_back(std::move(rate));

@@ -1,9 +1,10 @@
 // --profile_steps beside the machine's limits, end to end: every profiled run's summary.json has
 // each category's bound from the recorded rates and work, their sum as the step's bound, and
-// the probe's GEMM rate is never far below the rate the run's own GEMMs achieved, on both
-// routes and in all three dtypes.
+// the probe's rate of the run's own route's GEMMs (without the float32 route's conversions) as
+// the GEMM rate, on both routes and in all three dtypes.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "test_util.h"
@@ -33,7 +34,7 @@ nlohmann::json profiled_(const testing::TempDir& dir, const std::string& flags,
   return {};
 }
 
-TEST(ProfileBounds, EachCategoryBesideItsBoundAndTheProbeNotFarBelowTheRunsGemms) {
+TEST(ProfileBounds, EachCategoryBesideItsBoundAtTheProbedRateOfTheRoutesGemms) {
   testing::TempDir dir;
   const std::pair<const char*, const char*> runs[] = {
       {"--dtype float32", "f32eager"},
@@ -59,11 +60,19 @@ TEST(ProfileBounds, EachCategoryBesideItsBoundAndTheProbeNotFarBelowTheRunsGemms
       sum += row["bound_ms"].get<double>();
     }
     EXPECT_NEAR(b["step"]["bound_ms"].get<double>(), sum, 1e-9 * sum) << name;
-    // The run's own GEMM rate: the category's FLOPs over its profiled time.
-    const double achieved =
-        b["gemm"]["flops"].get<double>() / (b["gemm"]["ms"].get<double>() / 1e3);
-    EXPECT_GE(rate, 0.5 * achieved)
-        << name << ": probe " << rate / 1e9 << " GFLOP/s, run's GEMMs " << achieved / 1e9;
+    // The GEMM rate is the probe's for the run's own route, of its GEMMs alone: the float32
+    // route's conversions are pointwise bytes, so they are not in the GEMMs' rate as well.
+    const nlohmann::json* route = nullptr;
+    for (const nlohmann::json& r : s["peak_probe"]["routes"]) {
+      if (r["gemm_path"] == s["gemm_path"]) route = &r;
+    }
+    ASSERT_NE(route, nullptr) << name << ": " << s["peak_probe"].dump();
+    EXPECT_DOUBLE_EQ(rate, (*route)["gemm_flops_per_s"].get<double>()) << name;
+    // The bound and the category's time, side by side, for whoever reads the log; their ratio is
+    // a measurement (docs/BENCHMARKS.md), not something a test on a shared machine can hold.
+    std::printf("%s: probe's GEMMs %.1f GFLOP/s (the route's calls %.1f), run's GEMMs %.1f\n", name,
+                rate / 1e9, (*route)["flops_per_s"].get<double>() / 1e9,
+                b["gemm"]["flops"].get<double>() / b["gemm"]["ms"].get<double>() / 1e6);
   }
 }
 

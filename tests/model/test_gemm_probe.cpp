@@ -86,10 +86,14 @@ TEST(GemmProbe, MeasuresEveryRouteOfTheDtypeOverEveryProduct) {
       EXPECT_DOUBLE_EQ(r.peak_flops_per_s, best);
       EXPECT_LE(r.rows, 32);  // never more rows than batch * seq
       EXPECT_LE(r.flops_per_s, r.peak_flops_per_s);
+      // The GEMMs alone are timed inside the route's calls: never slower than the calls.
+      EXPECT_GE(r.gemm_flops_per_s, r.flops_per_s) << name_of(r.path);
     }
     const nlohmann::json j = p.to_json();
     EXPECT_EQ(j["dtype"], dtype);
     EXPECT_EQ(j["routes"][1]["gemm_path"], "float32_rounded");
+    EXPECT_DOUBLE_EQ(j["routes"][1]["gemm_flops_per_s"].get<double>(),
+                     p.routes[1].gemm_flops_per_s);
     EXPECT_GE(j["seconds"].get<double>(), 0);
   }
 }
@@ -163,6 +167,7 @@ TEST(GemmProbe, InjectedRatesReplaceTheMeasuredOnesByName) {
   EXPECT_EQ(p.to_json()["injected"], true);
   EXPECT_DOUBLE_EQ(p.routes[0].flops_per_s, 5e9);
   EXPECT_DOUBLE_EQ(p.routes[1].flops_per_s, 7e9);
+  EXPECT_DOUBLE_EQ(p.routes[1].gemm_flops_per_s, 7e9);
   EXPECT_EQ(choose_route(p).route, GemmRoute::kFloat32);
 }
 

@@ -120,6 +120,31 @@ TEST(ProbeCache, OffAndInjectedRatesLeaveTheCacheAlone) {
   EXPECT_FALSE(fs::exists(cache));
 }
 
+// An entry an earlier bench stored has no rate of the GEMMs alone (the profile's bound needs it):
+// the run says so, measures, and replaces the entry.
+TEST(ProbeCache, AnEntryWithoutTheGemmsAloneIsMeasuredAgainAndReplaced) {
+  testing::TempDir dir;
+  const std::string cache = dir / "gemm_probe.json";
+  const std::string args = kTiny + " --probe_cache " + cache;
+  ASSERT_EQ(testing::run_bench(args + " --save_dir " + (dir / "a")).exit_code, 0);
+  nlohmann::json old = read_json_file(cache);
+  const std::string key = summary_(dir / "a")["probe_cache"]["key"];
+  for (auto& r : old["entries"][key]["probe"]["routes"]) r.erase("gemm_flops_per_s");
+  testing::write_file(cache, old.dump(1));
+  const auto again = testing::run_bench(args + " --save_dir " + (dir / "b"));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("GEMM probe cache '" + cache +
+                              "': its entry for this machine is unreadable (written by an "
+                              "earlier bench, without gemm_flops_per_s); measuring again"),
+            std::string::npos)
+      << again.output;
+  const auto b = summary_(dir / "b");
+  EXPECT_EQ(b["probe_cache"]["hit"], false);
+  EXPECT_EQ(b["probe_cache"]["stored"], true);
+  const nlohmann::json route = read_json_file(cache)["entries"][key]["probe"]["routes"][0];
+  EXPECT_GT(route["gemm_flops_per_s"].get<double>(), 0) << route.dump();
+}
+
 TEST(ProbeCache, TheFileAndKeyFollowTheFlagTheEnvironmentAndTheRun) {
   RunConfig c;
   c.probe_cache = "/x/y.json";
