@@ -6,14 +6,11 @@ import math
 import sys
 import time
 
-# bench's TensorBoard tags (include/trainbench/report/tensorboard.h's tb_tag), so that one
-# `tensorboard --logdir` shows bench's and the peers' curves under the same names.
-TB_TAGS = {"train_bpb_step": "train/bpb_step", "train_bpb": "train/bpb", "valid_bpb": "valid/bpb",
-           "seq_per_s": "speed/seq_per_s", "tokens_per_s": "speed/tokens_per_s",
-           "step_ms": "speed/step_ms", "mfu_percent": "speed/mfu_percent",
-           "peak_mb": "memory/peak_mb", "final_seq_per_s": "final/seq_per_s",
-           "final_tokens_per_s": "final/tokens_per_s", "final_valid_bpb": "final/valid_bpb",
-           "final_completed": "final/completed"}
+from bench_export import EXPORT
+
+# bench's tags by the peers' names for them (report/tensorboard.h, exported by
+# `bench --help --json`): the peers' curves and bench's share tags by construction.
+TB_TAGS = EXPORT["tensorboard"]
 
 
 class Board:

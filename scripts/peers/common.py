@@ -13,6 +13,7 @@ import sys
 import time
 import zipfile
 
+from bench_export import EXPORT
 from board import Board  # noqa: F401  (the peers use common.Board)
 from sampler import Mt19937_64, Sampler, plan_epoch, seed_seq_generate  # noqa: F401
 
@@ -50,14 +51,10 @@ def validation_batches(valid_begin, valid_end, seq_len, batch_size, max_batches)
     return batches
 
 
-# bench's flag table and summary.json's fields, as `bench --help --json` exports them
-# (scripts/peers/flags.json; a test fails when the file and bench's tables differ: regenerate it
-# with `build/bench --help --json > scripts/peers/flags.json`).
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "flags.json")) as _f:
-    _EXPORT = json.load(_f)
-BENCH_FLAGS = {f["name"]: f for f in _EXPORT["flags"]}
+# bench's flag table and summary.json's fields, as `bench --help --json` exports them.
+BENCH_FLAGS = {f["name"]: f for f in EXPORT["flags"]}
 # The summary.json keys a peer writes, in bench's order (bench's table marks them "peers").
-SUMMARY_KEYS = [f["key"] for f in _EXPORT["summary"] if f["peers"]]
+SUMMARY_KEYS = [f["key"] for f in EXPORT["summary"] if f["peers"]]
 
 # The bench flags the peers take, each with bench's default and choices, except where a peer
 # means something else by it (PEER_DIFFERS: its folder prefix, and --compile, which is 0|1

@@ -16,6 +16,7 @@
 #include "trainbench/core/flags.h"
 #include "trainbench/report/results.h"
 #include "trainbench/report/summary_fields.h"
+#include "trainbench/report/tensorboard.h"
 
 namespace trainbench {
 namespace {
@@ -115,7 +116,10 @@ nlohmann::json flag_table_json() {
                      {"default", reference_values.at(f.name)},
                      {"quick", quick_values.at(f.name)}});
   }
-  return {{"schema_version", kSchemaVersion}, {"flags", flags}, {"summary", summary_fields_json()}};
+  return {{"schema_version", kSchemaVersion},
+          {"flags", flags},
+          {"summary", summary_fields_json()},
+          {"tensorboard", tensorboard_scalars_json()}};
 }
 
 namespace {

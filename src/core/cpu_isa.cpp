@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -152,6 +153,18 @@ GemmPath libtorch_gemm_path(const CpuIsa& isa, Precision dtype) {
 std::string native_gemm_needs(Precision dtype) {
   if (dtype == Precision::kBFloat16) return "AVX512-BF16 or AMX-BF16";
   if (dtype == Precision::kFloat16) return "AVX512-FP16 or AMX-FP16";
+  return "";
+}
+
+std::string cpuinfo_field(const std::string& key) {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key, 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const auto begin = line.find_first_not_of(' ', colon + 1);
+    return begin == std::string::npos ? "" : line.substr(begin);
+  }
   return "";
 }
 

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "trainbench/core/atomic_file.h"
+#include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/cpu_noise.h"
 #include "trainbench/core/log.h"
 
@@ -19,14 +20,8 @@ namespace trainbench {
 namespace {
 
 std::string cpu_model_name_() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
-    }
-  }
-  return "unknown cpu";
+  const std::string name = cpuinfo_field("model name");
+  return name.empty() ? "unknown cpu" : name;
 }
 
 std::string utc_iso_now_() {
@@ -156,15 +151,18 @@ ProbeOutcome cached_or_measured_probe(const RunPlan& plan, int threads) {
     }
   }
   // Measure: the first undisturbed attempt, or the fastest of disturbed ones.
+  // TB_TEST_PROBE_DISTURBED=N (tests): the verdicts are the first N attempts disturbed and the
+  // rest not, whatever else the machine runs, so that a test's outcome never hangs on its load.
   const char* forced = std::getenv("TB_TEST_PROBE_DISTURBED");
-  const int forced_disturbed = forced ? std::atoi(forced) : 0;
+  const int forced_disturbed = forced && *forced ? std::max(0, std::atoi(forced)) : -1;
   bool disturbed = true;
   int attempts = 0;
   double seconds = 0;
   for (; attempts < kProbeAttempts && disturbed; ++attempts) {
     const CpuSample before = cpu_sample();
     GemmProbe p = probe_gemm(plan);
-    disturbed = attempts < forced_disturbed || disturbed_(before, cpu_sample(), p.seconds);
+    disturbed = forced_disturbed >= 0 ? attempts < forced_disturbed
+                                      : disturbed_(before, cpu_sample(), p.seconds);
     seconds += p.seconds;
     const bool faster =
         out.probe.empty() || p.routes.front().flops_per_s > out.probe.routes.front().flops_per_s;

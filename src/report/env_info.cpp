@@ -73,15 +73,8 @@ std::string device_name(const torch::Device& device) {
     return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->name;
 #endif
   (void)device;
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-  }
-  return "cpu";
+  const std::string name = cpuinfo_field("model name");
+  return name.empty() ? "cpu" : name;
 }
 
 int available_cores() {
@@ -138,28 +131,15 @@ std::string git_revision_() {
   return out.empty() ? TB_GIT_REVISION : out;
 }
 
-// The first value of each /proc/cpuinfo key (the first processor's).
-std::string cpuinfo_field_(const std::string& key) {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(key, 0) != 0) continue;
-    const auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    const auto begin = line.find_first_not_of(' ', colon + 1);
-    return begin == std::string::npos ? "" : line.substr(begin);
-  }
-  return "";
-}
-
 // The machine beside the device: CPU identity and instruction sets, memory, OS and kernel, the
 // load when the run started and the command line (what pyperf records with a result).
 void machine_facts_(nlohmann::json& j) {
   const CpuIsa hw = hardware_isa();
-  j["cpu"] = {{"vendor", cpuinfo_field_("vendor_id")},
-              {"family", cpuinfo_field_("cpu family")},
-              {"model", cpuinfo_field_("model\t")},
-              {"stepping", cpuinfo_field_("stepping")},
-              {"model_name", cpuinfo_field_("model name")},
+  j["cpu"] = {{"vendor", cpuinfo_field("vendor_id")},
+              {"family", cpuinfo_field("cpu family")},
+              {"model", cpuinfo_field("model\t")},
+              {"stepping", cpuinfo_field("stepping")},
+              {"model_name", cpuinfo_field("model name")},
               {"isa", isa_names(hw)},
               {"online_cpus", online_cpus()}};
   std::ifstream meminfo("/proc/meminfo");

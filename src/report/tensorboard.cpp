@@ -273,4 +273,10 @@ void TensorBoardWriter::flush() {
   if (!why.empty()) throw RunError("cannot write '" + file_ + "': " + why);
 }
 
+nlohmann::json tensorboard_scalars_json() {
+  nlohmann::json out = nlohmann::json::object();
+  for (const TensorBoardScalar& s : kTensorBoardScalars) out[s.key] = s.tag;
+  return out;
+}
+
 }  // namespace trainbench

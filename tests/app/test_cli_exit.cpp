@@ -266,6 +266,9 @@ TEST(Cli, AFailedCheckpointWriteMidRunIsRecordedAndKeepsThePreviousOne) {
   const auto summary = nlohmann::json::parse(testing::read_file(run_dir + "/summary.json"));
   EXPECT_EQ(summary["status"], "failed");
   EXPECT_NE(summary["error_message"].get<std::string>().find("checkpoint-2.pt"), std::string::npos);
+  // A failed run's keys are the table's, its failure's key included (report/summary_fields.h).
+  EXPECT_EQ(testing::keys_of(summary),
+            testing::summary_keys({SummaryWhen::kAlways, SummaryWhen::kFailed}, false));
   EXPECT_EQ(summary["steps_done"], 2);
   EXPECT_TRUE(fs::exists(run_dir + "/checkpoint-1.pt"));
   for (const auto& e : fs::directory_iterator(run_dir)) {

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -85,16 +84,14 @@ TEST(CpuIsa, OnednnMaxCpuIsaTurnsOffEverySetAboveTheCap) {
 // What CPUID says is what the kernel lists in /proc/cpuinfo (for the sets every kernel since
 // 5.x names); the test runs on whatever CPU the suite runs on.
 TEST(CpuIsa, HardwareSetsAgreeWithTheKernelsCpuFlags) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
+  EXPECT_EQ(cpuinfo_field("no such key"), "");
   std::set<std::string> flags;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    for (std::string w; words >> w;) flags.insert(w);
-    break;
-  }
+  std::istringstream words(cpuinfo_field("flags"));
+  for (std::string w; words >> w;) flags.insert(w);
   if (flags.empty()) GTEST_SKIP() << "no flags line in /proc/cpuinfo";
+  // The value starts at its first word: no key, colon or blank before it.
+  const std::string model = cpuinfo_field("model name");
+  EXPECT_TRUE(model.empty() || (model[0] != ' ' && model.find(':') != 0)) << model;
   const std::vector<std::string> have = isa_names(hardware_isa());
   const std::set<std::string> ours(have.begin(), have.end());
   for (const char* f : {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq",

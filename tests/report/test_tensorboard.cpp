@@ -103,6 +103,16 @@ TEST(TensorBoard, ACompletedRunReadsAsItsMetricsWithTheHParamsSession) {
   const auto ev = read_events_(run);
   expect_events_match_metrics_(ev, run);
   const auto& s = ev["scalars"];
+  // The scalars are exactly the exported list's tags (the peers write theirs from it), and that
+  // list is what `bench --help --json` gives them.
+  std::set<std::string> written, listed;
+  for (const auto& [tag, _] : s.items()) written.insert(tag);
+  for (const TensorBoardScalar& row : kTensorBoardScalars) listed.insert(row.tag);
+  EXPECT_EQ(written, listed);
+  EXPECT_EQ(listed.size(), std::size(kTensorBoardScalars));  // one key per tag
+  const auto help = testing::run_bench("--help --json");
+  ASSERT_EQ(help.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(help.output)["tensorboard"], tensorboard_scalars_json());
   ASSERT_EQ(s[tb_tag::kValidBpb].size(), 2u) << ev.dump();  // steps 4 and 6 (the end)
   EXPECT_EQ(s[tb_tag::kValidBpb][0][0], 4);
   EXPECT_EQ(s[tb_tag::kValidBpb][1][0], 6);

@@ -26,7 +26,8 @@ CliResult parse_cli(int argc, const char* const* argv);
 // The flag table as JSON (`bench --help --json`), for the Python peers and the README check:
 // {"schema_version", "flags": [{"name", "kind" (int|number|text|switch), "group", "help",
 // "choices", "default" (the reference preset's, typed as config.json holds it), "quick" (the
-// quick preset's)}], "summary": summary.json's fields (report/summary_fields.h)}.
+// quick preset's)}], "summary": summary.json's fields (report/summary_fields.h), "tensorboard":
+// {scalar's key: its tag} (report/tensorboard.h)}.
 nlohmann::json flag_table_json();
 
 // The known flag closest to an unknown `name` (an edit distance of at most 2, or one that

@@ -34,6 +34,9 @@ CpuIsa hardware_isa();
 // AVX512_CORE_AMX, AVX512_CORE_AMX_FP16, the AVX10_1_512* names, ALL; case-insensitive; empty
 // or unknown: no cap): every set above the cap is off.
 CpuIsa capped_isa(CpuIsa isa, const std::string& cap);
+// The first processor's value of a /proc/cpuinfo key ("model name", "vendor_id", "cpu family",
+// "model\t" for the model number alone); "" where the file or the key is missing.
+std::string cpuinfo_field(const std::string& key);
 // hardware_isa() capped by the ONEDNN_MAX_CPU_ISA environment variable: what the run's GEMMs
 // see. The value of the variable (or "") in *cap when cap is given.
 CpuIsa effective_isa(std::string* cap = nullptr);

@@ -41,9 +41,9 @@ struct ProbeOutcome {
 // The cached figures for this run's key, or a measurement (probe_gemm(plan)) of up to
 // kProbeAttempts attempts, the first undisturbed one kept and stored (the fastest of them
 // when every one was disturbed, then not stored). Rates injected by TB_TEST_GEMM_RATES are
-// never read from nor written to the cache. TB_TEST_PROBE_DISTURBED=N (tests) counts the first
-// N attempts as disturbed. A cache file that cannot be read or written is warned about once and
-// the run goes on with its own measurement.
+// never read from nor written to the cache. TB_TEST_PROBE_DISTURBED=N (tests) replaces the
+// load check's verdicts: the first N attempts disturbed, the others not. A cache file that cannot
+// be read or written is warned about once and the run goes on with its own measurement.
 ProbeOutcome cached_or_measured_probe(const RunPlan& plan, int threads);
 
 }  // namespace trainbench

@@ -33,6 +33,31 @@ inline constexpr const char* kFinalValidBpb = "final/valid_bpb";
 inline constexpr const char* kFinalCompleted = "final/completed";  // 1 completed, else 0
 }  // namespace tb_tag
 
+// The scalars by the names the Python peers give them, each with its tag: one list, exported by
+// `bench --help --json` under "tensorboard" (scripts/peers/flags.json), which the peers' event
+// writer (scripts/peers/board.py) reads, so bench's curves and theirs share tags by
+// construction.
+struct TensorBoardScalar {
+  const char* key;
+  const char* tag;
+};
+inline constexpr TensorBoardScalar kTensorBoardScalars[] = {
+    {"train_bpb_step", tb_tag::kTrainBpbStep},
+    {"train_bpb", tb_tag::kTrainBpb},
+    {"valid_bpb", tb_tag::kValidBpb},
+    {"seq_per_s", tb_tag::kSeqPerS},
+    {"tokens_per_s", tb_tag::kTokensPerS},
+    {"step_ms", tb_tag::kStepMs},
+    {"mfu_percent", tb_tag::kMfuPercent},
+    {"peak_mb", tb_tag::kPeakMemoryMb},
+    {"final_seq_per_s", tb_tag::kFinalSeqPerS},
+    {"final_tokens_per_s", tb_tag::kFinalTokensPerS},
+    {"final_valid_bpb", tb_tag::kFinalValidBpb},
+    {"final_completed", tb_tag::kFinalCompleted},
+};
+// {key: tag} of every row of kTensorBoardScalars.
+nlohmann::json tensorboard_scalars_json();
+
 // CRC-32C (Castagnoli) of `n` bytes, and TFRecord's mask of it.
 uint32_t crc32c(const void* data, size_t n);
 uint32_t masked_crc32c(const void* data, size_t n);
