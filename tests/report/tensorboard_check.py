@@ -8,6 +8,7 @@
       value]...]}, and stops it"""
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -47,23 +48,44 @@ def read(run_dir):
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A port free a moment ago, drawn below the kernel's ephemeral range (32768+) as
+    tests/test_util.h's free_port does, so that the outgoing connections of tests running
+    alongside cannot take it before TensorBoard listens on it."""
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(20000, 32000)
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise SystemExit("no free TCP port in [20000, 32000)")
 
 
-def serve(logdir, tag):
+def start_server(logdir):
+    """A TensorBoard server on a port free a moment ago, and its address."""
     port = free_port()
     exe = os.path.join(os.path.dirname(sys.executable), "tensorboard")
     proc = subprocess.Popen([exe, "--logdir", logdir, "--port", str(port), "--host", "127.0.0.1",
                              "--load_fast=false"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def serve(logdir, tag):
+    proc, base = start_server(logdir)
+    starts = 1
     try:
         runs = []
         for _ in range(240):  # it loads the folder in the background
+            if proc.poll() is not None:  # its port was taken after all: another one
+                if starts == 3:
+                    raise SystemExit(f"tensorboard exited with {proc.returncode}, three times")
+                proc, base = start_server(logdir)
+                starts += 1
             try:
                 with urllib.request.urlopen(base + "/data/runs", timeout=5) as r:
                     runs = json.load(r)
