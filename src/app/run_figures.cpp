@@ -93,13 +93,12 @@ nlohmann::json profile_bounds(const RunSetup& setup, const nlohmann::json& ms_pe
                               const torch::Device& device) {
   const std::string path = setup.gemm_paths.value("model_gemms", std::string());
   // The route's GEMMs alone: the float32 route's conversions are pointwise work (step_work).
-  double gemm_rate = setup.peak.flops_per_s;
-  const char* what = "";
-  for (const RouteRate& r : setup.probe.routes) {
-    if (path != name_of(r.path)) continue;
-    gemm_rate = r.gemm_flops_per_s;
-    if (r.route == GemmRoute::kFloat32) what = ", the float32 GEMMs without the conversions";
-  }
+  // No probe (a GPU, or --peak_tflops on a float32 run): the peak.
+  const RouteRate* route = setup.probe.find(setup.plan.gemm_route);
+  const double gemm_rate = route ? route->gemm_flops_per_s : setup.peak.flops_per_s;
+  const char* what = route && route->route == GemmRoute::kFloat32
+                         ? ", the float32 GEMMs without the conversions"
+                         : "";
   const double bandwidth = memory_bandwidth_probe(device);
   char line[200];
   std::snprintf(line, sizeof(line),
