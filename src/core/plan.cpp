@@ -23,7 +23,7 @@ RunPlan make_plan(const RunConfig& cfg, const DistEnv& dist) {
   p.dist = dist;
   p.model = choice_of<ModelKind>("model", cfg.model);
   p.precision = choice_of<Precision>("dtype", cfg.dtype);
-  p.compute_dtype = row_of(p.precision).compute;
+  p.compute_dtype = scalar_type_of(p.precision);
   p.compile = choice_of<CompilePath>("compile", cfg.compile);
   p.sdpa_backend = choice_of<SdpaBackend>("sdpa_backend", cfg.sdpa_backend);
   const DeviceChoice device = choice_of<DeviceChoice>("device", cfg.device);
@@ -51,6 +51,18 @@ RunPlan make_plan(const RunConfig& cfg, const DistEnv& dist) {
                    : p.cuda()                    ? DistBackend::kNccl
                                                  : DistBackend::kGloo;
   return p;
+}
+
+c10::ScalarType scalar_type_of(Precision precision) {
+  switch (precision) {
+    case Precision::kFloat16:
+      return c10::ScalarType::Half;
+    case Precision::kBFloat16:
+      return c10::ScalarType::BFloat16;
+    case Precision::kFloat32:
+      break;
+  }
+  return c10::ScalarType::Float;
 }
 
 RunPlan with_measured_route(RunPlan plan, GemmRoute route) {

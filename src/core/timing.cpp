@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include <c10/core/Device.h>
 #include <torch/cuda.h>
 
 namespace trainbench {

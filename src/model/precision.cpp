@@ -1,5 +1,6 @@
 // Autocast guard and loss scaler; the only file that touches autocast's global state.
 #include "trainbench/model/precision.h"
+#include "trainbench/core/plan.h"
 
 #include <ATen/autocast_mode.h>
 
@@ -23,7 +24,7 @@ AutocastGuard::AutocastGuard(torch::DeviceType device, Precision precision) : de
   active_ = true;
   prev_enabled_ = autocast_enabled_(device);
   prev_dtype_ = autocast_get_dtype_(device);
-  autocast_set_(device, true, row_of(precision).compute);
+  autocast_set_(device, true, scalar_type_of(precision));
   at::autocast::increment_nesting();
 }
 

@@ -10,7 +10,8 @@
 // the attention weights, as PyTorch's does.
 #include "trainbench/model/model.h"
 
-#include <torch/nn/modules/transformer.h>
+#include <torch/nn/modules/transformercoder.h>
+#include <torch/nn/modules/transformerlayer.h>
 
 namespace trainbench {
 namespace {

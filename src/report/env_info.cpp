@@ -14,10 +14,12 @@
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
 #include <torch/cuda.h>
+#include <torch/types.h>
 #include <torch/version.h>
 
 #include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/cpu_noise.h"
+#include "trainbench_build_facts.h"  // generated: TB_GIT_REVISION, TB_BUILD_TYPE, TB_SOURCE_DIR
 
 #ifdef TB_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>

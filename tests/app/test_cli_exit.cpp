@@ -19,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_bench;
 
-const char* kTiny =
+const char* kTinyCli =
     " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
     " --steps 3 --warmup_steps 1 --log_every 1 --threads 1 --device cpu --peak_tflops 1";
 
@@ -163,7 +163,7 @@ TEST(Cli, BadDataExitsTwoAndCreatesNothing) {
   testing::write_file(dir / "tiny.txt", "just a few bytes");
   const std::string save = " --save_dir " + (dir / "out" + "/r");
   for (const std::string& data : {dir / "missing.txt", dir / "tiny.txt", dir.path()}) {
-    const auto r = run_bench(std::string(kTiny) + save + " --data " + data);
+    const auto r = run_bench(std::string(kTinyCli) + save + " --data " + data);
     EXPECT_EQ(r.exit_code, 2) << data << r.output;
     EXPECT_NE(r.output.find("bench: error: --data: '" + data + "'"), std::string::npos) << r.output;
   }
@@ -172,7 +172,7 @@ TEST(Cli, BadDataExitsTwoAndCreatesNothing) {
 
 TEST(Cli, SmokeRunExitsZeroPrintsTheTableAndRefusesToOverwrite) {
   testing::TempDir dir;
-  const std::string args = std::string(kTiny) + " --save_dir " + (dir / "r");
+  const std::string args = std::string(kTinyCli) + " --save_dir " + (dir / "r");
   const auto r = run_bench(args);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("| handcraft | float32 | 1 | 0 | none | cpu |"), std::string::npos)
@@ -191,8 +191,8 @@ TEST(Cli, SmokeRunExitsZeroPrintsTheTableAndRefusesToOverwrite) {
 TEST(Cli, CompiledRunRecordsItsBackendAndSavesTheNetwork) {
   testing::TempDir dir;
   const auto r = run_bench(
-      testing::merge_flags(kTiny, " --steps 4 --warmup_steps 2 --compile 1 --save_model " +
-                                      (dir / "net.pt") + " --save_dir " + (dir / "r")));
+      testing::merge_flags(kTinyCli, " --steps 4 --warmup_steps 2 --compile 1 --save_model " +
+                                         (dir / "net.pt") + " --save_dir " + (dir / "r")));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string summary =
       testing::read_file(dir / "r_handcraft_layer1_float32_compiled/summary.json");
@@ -211,7 +211,7 @@ TEST(Cli, SigintSigtermAndSighupStopTheRunWithItsFilesWhole) {
     const std::string run_dir = dir / "r_handcraft_layer1_float32";
     const auto r = testing::run_command(
         "bash -c '" + std::string(TB_BENCH_EXE) +
-        testing::merge_flags(kTiny, " --steps 100000 --save_dir " + (dir / "r")) +
+        testing::merge_flags(kTinyCli, " --steps 100000 --save_dir " + (dir / "r")) +
         " >/dev/null 2>" + (dir / "err") + " & pid=$!; for i in $(seq 600); do [ -s " + run_dir +
         "/metrics.jsonl ] && break; sleep 0.05; done; kill -" + sig +
         " $pid; wait $pid; echo exit=$?'");
@@ -241,7 +241,7 @@ TEST(Cli, SigintSigtermAndSighupStopTheRunWithItsFilesWhole) {
 TEST(Cli, UnwritableSaveDirExitsOneBeforeTrainingAndLeavesNothing) {
   testing::TempDir dir;
   testing::write_file(dir / "file", "not a folder");
-  const auto r = run_bench(std::string(kTiny) + " --save_dir " + (dir / "file") + "/sub/r");
+  const auto r = run_bench(std::string(kTinyCli) + " --save_dir " + (dir / "file") + "/sub/r");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("bench: failed: cannot create run folder '" + (dir / "file") +
                           "/sub/r_handcraft_layer1_float32'"),
@@ -259,8 +259,8 @@ TEST(Cli, AFailedCheckpointWriteMidRunIsRecordedAndKeepsThePreviousOne) {
   const std::string run_dir = dir / "r_handcraft_layer1_float32";
   fs::create_directories(run_dir + "/checkpoint-2.pt");
   testing::write_file(run_dir + "/checkpoint-2.pt/blocker", "x");
-  const auto r = run_bench(std::string(kTiny) + " --checkpoint_every 1 --overwrite 1 --save_dir " +
-                           (dir / "r"));
+  const auto r = run_bench(std::string(kTinyCli) +
+                           " --checkpoint_every 1 --overwrite 1 --save_dir " + (dir / "r"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("bench: failed: cannot write checkpoint"), std::string::npos) << r.output;
   const auto summary = nlohmann::json::parse(testing::read_file(run_dir + "/summary.json"));
@@ -278,7 +278,7 @@ TEST(Cli, AFailedCheckpointWriteMidRunIsRecordedAndKeepsThePreviousOne) {
 
 TEST(Cli, DivergedRunExitsOne) {
   testing::TempDir dir;
-  const auto r = run_bench(std::string(kTiny) + " --fault_nan_step 2 --save_dir " + (dir / "r"));
+  const auto r = run_bench(std::string(kTinyCli) + " --fault_nan_step 2 --save_dir " + (dir / "r"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("diverged"), std::string::npos);
 }
@@ -288,7 +288,7 @@ TEST(Cli, DivergedRunExitsOne) {
 TEST(Cli, ProgressSaysTheTimeStepTimeElapsedAndEta) {
   testing::TempDir dir;
   const auto r = run_bench(
-      testing::merge_flags(kTiny, " --steps 40 --log_every 10 --save_dir " + (dir / "log")));
+      testing::merge_flags(kTinyCli, " --steps 40 --log_every 10 --save_dir " + (dir / "log")));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(std::regex_search(
       r.output, std::regex("\\[I\\] [0-9]{2}:[0-9]{2}:[0-9]{2}Z  step 10/40  loss [0-9.]+  "
@@ -297,7 +297,7 @@ TEST(Cli, ProgressSaysTheTimeStepTimeElapsedAndEta) {
   if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1)";
   const auto tty = testing::run_command(
       "script -qec '" + std::string(TB_BENCH_EXE) +
-      testing::merge_flags(kTiny, " --steps 400 --log_every 400 --save_dir " + (dir / "tty")) +
+      testing::merge_flags(kTinyCli, " --steps 400 --log_every 400 --save_dir " + (dir / "tty")) +
       "' /dev/null");
   EXPECT_EQ(tty.exit_code, 0) << tty.output;
   EXPECT_TRUE(std::regex_search(

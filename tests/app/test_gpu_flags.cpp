@@ -21,7 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The ConfigError message for a command line, or "" when it parses and validates.
-std::string error_of(std::vector<std::string> args) {
+std::string gpu_flags_error(std::vector<std::string> args) {
   args.insert(args.begin(), "bench");
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
@@ -68,13 +68,13 @@ TEST(GpuFlags, BadValuesAndCombinationsNameTheFlagValueAndAllowed) {
   for (const auto& [args, expected] : cases) {
     std::string line;
     for (const auto& a : args) line += a + " ";
-    const std::string error = error_of(args);
+    const std::string error = gpu_flags_error(args);
     EXPECT_EQ(error.substr(0, expected.size()), expected) << line;
     EXPECT_EQ(error.find('\n'), std::string::npos) << line;  // one line
   }
   // Allowed everywhere: math (and auto) with --flash 1, the flags off.
-  EXPECT_EQ(error_of({"--sdpa_backend", "math", "--flash", "1", "--device", "cpu"}), "");
-  EXPECT_EQ(error_of({"--fused_adam", "0", "--cuda_graph", "0", "--device", "cpu"}), "");
+  EXPECT_EQ(gpu_flags_error({"--sdpa_backend", "math", "--flash", "1", "--device", "cpu"}), "");
+  EXPECT_EQ(gpu_flags_error({"--fused_adam", "0", "--cuda_graph", "0", "--device", "cpu"}), "");
 }
 
 TEST(GpuFlags, BadGpuFlagsExitTwoWithOneLineAndCreateNothing) {

@@ -21,7 +21,7 @@
 namespace trainbench {
 namespace {
 
-const char* kTiny =
+const char* kTinyLowp =
     "--num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4 "
     "--steps 4 --warmup_steps 1 --log_every 2 --eval_every 0 --eval_batches 1 --threads 1 "
     "--device cpu";
@@ -40,7 +40,7 @@ class LowpRun : public ::testing::Test {
     const std::string prefix = dir / name;
     const auto r =
         testing::run_command(env + TB_BENCH_EXE + std::string(" ") +
-                             testing::merge_flags(kTiny, flags) + " --save_dir " + prefix);
+                             testing::merge_flags(kTinyLowp, flags) + " --save_dir " + prefix);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     if (out) *out = r;
     for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
@@ -181,8 +181,9 @@ TEST_F(LowpRun, AMeasuredSlowNativeGemmIsWarnedAboutInEagerRuns) {
 }
 
 TEST_F(LowpRun, Float32RouteOutsideTheFusedPathIsRefusedInOneLine) {
-  const auto r = testing::run_bench(std::string(kTiny) + " --dtype bfloat16 --lowp_gemm float32" +
-                                    " --save_dir " + (dir / "x"));
+  const auto r =
+      testing::run_bench(std::string(kTinyLowp) + " --dtype bfloat16 --lowp_gemm float32" +
+                         " --save_dir " + (dir / "x"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(count_(r.output, "\n"), 1u) << r.output;
   EXPECT_NE(r.output.find("--lowp_gemm: 'float32' is not allowed with --compile none"),

@@ -14,7 +14,7 @@
 namespace trainbench {
 namespace {
 
-const char* kTiny =
+const char* kTinyTorchModel =
     "--model torch --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 "
     "--batch_size 4 --warmup_steps 1 --eval_every 0 --eval_batches 1 --threads 1 --device cpu";
 
@@ -40,9 +40,9 @@ std::vector<double> losses_(const std::string& run) {
 TEST(NormFirst, RecordedLabelledAndRefusedForHandcraft) {
   testing::TempDir dir;
   const auto pre =
-      testing::run_bench(std::string(kTiny) + " --steps 3 --save_dir " + (dir / "pre"));
+      testing::run_bench(std::string(kTinyTorchModel) + " --steps 3 --save_dir " + (dir / "pre"));
   ASSERT_EQ(pre.exit_code, 0) << pre.output;
-  const auto post = testing::run_bench(std::string(kTiny) +
+  const auto post = testing::run_bench(std::string(kTinyTorchModel) +
                                        " --steps 3 --norm_first 0 --save_dir " + (dir / "post"));
   ASSERT_EQ(post.exit_code, 0) << post.output;
   EXPECT_EQ(read_json_file(folder_(dir, "pre") + "/config.json")["norm_first"], true);
@@ -61,7 +61,7 @@ TEST(NormFirst, RecordedLabelledAndRefusedForHandcraft) {
 
 TEST(NormFirst, AResumeOfAFolderFromBeforeTheFlagKeepsItsPostLnForward) {
   testing::TempDir dir;
-  const std::string flags = std::string(kTiny) + " --log_every 1 --norm_first 0";
+  const std::string flags = std::string(kTinyTorchModel) + " --log_every 1 --norm_first 0";
   const auto straight = testing::run_bench(flags + " --steps 12 --save_dir " + (dir / "straight"));
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
   const auto first =

@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kTiny =
+const std::string kTinyRepeat =
     " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
     " --steps 6 --warmup_steps 1 --log_every 3 --eval_every 0 --eval_batches 1 --threads 1"
     " --device cpu --peak_tflops 1";
@@ -24,7 +24,7 @@ const std::string kTiny =
 TEST(Repeat, ThreeRepetitionsAreThreeProcessesAndTheirAggregate) {
   testing::TempDir dir;
   const std::string run = dir / "r_handcraft_layer1_float32";
-  const auto r = testing::run_bench(kTiny + " --repeat 3 --save_dir " + (dir / "r"));
+  const auto r = testing::run_bench(kTinyRepeat + " --repeat 3 --save_dir " + (dir / "r"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::vector<double> seq, tok, step;
   std::vector<int64_t> pids;
@@ -71,7 +71,7 @@ TEST(Repeat, ThreeRepetitionsAreThreeProcessesAndTheirAggregate) {
   EXPECT_NE(rep.output.find("(n=3, "), std::string::npos) << rep.output;
   // The same command again is refused, and nothing changes.
   const std::string before = testing::read_file(run + "/summary.json");
-  const auto again = testing::run_bench(kTiny + " --repeat 3 --save_dir " + (dir / "r"));
+  const auto again = testing::run_bench(kTinyRepeat + " --repeat 3 --save_dir " + (dir / "r"));
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.output.find("already holds results"), std::string::npos) << again.output;
   EXPECT_EQ(testing::read_file(run + "/summary.json"), before);
@@ -90,7 +90,7 @@ TEST(Repeat, ThreeRepetitionsAreThreeProcessesAndTheirAggregate) {
 TEST(Repeat, OneRepetitionAtATimeFillsTheFolder) {
   testing::TempDir dir;
   const std::string run = dir / "r_handcraft_layer1_float32";
-  const std::string args = kTiny + " --repeat 3 --save_dir " + (dir / "r");
+  const std::string args = kTinyRepeat + " --repeat 3 --save_dir " + (dir / "r");
   ASSERT_EQ(testing::run_bench(args + " --repetition 2").exit_code, 0);
   auto a = read_json_file(run + "/summary.json");
   EXPECT_EQ(a["status"], "incomplete");
@@ -121,7 +121,7 @@ TEST(Repeat, BadRepetitionFlagsAreOneLineErrors) {
             "bench: error: --repetition: 1 needs --repeat N with N >= 1; allowed: 0 (all of them) "
             "to --repeat (1)\n"},
            {"--repeat 0", "bench: error: --repeat: 0 is out of range; allowed: >= 1\n"}}) {
-    const auto r = testing::run_bench(kTiny + " " + flags + " --save_dir " + (dir / "r"));
+    const auto r = testing::run_bench(kTinyRepeat + " " + flags + " --save_dir " + (dir / "r"));
     EXPECT_EQ(r.exit_code, 2) << flags;
     EXPECT_EQ(r.output, line) << flags;
   }
@@ -135,7 +135,7 @@ TEST(Repeat, ASignalStopsTheRunningRepetitionAndNoOtherStarts) {
   const std::string run = dir / "r_handcraft_layer1_float32";
   const auto r = testing::run_command(
       "bash -c '" + std::string(TB_BENCH_EXE) +
-      testing::merge_flags(kTiny,
+      testing::merge_flags(kTinyRepeat,
                            " --steps 1000000 --log_every 1 --repeat 3 --save_dir " + (dir / "r")) +
       " >/dev/null 2>" + (dir / "err") + " & pid=$!; for i in $(seq 600); do [ -s " + run +
       "/rep-1/metrics.jsonl ] && break; sleep 0.05; done; kill -INT $pid; wait $pid; "

@@ -23,7 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kTiny =
+const std::string kTinyFolder =
     " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
     " --warmup_steps 1 --eval_every 0 --eval_batches 1 --threads 1 --device cpu"
     " --peak_tflops 1";
@@ -64,7 +64,7 @@ bool wait_for_checkpoint_(const std::string& run) {
 
 TEST(RunFolder, TwoRunsStartedTogetherGiveOneRunAndOneOneLineRefusal) {
   testing::TempDir dir;
-  const std::string args = kTiny + " --steps 200 --log_every 10 --save_dir " + (dir / "r");
+  const std::string args = kTinyFolder + " --steps 200 --log_every 10 --save_dir " + (dir / "r");
   const std::string cmd = std::string(TB_BENCH_EXE) + " " + args;
   const auto r = testing::run_command(
       "( " + cmd + " > " + (dir / "a.log") + " 2>&1; echo a $? >> " + (dir / "a.log") + " ) & ( " +
@@ -87,9 +87,10 @@ TEST(RunFolder, TwoRunsStartedTogetherGiveOneRunAndOneOneLineRefusal) {
 TEST(RunFolder, AResumeOfALiveRunIsRefusedAndAKilledHolderFreesItAtOnce) {
   testing::TempDir dir;
   const std::string run = dir / "live_handcraft_layer1_float32";
-  const pid_t pid = start_bench_(kTiny + " --steps 1000000 --log_every 5 --checkpoint_every 5" +
-                                     " --save_dir " + (dir / "live"),
-                                 dir / "live.log");
+  const pid_t pid =
+      start_bench_(kTinyFolder + " --steps 1000000 --log_every 5 --checkpoint_every 5" +
+                       " --save_dir " + (dir / "live"),
+                   dir / "live.log");
   ASSERT_TRUE(wait_for_checkpoint_(run)) << testing::read_file(dir / "live.log");
   const std::string before = testing::read_file(run + "/config.json");
   const auto refused = testing::run_bench("--resume " + run + " --steps 1000001");
@@ -166,7 +167,7 @@ INSTANTIATE_TEST_SUITE_P(RunFolder, DamagedCheckpoint, ::testing::Values("trunca
 // the stop line says how to go on, and --resume gives the straight run's losses, bit for bit.
 TEST(RunFolder, ACtrlCStopIsResumedToTheStraightRunsLosses) {
   testing::TempDir dir;
-  const std::string flags = kTiny + " --dropout 0.1 --log_every 1";
+  const std::string flags = kTinyFolder + " --dropout 0.1 --log_every 1";
   const std::string run = dir / "split_handcraft_layer1_float32";
   const pid_t pid =
       start_bench_(flags + " --steps 1000000 --save_dir " + (dir / "split"), dir / "split.log");
@@ -227,8 +228,8 @@ TEST(RunFolder, ACtrlCStopIsResumedToTheStraightRunsLosses) {
 
 TEST(RunFolder, AWrongTypedConfigFieldIsNamedInOneLine) {
   testing::TempDir dir;
-  const auto first = testing::run_bench(kTiny + " --steps 4 --log_every 2 --checkpoint_every 2" +
-                                        " --save_dir " + (dir / "r"));
+  const auto first = testing::run_bench(
+      kTinyFolder + " --steps 4 --log_every 2 --checkpoint_every 2" + " --save_dir " + (dir / "r"));
   ASSERT_EQ(first.exit_code, 0) << first.output;
   const std::string run = dir / "r_handcraft_layer1_float32";
   nlohmann::json cfg = read_json_file(run + "/config.json");

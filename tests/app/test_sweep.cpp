@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 const std::string kSweep =
     "BENCH=" TB_BENCH_EXE " PYTHON=" TB_PYTHON " bash " TB_SOURCE_DIR "/scripts/sweep.sh ";
 // A model that trains a few steps in well under a second (no --threads: set per run).
-const std::string kTiny =
+const std::string kTinySweep =
     " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
     " --steps 3 --warmup_steps 1 --eval_batches 1 --device cpu --peak_tflops 1";
 
@@ -57,7 +57,7 @@ TEST(Sweep, RepeatInterleavesTheEntriesRepetitions) {
   const auto r = testing::run_command(
       "REPEAT=3 MATRIX='--model handcraft --flash 0; --model handcraft --flash 1;"
       " --model torch --flash 1' " +
-      kSweep + (dir / "s") + kTiny + " --threads 1");
+      kSweep + (dir / "s") + kTinySweep + " --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const size_t a1 = r.output.find("done: model=handcraft flash=0 (repetition 1 of 3)");
   const size_t b1 = r.output.find("done: model=handcraft flash=1 (repetition 1 of 3)");
@@ -75,7 +75,7 @@ TEST(Sweep, RepeatInterleavesTheEntriesRepetitions) {
   const std::string report = testing::read_file(dir / "s/report.md");
   EXPECT_NE(report.find("(n=3, "), std::string::npos) << report;
   EXPECT_NE(report.find("x (p="), std::string::npos) << report;
-  const auto bad = testing::run_command("REPEAT=x " + kSweep + (dir / "t") + kTiny);
+  const auto bad = testing::run_command("REPEAT=x " + kSweep + (dir / "t") + kTinySweep);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("sweep.sh: REPEAT: 'x' is not allowed; use an integer in [1, 999]"),
             std::string::npos)
@@ -102,7 +102,8 @@ TEST(Sweep, ABadMatrixEntryIsOneLineNamingItAndRunsNothing) {
       {"--model   $(touch pwned)", "--model $(touch pwned)"},
       {"--model handcraft\n  --model torch --seed *", "--model torch --seed *"}};
   for (const auto& [matrix, entry] : bad) {
-    const auto r = testing::run_command("MATRIX='" + matrix + "' " + kSweep + (dir / "s") + kTiny);
+    const auto r =
+        testing::run_command("MATRIX='" + matrix + "' " + kSweep + (dir / "s") + kTinySweep);
     EXPECT_EQ(r.exit_code, 2) << matrix;
     EXPECT_EQ(r.output, "sweep.sh: MATRIX entry '" + entry + "'" + shape) << matrix;
   }
@@ -127,7 +128,7 @@ TEST(Sweep, AnEntrysFlagsReachItsRunAndNoOther) {
   const auto r = testing::run_command(
       "MATRIX='--model handcraft --seed 7 --dropout 0.25\n\n"
       "  --model torch --lr 0.002 ; --model handcraft --flash 1;' " +
-      kSweep + (dir / "s") + kTiny + " --threads 1");
+      kSweep + (dir / "s") + kTinySweep + " --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const size_t first = r.output.find("done: model=handcraft seed=7 dropout=0.25\n");
   const size_t second = r.output.find("done: model=torch lr=0.002\n");
@@ -200,7 +201,7 @@ TEST(Sweep, ProcsRunsEachEntryAsThatManyRanksThroughLaunch) {
       "PROCS=2 MASTER_PORT=" + std::to_string(testing::free_port()) +
       " MATRIX='--model handcraft --dtype float32 --flash 0; --model torch --dtype float32 --flash "
       "1' " +
-      kSweep + (dir / "s") + kTiny + " --threads 1 --dist_timeout 20");
+      kSweep + (dir / "s") + kTinySweep + " --threads 1 --dist_timeout 20");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("done: model=handcraft dtype=float32 flash=0 x2 processes\n"),
             std::string::npos)
@@ -238,7 +239,7 @@ TEST(DistScaling, RunsItsFourThroughSweepAndPrintsThemThroughBenchReport) {
   const auto r = testing::run_command("BENCH=" TB_BENCH_EXE " PYTHON=" TB_PYTHON " MASTER_PORT=" +
                                       std::to_string(testing::free_port()) +
                                       " bash " TB_SOURCE_DIR "/scripts/dist_scaling.sh " +
-                                      (dir / "d") + kTiny + " --dist_timeout 20");
+                                      (dir / "d") + kTinySweep + " --dist_timeout 20");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string report = testing::read_file(dir / "d/report.md");
   EXPECT_NE(r.output.find(report), std::string::npos) << r.output;
@@ -283,7 +284,7 @@ TEST(Scripts, AnOutputFolderIsNeverADashArgumentAndRelativeOnesAreTheCallers) {
   EXPECT_TRUE(fs::is_empty(cwd.path()));
   const auto r =
       testing::run_command("cd " + cwd.path() + " && MATRIX='--model handcraft --dtype float32' " +
-                           kSweep + "rel" + kTiny + " --threads 1");
+                           kSweep + "rel" + kTinySweep + " --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(cwd / "rel/report.md")) << r.output;
 }

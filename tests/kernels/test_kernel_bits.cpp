@@ -33,7 +33,7 @@ using testing::Shape;
 using testing::Variant;
 using torch::Tensor;
 
-constexpr uint64_t kDropKey = 29;
+constexpr uint64_t kBitsDropKey = 29;
 
 struct KernelCase {
   c10::ScalarType dtype;
@@ -92,7 +92,7 @@ std::vector<Output> drop_add_ln_run(const KernelCase& c, torch::Device dev) {
   a.mean = ptr_if(c.v.ln, mean);
   a.rstd = ptr_if(c.v.ln, rstd);
   a.branch_type = a.out_type = k::storage_type_of(c.dtype);
-  a.drop = k::math::dropout_args(c.v.p, kDropKey);
+  a.drop = k::math::dropout_args(c.v.p, kBitsDropKey);
   k::run(a, dev.type());
   std::vector<Output> out = {{"resid_out", resid_out, true}, {"y", y, !c.v.ln}};
   if (c.v.ln) out.insert(out.end(), {{"mean", mean, false}, {"rstd", rstd, false}});
@@ -141,7 +141,7 @@ std::vector<Output> drop_add_ln_back_run(const KernelCase& c, torch::Device dev)
   a.d_branch = d_branch.data_ptr();
   a.partials = partials.data_ptr();
   a.branch_type = a.out_type = k::storage_type_of(c.dtype);
-  a.drop = k::math::dropout_args(c.v.p, kDropKey);
+  a.drop = k::math::dropout_args(c.v.p, kBitsDropKey);
   k::run(a, dev.type());
   // With LayerNorm every gradient but d_gamma's and d_beta's partial sums has the row sums in it.
   std::vector<Output> out = {{"d_branch", d_branch, !c.v.ln},
@@ -163,7 +163,7 @@ std::vector<Output> bias_relu_dropout_run(const KernelCase& c, torch::Device dev
   a.a = x.data_ptr();
   a.bias = bias.data_ptr();
   a.type = k::storage_type_of(c.dtype);
-  a.drop = k::math::dropout_args(c.v.p, kDropKey);
+  a.drop = k::math::dropout_args(c.v.p, kBitsDropKey);
   k::run(a, dev.type());
   return on_cpu({{"out", x, true}});
 }

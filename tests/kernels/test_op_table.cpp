@@ -27,7 +27,7 @@ using testing::Shape;
 using testing::Variant;
 using torch::Tensor;
 
-constexpr uint64_t kDropKey = 17;
+constexpr uint64_t kTableDropKey = 17;
 
 // One case of an op row.
 struct OpCase {
@@ -84,13 +84,13 @@ std::vector<Tensor> drop_add_ln_inputs(const OpCase& c) {
   return {resid, branch, bias, gamma, c.v.ln ? torch::randn({d}) : Tensor()};
 }
 std::vector<Tensor> drop_add_ln_fused(const OpCase& c, const std::vector<Tensor>& in) {
-  return drop_add_layer_norm(in[0], in[1], in[2], in[3], in[4], {c.v.p, kDropKey}, c.dt());
+  return drop_add_layer_norm(in[0], in[1], in[2], in[3], in[4], {c.v.p, kTableDropKey}, c.dt());
 }
 std::vector<Tensor> drop_add_ln_reference(const OpCase& c, const std::vector<Tensor>& in) {
   const int64_t n = in[1].size(0), d = in[1].size(1);
   Tensor h = f32(in[1]);
   if (in[2].defined()) h = h + in[2];
-  if (c.v.p > 0) h = h * testing::dropout_factors(n, d, c.v.p, kDropKey).to(h.device());
+  if (c.v.p > 0) h = h * testing::dropout_factors(n, d, c.v.p, kTableDropKey).to(h.device());
   if (in[0].defined()) h = in[0] + h;
   const Tensor y = c.v.ln ? torch::layer_norm(h, {d}, in[3], in[4], 1e-5) : h;
   return {h, y.to(c.dt())};
@@ -103,13 +103,13 @@ std::vector<Tensor> lrd_inputs(const OpCase& c) {
   return {x, w, torch::randn({f}) * 0.1};
 }
 std::vector<Tensor> lrd_fused(const OpCase& c, const std::vector<Tensor>& in) {
-  return {linear_relu_dropout(in[0], in[1], in[2], {c.v.p, kDropKey}, c.route)};
+  return {linear_relu_dropout(in[0], in[1], in[2], {c.v.p, kTableDropKey}, c.route)};
 }
 std::vector<Tensor> lrd_reference(const OpCase& c, const std::vector<Tensor>& in) {
   const Tensor a = stored(torch::mm(f32(in[0]), f32(in[1]).t()), c.dt());  // [n, f]
   Tensor out = torch::relu(a + in[2]);
   if (c.v.p > 0) {
-    out = out * testing::dropout_factors(a.size(0), a.size(1), c.v.p, kDropKey).to(a.device());
+    out = out * testing::dropout_factors(a.size(0), a.size(1), c.v.p, kTableDropKey).to(a.device());
   }
   return {out.to(c.dt())};
 }

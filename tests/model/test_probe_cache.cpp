@@ -19,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // float32 without --peak_tflops: the probe gives the peak.
-const std::string kTiny =
+const std::string kTinyProbe =
     " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
     " --steps 3 --warmup_steps 1 --log_every 1 --eval_every 0 --eval_batches 1 --threads 1"
     " --device cpu";
@@ -37,7 +37,7 @@ testing::CommandResult undisturbed_(const std::string& args) {
 TEST(ProbeCache, AMissStoresAHitDividesByTheSamePeakAndReprobeReplacesIt) {
   testing::TempDir dir;
   const std::string cache = dir / "cache/gemm_probe.json";
-  const std::string args = kTiny + " --probe_cache " + cache;
+  const std::string args = kTinyProbe + " --probe_cache " + cache;
   const auto first = undisturbed_(args + " --save_dir " + (dir / "a"));
   ASSERT_EQ(first.exit_code, 0) << first.output;
   const auto a = summary_(dir / "a");
@@ -78,7 +78,7 @@ TEST(ProbeCache, AMissStoresAHitDividesByTheSamePeakAndReprobeReplacesIt) {
 TEST(ProbeCache, ADisturbedProbeIsRetriedAndAWhollyDisturbedOneIsNotStored) {
   testing::TempDir dir;
   const std::string cache = dir / "gemm_probe.json";
-  const std::string args = kTiny + " --probe_cache " + cache;
+  const std::string args = kTinyProbe + " --probe_cache " + cache;
   const auto once = testing::run_command("TB_TEST_PROBE_DISTURBED=1 " + std::string(TB_BENCH_EXE) +
                                          args + " --save_dir " + (dir / "a"));
   ASSERT_EQ(once.exit_code, 0) << once.output;
@@ -108,18 +108,18 @@ TEST(ProbeCache, ADisturbedProbeIsRetriedAndAWhollyDisturbedOneIsNotStored) {
 TEST(ProbeCache, OffAndInjectedRatesLeaveTheCacheAlone) {
   testing::TempDir dir;
   const std::string cache = dir / "gemm_probe.json";
-  ASSERT_EQ(testing::run_bench(kTiny + " --probe_cache off --save_dir " + (dir / "a")).exit_code,
-            0);
+  ASSERT_EQ(
+      testing::run_bench(kTinyProbe + " --probe_cache off --save_dir " + (dir / "a")).exit_code, 0);
   EXPECT_TRUE(summary_(dir / "a")["probe_cache"]["file"].is_null());
   const auto injected =
-      testing::run_command("TB_TEST_GEMM_RATES=native=1e9 " + std::string(TB_BENCH_EXE) + kTiny +
-                           " --probe_cache " + cache + " --save_dir " + (dir / "b"));
+      testing::run_command("TB_TEST_GEMM_RATES=native=1e9 " + std::string(TB_BENCH_EXE) +
+                           kTinyProbe + " --probe_cache " + cache + " --save_dir " + (dir / "b"));
   ASSERT_EQ(injected.exit_code, 0) << injected.output;
   EXPECT_TRUE(summary_(dir / "b")["probe_cache"]["file"].is_null());
   EXPECT_FALSE(fs::exists(cache));
   // --peak_tflops decides the peak: no probe for float32, no record.
-  ASSERT_EQ(testing::run_bench(kTiny + " --peak_tflops 1 --probe_cache " + cache + " --save_dir " +
-                               (dir / "c"))
+  ASSERT_EQ(testing::run_bench(kTinyProbe + " --peak_tflops 1 --probe_cache " + cache +
+                               " --save_dir " + (dir / "c"))
                 .exit_code,
             0);
   EXPECT_TRUE(summary_(dir / "c")["probe_cache"].is_null());
@@ -131,7 +131,7 @@ TEST(ProbeCache, OffAndInjectedRatesLeaveTheCacheAlone) {
 TEST(ProbeCache, AnEntryWithoutTheGemmsAloneIsMeasuredAgainAndReplaced) {
   testing::TempDir dir;
   const std::string cache = dir / "gemm_probe.json";
-  const std::string args = kTiny + " --probe_cache " + cache;
+  const std::string args = kTinyProbe + " --probe_cache " + cache;
   ASSERT_EQ(undisturbed_(args + " --save_dir " + (dir / "a")).exit_code, 0);
   nlohmann::json old = read_json_file(cache);
   const std::string key = summary_(dir / "a")["probe_cache"]["key"];

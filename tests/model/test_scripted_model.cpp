@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <torch/script.h>
+#include <torch/serialize.h>
 
 #include "test_util.h"
 #include "trainbench/data/batch_loader.h"

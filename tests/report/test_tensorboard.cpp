@@ -23,7 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kTiny =
+const std::string kTinyTensorBoard =
     " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4"
     " --warmup_steps 1 --eval_batches 1 --threads 1 --device cpu --peak_tflops 1";
 const std::string kCheck =
@@ -97,8 +97,8 @@ TEST(TensorBoard, Crc32cAndTheRecordFraming) {
 TEST(TensorBoard, ACompletedRunReadsAsItsMetricsWithTheHParamsSession) {
   testing::TempDir dir;
   const std::string run = dir / "r_handcraft_layer1_float32";
-  const auto r = testing::run_bench(kTiny + " --steps 6 --log_every 2 --eval_every 4 --save_dir " +
-                                    (dir / "r"));
+  const auto r = testing::run_bench(
+      kTinyTensorBoard + " --steps 6 --log_every 2 --eval_every 4 --save_dir " + (dir / "r"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto ev = read_events_(run);
   expect_events_match_metrics_(ev, run);
@@ -133,13 +133,14 @@ TEST(TensorBoard, ACompletedRunReadsAsItsMetricsWithTheHParamsSession) {
             nlohmann::json({tb_tag::kFinalSeqPerS, tb_tag::kFinalTokensPerS, tb_tag::kFinalValidBpb,
                             tb_tag::kFinalCompleted}));
   // --overwrite 1 takes the old curves away with the old run; --tensorboard 0 writes none.
-  ASSERT_EQ(
-      testing::run_bench(kTiny + " --steps 4 --log_every 2 --overwrite 1 --save_dir " + (dir / "r"))
-          .exit_code,
-      0);
+  ASSERT_EQ(testing::run_bench(kTinyTensorBoard +
+                               " --steps 4 --log_every 2 --overwrite 1 --save_dir " + (dir / "r"))
+                .exit_code,
+            0);
   EXPECT_EQ(event_files(run).size(), 1u);
   EXPECT_EQ(read_events_(run)["scalars"][tb_tag::kTrainBpbStep].size(), 4u);
-  ASSERT_EQ(testing::run_bench(kTiny + " --steps 2 --tensorboard 0 --save_dir " + (dir / "off"))
+  ASSERT_EQ(testing::run_bench(kTinyTensorBoard + " --steps 2 --tensorboard 0 --save_dir " +
+                               (dir / "off"))
                 .exit_code,
             0);
   EXPECT_TRUE(event_files(dir / "off_handcraft_layer1_float32").empty());
@@ -152,7 +153,7 @@ TEST(TensorBoard, InterruptedKilledAndResumedRunsKeepEveryStepOnce) {
   const std::string run = dir / "s_handcraft_layer1_float32";
   const auto start = [&](const std::string& save, const std::string& sig) {
     return testing::run_command(
-        "bash -c '" + std::string(TB_BENCH_EXE) + kTiny +
+        "bash -c '" + std::string(TB_BENCH_EXE) + kTinyTensorBoard +
         " --steps 1000000 --log_every 3 --eval_every 0 --save_dir " + save +
         " >/dev/null 2>&1 & pid=$!; for i in $(seq 600); do [ $(wc -l < " + save +
         "_handcraft_layer1_float32/metrics.jsonl 2>/dev/null || echo 0) -ge 4 ] && break; "
@@ -198,7 +199,7 @@ TEST(TensorBoard, AServerShowsBenchAndThePeerSideBySide) {
   testing::TempDir dir;
   ASSERT_EQ(testing::run_bench("--export_corpus " + (dir / "corpus.bin")).exit_code, 0);
   const std::string flags =
-      kTiny + " --steps 4 --log_every 2 --eval_every 0 --data " + (dir / "corpus.bin");
+      kTinyTensorBoard + " --steps 4 --log_every 2 --eval_every 0 --data " + (dir / "corpus.bin");
   ASSERT_EQ(testing::run_bench(flags + " --save_dir " + (dir / "runs/bench")).exit_code, 0);
   const auto peer = testing::run_command(std::string(TB_PYTHON) + " " + TB_SOURCE_DIR +
                                          "/scripts/peers/pytorch_run.py" + flags + " --save_dir " +

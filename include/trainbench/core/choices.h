@@ -8,8 +8,6 @@
 
 #include <array>
 
-#include <c10/core/ScalarType.h>
-
 #include "trainbench/core/choice_table.h"
 
 namespace trainbench {
@@ -40,15 +38,14 @@ struct PrecisionRow {
   Precision value;
   const char* name;
   const char* help;
-  c10::ScalarType compute;  // the activations' dtype (autocast's for the 16-bit ones)
-  bool loss_scaled;         // dynamic loss scaling (float16's narrow exponent)
+  bool loss_scaled;  // dynamic loss scaling (float16's narrow exponent)
 };
 template <>
 struct ChoiceTable<Precision> {
   static constexpr std::array<PrecisionRow, 3> rows = {{
-      {Precision::kFloat32, "float32", "", c10::ScalarType::Float, false},
-      {Precision::kFloat16, "float16", "autocast, loss-scaled", c10::ScalarType::Half, true},
-      {Precision::kBFloat16, "bfloat16", "autocast", c10::ScalarType::BFloat16, false},
+      {Precision::kFloat32, "float32", "", false},
+      {Precision::kFloat16, "float16", "autocast, loss-scaled", true},
+      {Precision::kBFloat16, "bfloat16", "autocast", false},
   }};
 };
 

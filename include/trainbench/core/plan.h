@@ -73,6 +73,10 @@ struct RunPlan {
 // named it first).
 RunPlan make_plan(const RunConfig& cfg, const DistEnv& dist = DistEnv{});
 
+// The activations' dtype of a precision (autocast's for the 16-bit ones). Here, not in the choice
+// table, so that core/choices.h and the torch-free files that include it see no LibTorch header.
+c10::ScalarType scalar_type_of(Precision precision);
+
 // The plan with the GEMM route a measurement chose.
 RunPlan with_measured_route(RunPlan plan, GemmRoute route);
 

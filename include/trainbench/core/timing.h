@@ -1,17 +1,21 @@
 // Clock reads that follow the device: synchronize first, then read a steady clock.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
-#include <torch/types.h>
+// Declared, not included: the files that only read the clock or the host facts stay torch-free.
+namespace c10 {
+struct Device;
+}  // namespace c10
 
 namespace trainbench {
 
 // Waits for all queued work on `device` (a no-op on CPU, where ops are synchronous).
-void device_synchronize(const torch::Device& device);
+void device_synchronize(const c10::Device& device);
 
 // Seconds on a monotonic clock, read after device_synchronize(device).
-double synchronized_now_s(const torch::Device& device);
+double synchronized_now_s(const c10::Device& device);
 
 struct StepStats {
   double median_ms = 0;

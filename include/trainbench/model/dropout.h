@@ -7,7 +7,7 @@
 // LibTorch's default CPU generator per call, so torch::manual_seed still fixes the run.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 namespace trainbench {
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>

@@ -4,8 +4,12 @@
 #include <string>
 #include <vector>
 
-#include <torch/types.h>
 #include <nlohmann/json.hpp>
+
+// Declared, not included: the files that only read the clock or the host facts stay torch-free.
+namespace c10 {
+struct Device;
+}  // namespace c10
 
 namespace trainbench {
 
@@ -19,7 +23,7 @@ const std::vector<std::string>& thread_env_vars();
 nlohmann::json thread_env();
 
 // CPU model name from /proc/cpuinfo, or the CUDA device name.
-std::string device_name(const torch::Device& device);
+std::string device_name(const c10::Device& device);
 
 // Cores this process may run on (its affinity mask).
 int available_cores();
@@ -42,7 +46,7 @@ std::string libtorch_version();
 std::string build_type();
 
 // The env.json object (schema_version 1).
-nlohmann::json collect_env(const torch::Device& device, int num_threads);
+nlohmann::json collect_env(const c10::Device& device, int num_threads);
 
 // bench leaves the thread runtimes' environment as it finds it: with LibTorch 2.11's one
 // OpenMP pool (MKL and oneDNN run on it too) the OMP_WAIT_POLICY=PASSIVE re-exec that
