@@ -2,14 +2,19 @@
 # Copies the tree's src/ and include/ into a temporary folder, checks that the layering check
 # passes there, plants one upward include (data including an app header) and checks that the
 # check then fails naming the file and the include; then, in a fresh copy, plants a read of a
-# choice flag's text below app (model comparing cfg.dtype) and checks that it fails naming it.
-# Usage: plant_layer_violation.sh SOURCE_DIR CMAKE LAYERS   (comma-separated, lowest first)
+# choice flag's text below app (model comparing cfg.dtype) and checks that it fails naming it;
+# then plants a LibTorch include in a header a torch-free source includes (core/stats.h) and
+# checks that the check names the source, the header and the chain between them.
+# Usage: plant_layer_violation.sh SOURCE_DIR CMAKE LAYERS TORCH_FREE   (comma-separated lists)
 set -euo pipefail
-src=$1 cmake=$2 layers=$3
+src=$1 cmake=$2 layers=$3 torch_free=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cp -r "$src/src" "$src/include" "$tmp/"
-check() { "$cmake" -DSOURCE_DIR="$tmp" -DLAYERS="$layers" -P "$src/cmake/check_layers.cmake" 2>&1; }
+check() {
+  "$cmake" -DSOURCE_DIR="$tmp" -DLAYERS="$layers" -DTORCH_FREE="$torch_free" \
+    -P "$src/cmake/check_layers.cmake" 2>&1
+}
 check >/dev/null || { echo "the unchanged tree fails the check:"; check; exit 1; }
 printf '#include "trainbench/app/run.h"\n' >> "$tmp/src/data/sampler.cpp"
 if out=$(check); then echo "the planted violation was not found"; exit 1; fi
@@ -21,4 +26,10 @@ printf 'bool planted_(const RunConfig& cfg) { return cfg.dtype == "bfloat16"; }\
 if out=$(check); then echo "the planted read of a choice flag's text was not found"; exit 1; fi
 echo "$out" | grep -q "src/model/flops.cpp (layer model) reads a choice flag's text below app" ||
   { echo "unexpected message: $out"; exit 1; }
-echo "the check refused both planted violations"
+rm -rf "$tmp/src" "$tmp/include"
+cp -r "$src/src" "$src/include" "$tmp/"
+sed -i 's|^#pragma once$|#pragma once\n#include <torch/types.h>|' "$tmp/include/trainbench/core/stats.h"
+if out=$(check); then echo "the planted LibTorch include in a torch-free file was not found"; exit 1; fi
+want='src/core/stats.cpp is torch-free (TB_TORCH_FREE) but includes <torch/types.h> (src/core/stats.cpp -> include/trainbench/core/stats.h)'
+echo "$out" | grep -qF "$want" || { echo "unexpected message: $out"; exit 1; }
+echo "the check refused the three planted violations"
