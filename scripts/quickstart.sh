@@ -12,7 +12,7 @@ usage: bash scripts/quickstart.sh [BENCH_FLAGS...]
   builds bench (build/, Release) and trains the quick preset on the embedded corpus, then
   prints its result table and the TensorBoard command that shows its curves. BENCH_FLAGS go
   to bench, e.g. --model torch or --dtype bfloat16.
-  Fresh machine: about 1-2 min of install (3 GB of wheels), 3 min of build, 20 s of training.
+  Fresh machine: about 1-2 min of install (3 GB of wheels), 2.5 min of build, 30 s of training.
 example: bash scripts/quickstart.sh --dtype bfloat16
 USAGE
     exit 0 ;;
@@ -22,7 +22,7 @@ t0=$SECONDS
 echo "quickstart: [1/3] installing what is missing (a fresh machine downloads about 3 GB: 1-2 min)" >&2
 bash scripts/install_deps.sh
 t1=$SECONDS
-echo "quickstart: [2/3] building bench alone (about 3 min on 2 cores the first time; the tests come with scripts/test.sh)" >&2
+echo "quickstart: [2/3] building bench alone (about 2.5 min on 2 cores the first time; the tests come with scripts/test.sh)" >&2
 BUILD_TARGET=bench bash scripts/build.sh
 t2=$SECONDS
 echo "quickstart: [3/3] training the quick preset (2 layers, d_model 128, 400 steps: about 30 s)" >&2

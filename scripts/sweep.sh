@@ -107,15 +107,23 @@ for ((i = 1; i <= ${#entries[@]}; i++)); do
     log="$out/$i.rep$rep.log" repeat=(--repeat "$reps" --repetition "$rep")
     name+=" (repetition $rep of $reps)"
   fi
+  # The log is written under a name of this sweep's own and moved into place after the run: a
+  # second sweep into the same OUT_DIR (refused by bench: the folder is held) never writes into
+  # the running one's log, and its refusal never replaces an earlier run's log.
   code=0
   "${run[@]}" "${flags[@]}" --save_dir "$out/$i" "${repeat[@]}" "$@" \
-    2>"$log" >/dev/null || code=$?
-  reason=$(grep -E '^bench: (error|failed):' "$log" | tail -n 1 || true)
+    2>"$log.$$.tmp" >/dev/null || code=$?
+  reason=$(grep -E '^bench: (error|failed):' "$log.$$.tmp" | tail -n 1 || true)
   # Several processes: every rank writes "bench: rank R: ..."; rank 0's speak for the run.
   if [ -z "$reason" ] && [ "$procs" -gt 1 ]; then
-    reason=$({ grep -E '^bench: rank 0: (error|failed):' "$log" ||
-               grep -E '^bench: rank [0-9]+: (error|failed):' "$log"; } |
+    reason=$({ grep -E '^bench: rank 0: (error|failed):' "$log.$$.tmp" ||
+               grep -E '^bench: rank [0-9]+: (error|failed):' "$log.$$.tmp"; } |
              tail -n 1 | sed 's/^bench: rank 0: /bench: /' || true)
+  fi
+  if [ "$code" -eq 2 ] && [ -e "$log" ]; then
+    rm -f "$log.$$.tmp"
+  else
+    mv -f "$log.$$.tmp" "$log"
   fi
   case $code in
     0) echo "done: $name" >&2

@@ -50,6 +50,38 @@ TEST(Sweep, RunsTheMatrixSkipsWhatBenchRefusesAndReportsThroughBench) {
   EXPECT_TRUE(fs::exists(dir / "s/throughput.png"));
 }
 
+// A second sweep into an OUT_DIR whose run folder another process holds: each entry is skipped
+// with bench's own refusal (the folder, who holds it), and the earlier run's log stays as it was.
+TEST(Sweep, ASecondSweepIntoAHeldFolderSaysWhoHoldsItAndKeepsTheFirstsLog) {
+  testing::TempDir dir;
+  const std::string matrix = "MATRIX='--model handcraft --dtype float32' ";
+  const auto first = testing::run_command(matrix + kSweep + (dir / "s") + kTinySweep);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::string log_before = testing::read_file(dir / "s/1.log");
+  std::string run_dir;  // OUT_DIR/1_<run name>: the first entry's run folder
+  for (const auto& e : fs::directory_iterator(dir / "s")) {
+    if (e.is_directory() && e.path().filename().string().rfind("1_", 0) == 0) {
+      run_dir = e.path().string();
+    }
+  }
+  ASSERT_FALSE(run_dir.empty());
+  // The shell holds the folder (flock(1) on the lock file) as a running bench would, until the
+  // second sweep has ended.
+  const auto second =
+      testing::run_command("{ exec 9>>'" + run_dir + "/.lock'; flock -x 9; " + matrix + kSweep +
+                           (dir / "s") + kTinySweep + " --overwrite 1; } 2>&1");
+  EXPECT_EQ(second.exit_code, 1) << second.output;
+  EXPECT_NE(second.output.find("skipped: model=handcraft dtype=float32: run folder '" + run_dir +
+                               "' is in use by "),
+            std::string::npos)
+      << second.output;
+  EXPECT_NE(second.output.find("sweep: no run finished"), std::string::npos) << second.output;
+  EXPECT_EQ(testing::read_file(dir / "s/1.log"), log_before);
+  for (const auto& e : fs::directory_iterator(dir / "s")) {
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+  }
+}
+
 // REPEAT=3: every entry three times, interleaved (repetition 1 of each, then 2, ...), each a
 // folder of repetitions that the report aggregates; an entry bench refuses is tried once.
 TEST(Sweep, RepeatInterleavesTheEntriesRepetitions) {
