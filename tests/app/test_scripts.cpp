@@ -59,6 +59,37 @@ std::string py_script_(const std::string& name, const std::string& args) {
   return std::string(TB_PYTHON) + " " TB_SOURCE_DIR "/scripts/" + name + " " + args;
 }
 
+// build_times.py: the newest entry of each output (Ninja appends one per build), objects and
+// precompiled headers as compiler time, binaries and libraries as links; a file that is not a
+// Ninja log and a folder without one are one line and exit 2.
+TEST(Scripts, BuildTimesSumsEachUnitsNewestEntryAndListsTheSlowest) {
+  testing::TempDir dir;
+  fs::create_directories(dir / "b");
+  fs::create_directories(dir / "c");
+  testing::write_file(dir / "b/.ninja_log",
+                      "# ninja log v5\n"
+                      "0\t9000\t1\tCMakeFiles/x.dir/src/a.cpp.o\t1\n"  // rebuilt below
+                      "0\t30000\t1\tCMakeFiles/x.dir/cmake_pch.hxx.gch\t2\n"
+                      "100\t2600\t1\tlibx.a\t3\n"
+                      "0\t4000\t2\tCMakeFiles/x.dir/src/a.cpp.o\t4\n"
+                      "0\t12500\t2\tCMakeFiles/x.dir/Unity/unity_x_cxx.cxx.o\t5\n");
+  const auto r = testing::run_command(py_script_("build_times.py", (dir / "b") + " --top 2"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "compiler 46 s in 3 units, links 2 s, other 0 s\n"
+            "   30.0 s  cmake_pch.hxx.gch\n"
+            "   12.5 s  Unity/unity_x_cxx.cxx\n")
+      << r.output;
+  testing::write_file(dir / "c/.ninja_log", "not a log\n");
+  const auto bad = testing::run_command(py_script_("build_times.py", dir / "c"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("not a Ninja log"), std::string::npos) << bad.output;
+  const auto none = testing::run_command(py_script_("build_times.py", dir / "none"));
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("build with scripts/build.sh (Ninja) first"), std::string::npos)
+      << none.output;
+}
+
 TEST(Scripts, KernelBenchTableTurnsGoogleBenchmarkMediansIntoRatios) {
   testing::TempDir dir;
   auto bm = [](const std::string& name, double ns, double bps, const std::string& label) {
