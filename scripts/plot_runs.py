@@ -10,11 +10,14 @@ folder is searched, a folder of repetitions stands for its rep-K folders) and la
 as the report does (configuration, dtype, and the shape where the runs differ in it). One
 colour per configuration: repetitions are one median line with a min-max band, one bar with
 its range; a bar is hatched and marked "unstable" where the noise check said so. Where the
-folders carry every step's loss (step_losses), the loss-by-step curve has every step. Folders
-that cannot be read are named in a warning and left out."""
+folders carry every step's loss (step_losses), the loss-by-step curve has every step. Runs come
+in the order a comparison reads (compare.sh's first table): by dtype, then framework (bench,
+PyTorch, JAX), then the matrix's entry. Folders that cannot be read are named in a warning and
+left out."""
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -34,6 +37,30 @@ def report_runs(bench, paths):
     if r.returncode != 0:
         return []
     return json.loads(r.stdout)["runs"]
+
+
+# The order a reader compares in, as compare.sh's first table: by dtype (as bench's --dtype
+# lists them), then framework (bench's LibTorch, PyTorch, JAX: a configuration's first word),
+# then the matrix's entry (a sweep folder's N_ prefix, numerically: 2_ before 10_).
+DTYPE_ORDER = ("float32", "float16", "bfloat16")
+FRAMEWORK_ORDER = ("libtorch", "pytorch", "jax")
+
+
+def comparison_order(runs):
+    """`runs` (bench report's) sorted for the plots; equal keys keep the report's order."""
+    def rank(value, order):
+        return order.index(value) if value in order else len(order)
+
+    def entry(path):
+        for part in reversed(os.path.normpath(path).split(os.sep)):
+            m = re.match(r"(\d+)_", part)
+            if m:
+                return int(m.group(1))
+        return 0
+
+    return sorted(runs, key=lambda r: (rank(r["dtype"], DTYPE_ORDER),
+                                       rank(r["configuration"].split(" ")[0], FRAMEWORK_ORDER),
+                                       entry(r["dir"])))
 
 
 def colours(n):
@@ -141,8 +168,8 @@ def main():
         if not any(r["dir"] == d or os.path.normpath(r["dir"]).startswith(inside) for r in found):
             print(f"plot_runs: warning: skipping {d} (bench report could not read it)",
                   file=sys.stderr)
-    groups = {}  # label -> [(summary, train, valid, steps, report row)], in report order
-    for r in found:
+    groups = {}  # label -> [(summary, train, valid, steps, report row)], in comparison order
+    for r in comparison_order(found):
         label = f"{r['configuration']} {r['dtype']}"
         try:
             groups.setdefault(label, []).append(read_run(r["dir"]) + (per_step(r["dir"]), r))

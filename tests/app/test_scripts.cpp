@@ -261,5 +261,27 @@ TEST(Scripts, PlotCurvesStartAtStepZeroWithWindowsAtTheirMiddle) {
       << r.output;
 }
 
+// plot_runs.py's bars and legends come as compare.sh's first table reads: by dtype, then
+// framework, then the matrix's entry (2_ before 10_), whatever order the report found them in.
+TEST(Scripts, PlotsComeByDtypeThenFrameworkThenTheMatrixEntry) {
+  const std::string runs =
+      "[dict(dir='c/bench/10_fused_bf16', configuration='libtorch handcraft fused', "
+      "dtype='bfloat16'), dict(dir='c/py_float32', configuration='pytorch handcraft', "
+      "dtype='float32'), dict(dir='c/jax_bfloat16', configuration='jax handcraft', "
+      "dtype='bfloat16'), dict(dir='c/bench/2_eager_bf16/rep-1', configuration='libtorch "
+      "handcraft', dtype='bfloat16'), dict(dir='c/bench/1_eager_f32', configuration='libtorch "
+      "handcraft', dtype='float32')]";
+  const auto r =
+      testing::run_command(std::string(TB_PYTHON) +
+                           " -c \"import sys; sys.path.insert(0, '" TB_SOURCE_DIR
+                           "/scripts'); import plot_runs; print(' '.join(r['dir'] for r in "
+                           "plot_runs.comparison_order(" +
+                           runs + ")))\"");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "c/bench/1_eager_f32 c/py_float32 c/bench/2_eager_bf16/rep-1 c/bench/10_fused_bf16 "
+            "c/jax_bfloat16\n");
+}
+
 }  // namespace
 }  // namespace trainbench
