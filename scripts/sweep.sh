@@ -110,20 +110,20 @@ for ((i = 1; i <= ${#entries[@]}; i++)); do
   # The log is written under a name of this sweep's own and moved into place after the run: a
   # second sweep into the same OUT_DIR (refused by bench: the folder is held) never writes into
   # the running one's log, and its refusal never replaces an earlier run's log.
-  code=0
+  code=0 tmp="$log.$$.tmp"
   "${run[@]}" "${flags[@]}" --save_dir "$out/$i" "${repeat[@]}" "$@" \
-    2>"$log.$$.tmp" >/dev/null || code=$?
-  reason=$(grep -E '^bench: (error|failed):' "$log.$$.tmp" | tail -n 1 || true)
+    2>"$tmp" >/dev/null || code=$?
+  reason=$(grep -E '^bench: (error|failed):' "$tmp" | tail -n 1 || true)
   # Several processes: every rank writes "bench: rank R: ..."; rank 0's speak for the run.
   if [ -z "$reason" ] && [ "$procs" -gt 1 ]; then
-    reason=$({ grep -E '^bench: rank 0: (error|failed):' "$log.$$.tmp" ||
-               grep -E '^bench: rank [0-9]+: (error|failed):' "$log.$$.tmp"; } |
+    reason=$({ grep -E '^bench: rank 0: (error|failed):' "$tmp" ||
+               grep -E '^bench: rank [0-9]+: (error|failed):' "$tmp"; } |
              tail -n 1 | sed 's/^bench: rank 0: /bench: /' || true)
   fi
   if [ "$code" -eq 2 ] && [ -e "$log" ]; then
-    rm -f "$log.$$.tmp"
+    rm -f "$tmp"
   else
-    mv -f "$log.$$.tmp" "$log"
+    mv -f "$tmp" "$log"
   fi
   case $code in
     0) echo "done: $name" >&2

@@ -1,8 +1,9 @@
 // Autocast guard and loss scaler; the only file that touches autocast's global state.
 #include "trainbench/model/precision.h"
-#include "trainbench/core/plan.h"
 
 #include <ATen/autocast_mode.h>
+
+#include "trainbench/core/plan.h"  // scalar_type_of
 
 namespace trainbench {
 
