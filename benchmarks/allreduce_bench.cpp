@@ -10,6 +10,7 @@
 #include <torch/cuda.h>
 #include <cxxopts.hpp>
 
+#include "trainbench/app/validate.h"
 #include "trainbench/core/plan.h"
 #include "trainbench/core/timing.h"
 #include "trainbench/dist/dist.h"
@@ -34,12 +35,13 @@ int main(int argc, char** argv) {
       throw ConfigError("WORLD_SIZE: unset or 1; start it with scripts/launch.sh N or torchrun");
     }
     RunConfig cfg;
-    cfg.device = args["device"].as<std::string>();
+    const std::string device_text = args["device"].as<std::string>();
     cfg.dist_timeout = args["dist_timeout"].as<int64_t>();
-    const auto chosen = parse_choice<DeviceChoice>(cfg.device);
+    const auto chosen = parse_choice<DeviceChoice>(device_text);
     if (!chosen || *chosen == DeviceChoice::kAuto) {
-      throw ConfigError("--device: '" + cfg.device + "' is not allowed; use cpu|cuda");
+      throw ConfigError("--device: '" + device_text + "' is not allowed; use cpu|cuda");
     }
+    cfg.device = *chosen;
     const RunPlan plan = make_plan(cfg, env);
     validate_dist(plan);
     const torch::Device device = plan.device;

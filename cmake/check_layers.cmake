@@ -1,10 +1,6 @@
 # Fails when a file of a layer includes a header of a higher layer (the layers and their order
 # are CMakeLists.txt's TB_LAYERS, lowest first). Files of layer L are src/L/* and
 # include/trainbench/L/*; an include of "trainbench/M/..." with M above L is a violation.
-# Fails too when a file below the top layer (app) reads a choice flag's text from a RunConfig
-# (`cfg.dtype`, `cfg_.compile`, ...): those take the RunPlan's types (core/plan.h). The
-# RunConfig's own files (core/config, core/flags) and the plan's (core/plan) are where the text
-# is read and resolved.
 # Fails too when a torch-free source (CMakeLists.txt's TB_TORCH_FREE) includes a LibTorch header
 # (torch/, ATen/, c10/, caffe2/), directly or through any header of ours, and names the chain.
 # Usage: cmake -DSOURCE_DIR=<tree> -DLAYERS=core,data,... [-DTORCH_FREE=src/a.cpp,...]
@@ -30,25 +26,6 @@ foreach(layer ${LAYERS})
         file(RELATIVE_PATH rel "${SOURCE_DIR}" "${f}")
         list(APPEND violations "${rel} (layer ${layer}) includes a higher layer: ${line}")
       endif()
-    endforeach()
-  endforeach()
-endforeach()
-list(GET LAYERS -1 top)
-set(choice_flags "model|dtype|compile|device|dropout_impl|lowp_gemm|sdpa_backend|dist_backend|preset")
-foreach(layer ${LAYERS})
-  if(layer STREQUAL top)
-    continue()
-  endif()
-  file(GLOB_RECURSE files "${SOURCE_DIR}/src/${layer}/*" "${SOURCE_DIR}/include/trainbench/${layer}/*")
-  foreach(f ${files})
-    if(f MATCHES "/core/(config|flags|plan)\\.(h|cpp)$")
-      continue()
-    endif()
-    file(STRINGS "${f}" lines REGEX "cfg_?\\.(${choice_flags})([^a-z_]|$)")
-    foreach(line ${lines})
-      file(RELATIVE_PATH rel "${SOURCE_DIR}" "${f}")
-      string(STRIP "${line}" line)
-      list(APPEND violations "${rel} (layer ${layer}) reads a choice flag's text below app (take the RunPlan's type): ${line}")
     endforeach()
   endforeach()
 endforeach()

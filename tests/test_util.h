@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainbench/app/run.h"
+#include "trainbench/app/validate.h"
 #include "trainbench/core/config.h"
 #include "trainbench/core/plan.h"
 #include "trainbench/data/batch_loader.h"
@@ -74,7 +75,7 @@ inline RunConfig tiny_config() {
   c.eval_every = 0;
   c.eval_batches = 2;
   c.threads = 1;
-  c.device = "cpu";
+  c.device = DeviceChoice::kCpu;
   c.peak_tflops = 1.0;  // skip the GEMM probe
   return c;
 }
@@ -83,7 +84,7 @@ inline RunConfig tiny_config() {
 // CPU or on CUDA.
 inline std::vector<double> train_losses(RunConfig cfg, int steps,
                                         torch::Device device = torch::kCPU) {
-  cfg.device = device.is_cuda() ? "cuda" : "cpu";
+  cfg.device = device.is_cuda() ? DeviceChoice::kCuda : DeviceChoice::kCpu;
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   Trainer trainer(make_plan(cfg));
   SamplerOptions o;

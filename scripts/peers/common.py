@@ -17,7 +17,7 @@ from bench_export import EXPORT
 from board import Board  # noqa: F401  (the peers use common.Board)
 from sampler import Mt19937_64, Sampler, plan_epoch, seed_seq_generate  # noqa: F401
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def load_corpus(path):

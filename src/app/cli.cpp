@@ -29,17 +29,29 @@ void start_from_recorded_(RunConfig& cfg, const cxxopts::ParseResult& parsed) {
   const std::string file = run_file(parsed["resume"].as<std::string>(), RunFile::kConfig);
   if (!std::filesystem::is_regular_file(file)) return;
   RunConfig recorded;
+  nlohmann::json j;
   try {
-    const nlohmann::json j = read_json_file(file);
-    from_json(j, recorded);
-    // --norm_first came later: a torch run recorded without it trained LibTorch's post-LN layer.
-    if (!j.contains("norm_first") && parse_choice<ModelKind>(recorded.model) == ModelKind::kTorch) {
-      recorded.norm_first = false;
-    }
-  } catch (const std::exception& e) {  // not JSON, or a field of the wrong type
+    j = read_json_file(file);
+  } catch (const std::exception& e) {  // not JSON
     throw ConfigError("--resume: '" + file + "': " + json_message(e));
   }
-  if (parsed.count("preset")) apply_preset(recorded, parsed["preset"].as<std::string>());
+  // One schema: a folder of another is refused, untouched, before its fields are read.
+  if (const nlohmann::json v =
+          j.is_object() ? j.value("schema_version", nlohmann::json()) : nlohmann::json();
+      v != kSchemaVersion) {
+    throw ConfigError("--resume: '" + file + "' has schema_version " +
+                      (v.is_null() ? std::string("none") : v.dump()) + "; this bench reads " +
+                      std::to_string(kSchemaVersion) +
+                      " only: start the run again with its flags into a new folder");
+  }
+  try {
+    from_json(j, recorded);
+  } catch (const std::exception& e) {  // a field of the wrong type
+    throw ConfigError("--resume: '" + file + "': " + json_message(e));
+  }
+  if (parsed.count("preset")) {
+    apply_preset(recorded, choice_of<Preset>("preset", parsed["preset"].as<std::string>()));
+  }
   // Testing aids belong to the session that set them: a resumed run would crash again.
   recorded.fault_nan_step = 0;
   recorded.fault_exit_step = 0;
@@ -103,7 +115,7 @@ std::string closest_flag(const std::string& name) {
 
 nlohmann::json flag_table_json() {
   RunConfig quick;
-  apply_preset(quick, "quick");
+  apply_preset(quick, Preset::kQuick);
   const nlohmann::json reference_values = RunConfig{}, quick_values = quick;
   nlohmann::json flags = nlohmann::json::array();
   for (const FlagSpec& f : flag_table()) {
@@ -133,7 +145,7 @@ RunConfig help_defaults_(int argc, const char* const* argv) {
     std::string preset;
     if (arg == "--preset" && i + 1 < argc) preset = argv[i + 1];
     if (arg.rfind("--preset=", 0) == 0) preset = arg.substr(9);
-    if (parse_choice<Preset>(preset)) apply_preset(defaults, preset);
+    if (const auto p = parse_choice<Preset>(preset)) apply_preset(defaults, *p);
   }
   return defaults;
 }
@@ -173,7 +185,7 @@ std::string help_text_(cxxopts::Options& options, const RunConfig& defaults) {
       text.replace(at, theirs.size(), title + ":\n");
     }
   }
-  if (parse_choice<Preset>(defaults.preset) == Preset::kQuick) {
+  if (defaults.preset == Preset::kQuick) {
     text += "\n(defaults shown: --preset quick's values)\n";
   }
   return text + kExitCodes;
@@ -244,7 +256,7 @@ CliResult parse_cli(int argc, const char* const* argv) {
   out.version = !out.help && parsed.count("version") > 0;
   if (out.help || out.version) return out;
   if (parsed.count("export_corpus")) out.export_corpus = parsed["export_corpus"].as<std::string>();
-  apply_preset(out.config, parsed["preset"].as<std::string>());
+  apply_preset(out.config, choice_of<Preset>("preset", parsed["preset"].as<std::string>()));
   if (parsed.count("resume")) start_from_recorded_(out.config, parsed);
   for (const FlagSpec& f : flag_table()) {
     if (parsed.count(f.name) && std::string(f.name) != "preset") {

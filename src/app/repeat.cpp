@@ -116,7 +116,7 @@ std::string differences_(const nlohmann::json& recorded, const nlohmann::json& m
   std::string keys;
   for (const FlagSpec& f : flag_table()) {
     if (how_not_what_(f.name) || !recorded.contains(f.name)) continue;
-    if (!same_setting(recorded.at(f.name), mine.at(f.name))) {
+    if (recorded.at(f.name) != mine.at(f.name)) {
       keys += (keys.empty() ? "--" : ", --") + std::string(f.name);
     }
   }
@@ -133,7 +133,7 @@ std::vector<std::string> repetition_args(const RunConfig& cfg, const std::string
                                          const std::string& run_dir, int64_t k) {
   RunConfig base;
   apply_preset(base, cfg.preset);
-  std::vector<std::string> args = {self, "--preset", cfg.preset};
+  std::vector<std::string> args = {self, "--preset", name_of(cfg.preset)};
   for (const FlagSpec& f : flag_table()) {
     const std::string name = f.name;
     if (name == "preset" || name == "repeat" || how_not_what_(name)) continue;

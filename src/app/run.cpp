@@ -2,6 +2,7 @@
 // folder), trains (run_loop.cpp: warm-up, timed windows, evaluations, checkpoints, a stop on a
 // signal) and finishes (summary.json, built in one place, and the result).
 #include "trainbench/app/run.h"
+#include "trainbench/app/validate.h"
 
 #include "run_state.h"
 #include "trainbench/kernels/fused_kernels.h"
@@ -69,7 +70,7 @@ void Run::open_files_() {
       nlohmann::json env = collect_env(device_, threads_);
       env["gemm_path"] = setup_.gemm_paths;
       // Which build of the fused kernels' CPU rows ran (kernels/cpu: avx2 | avx512).
-      if (plan_.compile == CompilePath::kFused && !device_.is_cuda()) {
+      if (plan_.cfg.compile == CompilePath::kFused && !device_.is_cuda()) {
         env["cpu_rows"] = kernels::cpu_rows_isa();
       }
       writer_->write_env(env);
@@ -98,8 +99,8 @@ void Run::open_files_() {
   if (!files_error.empty()) throw RunError(files_error);
   elapsed_before_ = writer_ ? writer_->elapsed_before() : 0.0;
   log_info(
-      "run folder " + setup_.run_dir + ": " + name_of(plan_.model) + " model, " +
-      std::to_string(setup_.params) + " parameters, " + name_of(plan_.precision) + " on " +
+      "run folder " + setup_.run_dir + ": " + name_of(plan_.cfg.model) + " model, " +
+      std::to_string(setup_.params) + " parameters, " + name_of(plan_.cfg.dtype) + " on " +
       setup_.device_name + ", " + std::to_string(threads_) + " threads" +
       (dist_ ? " x " + std::to_string(world_()) + " processes (" + dist_->backend() + ")" : "") +
       ", " + setup_.backend + "; corpus " + setup_.corpus.source() + " (" +
@@ -132,7 +133,7 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
     return present ? v : nlohmann::json(nullptr);
   };
   const int64_t start = setup_.start_step;
-  const bool script = plan_.compile == CompilePath::kTorchScript;
+  const bool script = plan_.cfg.compile == CompilePath::kTorchScript;
   return {
       {"status", name_of(status_)},
       {"params", setup_.params},

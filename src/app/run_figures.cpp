@@ -47,13 +47,13 @@ void warn_about_setup(int threads, int local_world) {
 nlohmann::json gemm_paths(const RunPlan& plan) {
   const CpuIsa isa = effective_isa();
   const bool cuda = plan.cuda();
-  const char* lib = name_of(gemm_path_of(GemmRoute::kNative, plan.precision, isa, cuda));
-  const char* model = name_of(gemm_path_of(plan.gemm_route, plan.precision, isa, cuda));
-  return {{"dtype", name_of(plan.precision)},
+  const char* lib = name_of(gemm_path_of(GemmRoute::kNative, plan.cfg.dtype, isa, cuda));
+  const char* model = name_of(gemm_path_of(plan.gemm_route, plan.cfg.dtype, isa, cuda));
+  return {{"dtype", name_of(plan.cfg.dtype)},
           {"model_gemms", model},
           {"attention", model},
           {"libtorch", lib},
-          {"native_gemm", cuda || has_native_gemm(isa, plan.precision)},
+          {"native_gemm", cuda || has_native_gemm(isa, plan.cfg.dtype)},
           {"cpu_isa", isa_names(isa)}};
 }
 
@@ -70,11 +70,11 @@ std::string warn_about_lowp_gemm(const RunPlan& plan, const nlohmann::json& path
   if (!emulated && slowdown <= 1.1) return "";
   char ratio[32];
   std::snprintf(ratio, sizeof(ratio), "%.1fx", slowdown);
-  const bool fused = plan.compile == CompilePath::kFused;
-  const std::string dtype = name_of(plan.precision);
+  const bool fused = plan.cfg.compile == CompilePath::kFused;
+  const std::string dtype = name_of(plan.cfg.dtype);
   const std::string what = emulated
                                ? dtype + " has no native GEMM on this CPU (it lacks " +
-                                     native_gemm_needs(plan.precision) + "): LibTorch's " +
+                                     native_gemm_needs(plan.cfg.dtype) + "): LibTorch's " +
                                      (path == name_of(GemmPath::kReference)
                                           ? std::string("reference GEMM (one thread)")
                                           : std::string("oneDNN GEMM (emulated through float32)"))

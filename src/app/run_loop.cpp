@@ -77,7 +77,7 @@ Run::StepResult Run::run_step_() {
 void Run::account_(const StepResult& r) {
   const int64_t n = session_steps_();
   const StepKind kind = kind_of_(n);
-  if (plan_.compile == CompilePath::kTorchScript) {
+  if (plan_.cfg.compile == CompilePath::kTorchScript) {
     if (n <= kProfilingSteps) compile_s_ += r.seconds();
     if (n == cfg_.warmup_steps) script_fusion_groups_ = last_graph_fusion_groups();
   }

@@ -69,7 +69,7 @@ void log_probe_(const RunPlan& plan, const nlohmann::json& record) {
     return;
   }
   log_info("measured this model's GEMMs (" + std::to_string(model_gemm_products(plan.cfg).size()) +
-           " products: forward, input and weight gradients) for " + name_of(plan.precision) +
+           " products: forward, input and weight gradients) for " + name_of(plan.cfg.dtype) +
            (plan.lowp() ? " natively and as float32 GEMMs of rounded operands" : "") +
            (record["stored"].get<bool>() ? "; stored for later runs in " + file
             : record["disturbed"].get<bool>()
@@ -108,7 +108,7 @@ RunPlan decide_gemm_route_(const RunPlan& plan, DistContext* dist, bool rank0, i
   s.probe_cache = outcome.record;
   if (rank0) log_probe_(plan, s.probe_cache);
   if (dist) average_rates_(s.probe, *dist);
-  s.gemm_route = {{"lowp_gemm", plan.cfg.lowp_gemm}, {"probe_seconds", s.probe.seconds}};
+  s.gemm_route = {{"lowp_gemm", name_of(plan.cfg.lowp_gemm)}, {"probe_seconds", s.probe.seconds}};
   nlohmann::json rates = nlohmann::json::object();
   for (const RouteRate& r : s.probe.routes) rates[name_of(r.path)] = r.flops_per_s;
   s.gemm_route["flops_per_s"] = rates;
@@ -124,7 +124,7 @@ RunPlan decide_gemm_route_(const RunPlan& plan, DistContext* dist, bool rank0, i
   } else {
     const bool flag = plan.gemm_route_by == RouteChosenBy::kFlag;
     s.gemm_route["reason"] =
-        flag ? "forced by --lowp_gemm " + plan.cfg.lowp_gemm
+        flag ? std::string("forced by --lowp_gemm ") + name_of(plan.cfg.lowp_gemm)
              : "one route (" + std::string(plan.lowp() ? "not --compile fused" : "float32") + ")";
     s.gemm_route["chosen_by"] = flag ? "flag" : "one route";
   }
@@ -180,12 +180,12 @@ void open_data_(const RunPlan& plan, RunSetup& s) {
 nlohmann::json config_json_(const RunSetup& s, int threads) {
   const RunPlan& plan = s.plan;
   RunConfig resolved = plan.cfg;
-  resolved.device = plan.device_name();  // not the rank's own GPU index
+  resolved.device = plan.cuda() ? DeviceChoice::kCuda : DeviceChoice::kCpu;  // not the GPU index
   resolved.threads = threads;
   resolved.valid_bytes = s.split.valid_end - s.split.valid_begin;
-  resolved.dropout_impl = name_of(plan.dropout);
-  resolved.lowp_gemm = name_of(plan.gemm_route);
-  if (plan.dist.distributed()) resolved.dist_backend = name_of(plan.dist_backend);
+  resolved.dropout_impl = plan.dropout;
+  resolved.lowp_gemm = plan.gemm_route;
+  if (plan.dist.distributed()) resolved.dist_backend = plan.dist_backend;
   nlohmann::json j = resolved;
   j["run_dir"] = s.run_dir;
   j["corpus_source"] = s.corpus.source();
@@ -232,10 +232,10 @@ RunSetup prepare_run(const RunPlan& plan, int threads, DistContext* dist) {
   s.run_dir = cfg.resume.empty() ? run_dir_name(cfg) : cfg.resume;
   if (rank0) hold_run_folder_(cfg, s);
   open_data_(plan, s);
-  const bool script = plan.compile == CompilePath::kTorchScript;
-  s.backend = script                                ? configure_script_executor(plan.device)
-              : plan.compile == CompilePath::kFused ? "fused"
-                                                    : "eager";
+  const bool script = plan.cfg.compile == CompilePath::kTorchScript;
+  s.backend = script                                    ? configure_script_executor(plan.device)
+              : plan.cfg.compile == CompilePath::kFused ? "fused"
+                                                        : "eager";
   s.plan = decide_gemm_route_(plan, dist, rank0, threads, s);
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   const double build_start = synchronized_now_s(plan.device);

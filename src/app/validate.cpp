@@ -1,6 +1,6 @@
 // validate(): every flag's range and every rule between flags in one place (with the launch's
-// own rules, dist/dist.h's validate_dist), then the plan they make; the rules between choice
-// flags read the plan's types (core/plan.h), not the flags' text.
+// own rules, dist/dist.h's validate_dist), then the plan they make (make_plan: the `auto`
+// choices resolved once).
 #include "trainbench/app/validate.h"
 
 #include <filesystem>
@@ -8,6 +8,7 @@
 
 #include <torch/cuda.h>
 
+#include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/flags.h"
 #include "trainbench/core/plan.h"
 #include "trainbench/core/run_files.h"
@@ -19,6 +20,14 @@
 
 namespace trainbench {
 namespace {
+
+DropoutImpl resolve_dropout_(const RunPlan& p, DropoutImpl given) {
+  if (given != DropoutImpl::kAuto) return given;
+  if (p.cfg.compile == CompilePath::kFused) return DropoutImpl::kFused;  // their own masks
+  const bool eager_handcraft =
+      p.cfg.model == ModelKind::kHandcraft && p.cfg.compile == CompilePath::kNone;
+  return eager_handcraft && !p.cuda() ? DropoutImpl::kParallel : DropoutImpl::kNative;
+}
 
 // The sizes, steps and the run folder's flags.
 void check_run_shape_(const RunConfig& cfg) {
@@ -74,9 +83,10 @@ void check_run_shape_(const RunConfig& cfg) {
 // What the torch model cannot do, and the dropout kernels' rules.
 void check_model_rules_(const RunPlan& p) {
   const RunConfig& cfg = p.cfg;
-  const bool torch_model = p.model == ModelKind::kTorch;
+  const bool torch_model = cfg.model == ModelKind::kTorch;
   if (!torch_model && !cfg.norm_first) {
-    throw ConfigError("--norm_first: 0 is not allowed with --model " + cfg.model +
+    throw ConfigError("--norm_first: 0 is not allowed with --model " +
+                      std::string(name_of(cfg.model)) +
                       " (its blocks are pre-LayerNorm, as the original's); use --model torch for "
                       "LibTorch's post-LN layer, or --norm_first 1");
   }
@@ -85,8 +95,9 @@ void check_model_rules_(const RunPlan& p) {
         "--flash: 1 is not allowed with --model torch (nn::TransformerEncoder's C++ attention is "
         "a fixed composite with no fused kernel); use --model handcraft or --flash 0");
   }
-  const DropoutImpl given = choice_of<DropoutImpl>("dropout_impl", cfg.dropout_impl);
-  if (given == DropoutImpl::kParallel && (torch_model || p.compile == CompilePath::kTorchScript)) {
+  const DropoutImpl given = cfg.dropout_impl;
+  if (given == DropoutImpl::kParallel &&
+      (torch_model || cfg.compile == CompilePath::kTorchScript)) {
     throw ConfigError("--dropout_impl: 'parallel' is not allowed with " +
                       std::string(torch_model ? "--model torch (its nn layers apply "
                                                 "their own dropout)"
@@ -94,10 +105,10 @@ void check_model_rules_(const RunPlan& p) {
                                                 "uses torch.dropout)") +
                       "; use --dropout_impl auto|native");
   }
-  if ((p.compile == CompilePath::kFused) != (given == DropoutImpl::kFused) &&
+  if ((cfg.compile == CompilePath::kFused) != (given == DropoutImpl::kFused) &&
       given != DropoutImpl::kAuto) {
-    throw ConfigError("--dropout_impl: '" + cfg.dropout_impl + "' is not allowed with --compile " +
-                      cfg.compile +
+    throw ConfigError("--dropout_impl: '" + std::string(name_of(given)) +
+                      "' is not allowed with --compile " + name_of(cfg.compile) +
                       " (the fused kernels apply dropout with their own counter-based masks, "
                       "and only they); use --dropout_impl auto");
   }
@@ -106,29 +117,28 @@ void check_model_rules_(const RunPlan& p) {
 // The device, the compiled paths and the GEMM route.
 void check_compile_rules_(const RunPlan& p) {
   const RunConfig& cfg = p.cfg;
-  if (choice_of<DeviceChoice>("device", cfg.device) == DeviceChoice::kCuda &&
-      !torch::cuda::is_available()) {
+  if (cfg.device == DeviceChoice::kCuda && !torch::cuda::is_available()) {
     throw ConfigError(
         "--device: 'cuda' is not available (no GPU visible, or a build without "
         "CUDA); use --device cpu");
   }
-  if (p.compile != CompilePath::kNone && p.model == ModelKind::kTorch) {
-    throw ConfigError("--compile: '" + cfg.compile +
+  if (cfg.compile != CompilePath::kNone && cfg.model == ModelKind::kTorch) {
+    throw ConfigError("--compile: '" + std::string(name_of(cfg.compile)) +
                       "' is not allowed with --model torch (LibTorch's C++ "
                       "nn::TransformerEncoder has no TorchScript form and no fused twin); use "
                       "--model handcraft or --compile none");
   }
-  if (p.compile == CompilePath::kFused && !p.cuda()) {
+  if (cfg.compile == CompilePath::kFused && !p.cuda()) {
     const std::string why = kernels::cpu_kernels_unavailable();
     if (!why.empty()) throw ConfigError(why);
   }
-  if (choice_of<GemmRoute>("lowp_gemm", cfg.lowp_gemm) == GemmRoute::kFloat32 &&
-      p.compile != CompilePath::kFused) {
-    throw ConfigError("--lowp_gemm: 'float32' is not allowed with --compile " + cfg.compile +
+  if (cfg.lowp_gemm == GemmRoute::kFloat32 && cfg.compile != CompilePath::kFused) {
+    throw ConfigError("--lowp_gemm: 'float32' is not allowed with --compile " +
+                      std::string(name_of(cfg.compile)) +
                       " (eager and TorchScript runs measure LibTorch's own GEMMs); use "
                       "--compile fused or --lowp_gemm auto");
   }
-  if (p.compile == CompilePath::kTorchScript && cfg.warmup_steps < kProfilingSteps) {
+  if (cfg.compile == CompilePath::kTorchScript && cfg.warmup_steps < kProfilingSteps) {
     throw ConfigError(
         "--warmup_steps: " + std::to_string(cfg.warmup_steps) +
         " with --compile torchscript; allowed: >= " + std::to_string(kProfilingSteps) +
@@ -137,9 +147,10 @@ void check_compile_rules_(const RunPlan& p) {
 }
 
 void check_save_model_(const RunPlan& p) {
-  const std::string& file = p.cfg.save_model;
+  const RunConfig& cfg = p.cfg;
+  const std::string& file = cfg.save_model;
   if (file.empty()) return;
-  if (p.model == ModelKind::kTorch) {
+  if (cfg.model == ModelKind::kTorch) {
     throw ConfigError(
         "--save_model: not available with --model torch (no TorchScript form); "
         "use --model handcraft");
@@ -158,7 +169,7 @@ void check_save_model_(const RunPlan& p) {
 }  // namespace
 
 RunPlan validate(const RunConfig& cfg, const DistEnv& env) {
-  // Each flag's own range or choices, from the flag table; then the choices read as types.
+  // Each flag's own range, from the flag table (a choice flag's enum holds only its rows).
   for (const FlagSpec& f : flag_table()) check_flag(f, cfg);
   check_run_shape_(cfg);
   const RunPlan plan = make_plan(cfg, env);
@@ -166,12 +177,39 @@ RunPlan validate(const RunConfig& cfg, const DistEnv& env) {
   check_compile_rules_(plan);
   check_save_model_(plan);
   for (const std::string& problem :
-       {sdpa_backend_config_error(plan),
-        cuda_graph_config_error(plan, choice_of<DropoutImpl>("dropout_impl", cfg.dropout_impl))}) {
+       {sdpa_backend_config_error(plan), cuda_graph_config_error(plan)}) {
     if (!problem.empty()) throw ConfigError(problem);
   }
   validate_dist(plan);
   return plan;
+}
+
+RunPlan make_plan(const RunConfig& cfg, const DistEnv& dist) {
+  RunPlan p;
+  p.cfg = cfg;
+  p.dist = dist;
+  const bool cuda = cfg.device == DeviceChoice::kCuda ||
+                    (cfg.device == DeviceChoice::kAuto && torch::cuda::is_available());
+  p.device = !cuda ? c10::Device(c10::DeviceType::CPU)
+             : dist.distributed()
+                 ? c10::Device(c10::DeviceType::CUDA, static_cast<int8_t>(dist.local_rank))
+                 : c10::Device(c10::DeviceType::CUDA);
+  p.dropout = resolve_dropout_(p, cfg.dropout_impl);
+  if (!p.has_gemm_choice()) {
+    p.gemm_route = GemmRoute::kNative;
+    p.gemm_route_by = RouteChosenBy::kOneRoute;
+  } else if (cfg.lowp_gemm != GemmRoute::kAuto) {
+    p.gemm_route = cfg.lowp_gemm;
+    p.gemm_route_by = RouteChosenBy::kFlag;
+  } else {
+    p.gemm_route =
+        has_native_gemm(effective_isa(), cfg.dtype) ? GemmRoute::kNative : GemmRoute::kFloat32;
+    p.gemm_route_by = RouteChosenBy::kInstructionSets;
+  }
+  p.dist_backend = cfg.dist_backend != DistBackend::kAuto ? cfg.dist_backend
+                   : p.cuda()                             ? DistBackend::kNccl
+                                                          : DistBackend::kGloo;
+  return p;
 }
 
 }  // namespace trainbench

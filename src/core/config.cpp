@@ -15,8 +15,7 @@
 
 namespace trainbench {
 
-void apply_preset(RunConfig& cfg, const std::string& name) {
-  const Preset preset = choice_of<Preset>("preset", name);
+void apply_preset(RunConfig& cfg, Preset preset) {
   cfg = RunConfig{};
   if (preset == Preset::kQuick) {
     // Sized to finish in about a minute on 2 CPU cores while still learning visibly.
@@ -31,14 +30,14 @@ void apply_preset(RunConfig& cfg, const std::string& name) {
     cfg.eval_batches = 10;
     cfg.save_dir = "runs/quick";
   }
-  cfg.preset = name_of(preset);
+  cfg.preset = preset;
 }
 
 std::string run_dir_name(const RunConfig& cfg) {
   if (!cfg.run_folder.empty()) return cfg.run_folder;
-  std::string name =
-      cfg.save_dir + "_" + cfg.model + "_layer" + std::to_string(cfg.num_layer) + "_" + cfg.dtype;
-  if (const auto path = parse_choice<CompilePath>(cfg.compile)) name += row_of(*path).folder_suffix;
+  std::string name = cfg.save_dir + "_" + name_of(cfg.model) + "_layer" +
+                     std::to_string(cfg.num_layer) + "_" + name_of(cfg.dtype) +
+                     row_of(cfg.compile).folder_suffix;
   if (cfg.flash) name += "_flash";
   return name;
 }
@@ -53,28 +52,20 @@ bool switch_on(const nlohmann::json& value) {
   return value.is_number() && value.get<double>() != 0;
 }
 
-std::string compile_path(const nlohmann::json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  return name_of(switch_on(value) ? CompilePath::kTorchScript : CompilePath::kNone);
-}
-
-bool same_setting(const nlohmann::json& a, const nlohmann::json& b) {
-  // --compile was a switch before it named its path: false/0 is "none", true/1 "torchscript".
-  if (a.is_string() != b.is_string() &&
-      (a.is_boolean() || a.is_number() || b.is_boolean() || b.is_number())) {
-    return compile_path(a) == compile_path(b);
-  }
-  if (a.is_boolean() != b.is_boolean() && (a.is_number() || b.is_number())) {
-    return switch_on(a) == switch_on(b);
-  }
-  return a == b;
-}
-
-// One key per flag, named as the flag without dashes, in the flag table's order.
+// One key per flag, named as the flag without dashes, in the flag table's order; a choice flag
+// by its name.
 void to_json(nlohmann::json& j, const RunConfig& cfg) {
   j = nlohmann::json::object();
   for (const FlagSpec& f : flag_table()) {
-    std::visit([&](auto member) { j[f.name] = cfg.*member; }, f.field);
+    if (const auto* choice = std::get_if<ChoiceField>(&f.field)) {
+      j[f.name] = choice->get(cfg);
+    } else {
+      std::visit(
+          [&](auto member) {
+            if constexpr (!std::is_same_v<decltype(member), ChoiceField>) j[f.name] = cfg.*member;
+          },
+          f.field);
+    }
   }
 }
 
@@ -90,18 +81,21 @@ std::string json_message(const std::exception& e) {
 namespace {
 
 // What a flag's config.json value must be, in words, and whether `v` is one.
-std::pair<const char*, bool> expected_(const FlagSpec& f, const nlohmann::json& v) {
+std::pair<std::string, bool> expected_(const FlagSpec& f, const nlohmann::json& v) {
   switch (f.kind) {
     case FlagKind::kInt:
       return {"an integer", v.is_number_integer()};
     case FlagKind::kNumber:
       return {"a number", v.is_number()};
     case FlagKind::kBool:
-      return {"true or false (or 0/1)", v.is_boolean() || v.is_number_integer()};
+      return {"true or false", v.is_boolean()};
     case FlagKind::kText:
-      // --compile was a switch in older folders: 0/1 and false/true still name its paths.
-      return {"a string", v.is_string() || (std::string(f.name) == "compile" &&
-                                            (v.is_boolean() || v.is_number_integer()))};
+      if (f.choices.empty()) return {"a string", v.is_string()};
+      std::string names;
+      for (const std::string& n : f.choices) names += (names.empty() ? "" : "|") + n;
+      return {"one of " + names,
+              v.is_string() && std::find(f.choices.begin(), f.choices.end(),
+                                         v.get<std::string>()) != f.choices.end()};
   }
   return {"", true};
 }
@@ -118,20 +112,15 @@ void from_json(const nlohmann::json& j, RunConfig& cfg) {
       throw ConfigError("field '" + std::string(f.name) + "' is " + v.type_name() + " (" +
                         v.dump() + "); expected " + want);
     }
-    std::visit(
-        [&](auto member) {
-          using T = std::decay_t<decltype(cfg.*member)>;
-          // Switches were written as 0/1 before they were bools (older run folders, the peers).
-          if constexpr (std::is_same_v<T, bool>) {
-            cfg.*member = v.is_number() ? switch_on(v) : v.get<bool>();
-          } else if constexpr (std::is_same_v<T, std::string>) {
-            // A text flag that was a switch (--compile): 0/1, false/true name its old choices.
-            cfg.*member = v.is_string() ? v.get<std::string>() : compile_path(v);
-          } else {
-            v.get_to(cfg.*member);
-          }
-        },
-        f.field);
+    if (const auto* choice = std::get_if<ChoiceField>(&f.field)) {
+      choice->set(cfg, v.get<std::string>());
+    } else {
+      std::visit(
+          [&](auto member) {
+            if constexpr (!std::is_same_v<decltype(member), ChoiceField>) v.get_to(cfg.*member);
+          },
+          f.field);
+    }
   }
 }
 

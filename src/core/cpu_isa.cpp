@@ -71,6 +71,7 @@ CpuIsa hardware_isa() {
   const bool ymm = (xcr0 & 0x6) == 0x6;            // SSE + AVX state
   const bool zmm = ymm && (xcr0 & 0xe0) == 0xe0;   // opmask + ZMM state
   const bool tiles = (xcr0 & 0x60000) == 0x60000;  // AMX tile config + data
+  isa.sse4_2 = bit_(l1.c, 20);
   isa.avx2 = ymm && bit_(l7.b, 5);
   isa.fma = ymm && bit_(l1.c, 12);
   isa.f16c = ymm && bit_(l1.c, 29);

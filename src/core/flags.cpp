@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <type_traits>
 
@@ -47,9 +48,15 @@ FlagSpec text_flag(const char* name, G group, std::string C::*field, const char*
 // A flag whose values are the rows of E's table (core/choices.h): its choices, its help (head,
 // each row's name and words, tail) and its other spellings (a row's aliases) come from there.
 template <class E>
-FlagSpec choice_flag(const char* name, G group, std::string C::*field, const std::string& head,
+FlagSpec choice_flag(const char* name, G group, E C::*field, const std::string& head,
                      const std::string& tail) {
-  FlagSpec f = row(name, group, K::kText, field, choice_help<E>(head, tail));
+  const ChoiceField typed{[field](const RunConfig& cfg) { return name_of(cfg.*field); },
+                          [field](RunConfig& cfg, const std::string& text) {
+                            const std::optional<E> v = parse_choice<E>(text);
+                            if (v) cfg.*field = *v;
+                            return v.has_value();
+                          }};
+  FlagSpec f = row(name, group, K::kText, typed, choice_help<E>(head, tail));
   f.choices = choice_names<E>();
   for (const auto& r : ChoiceTable<E>::rows) {
     if constexpr (requires { r.aliases; }) {
@@ -221,60 +228,47 @@ const FlagSpec* find_flag(const std::string& name) {
 }
 
 std::string flag_text(const FlagSpec& f, const RunConfig& cfg) {
-  return std::visit(
-      [&](auto member) -> std::string {
-        const auto& v = cfg.*member;
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, std::string>) {
-          return v;
-        } else if constexpr (std::is_same_v<T, bool>) {
-          return v ? "1" : "0";
-        } else if constexpr (std::is_same_v<T, double>) {
-          return number_text_(v);
-        } else {
-          return std::to_string(v);
-        }
-      },
-      f.field);
+  if (const auto* choice = std::get_if<ChoiceField>(&f.field)) return choice->get(cfg);
+  if (const auto* text = std::get_if<std::string C::*>(&f.field)) return cfg.**text;
+  if (const auto* on = std::get_if<bool C::*>(&f.field)) return cfg.**on ? "1" : "0";
+  if (const auto* number = std::get_if<double C::*>(&f.field)) return number_text_(cfg.**number);
+  return std::to_string(cfg.*std::get<int64_t C::*>(f.field));
 }
 
 void set_flag(const FlagSpec& f, RunConfig& cfg, const std::string& text) {
   const std::string flag = std::string("--") + f.name;
-  std::visit(
-      [&](auto member) {
-        auto& v = cfg.*member;
-        using T = std::decay_t<decltype(v)>;
-        errno = 0;
-        char* end = nullptr;
-        if constexpr (std::is_same_v<T, std::string>) {
-          v = text;
-          for (const auto& [spelling, choice] : f.aliases) {
-            if (text == spelling) v = choice;
-          }
-        } else if constexpr (std::is_same_v<T, bool>) {
-          if (text != "0" && text != "1" && text != "true" && text != "false") {
-            // A number is shown as it is, other text quoted: "2 is not allowed", "'maybe' ...".
-            const bool number =
-                !text.empty() && text.find_first_not_of("-0123456789") == std::string::npos;
-            throw ConfigError(flag + ": " + (number ? text : "'" + text + "'") +
-                              " is not allowed; use 0|1");
-          }
-          v = text == "1" || text == "true";
-        } else if constexpr (std::is_same_v<T, double>) {
-          const double d = std::strtod(text.c_str(), &end);
-          if (text.empty() || *end != '\0' || errno == ERANGE) {
-            throw ConfigError(flag + ": '" + text + "' is not a number; allowed: a number");
-          }
-          v = d;
-        } else {
-          const long long i = std::strtoll(text.c_str(), &end, 10);
-          if (text.empty() || *end != '\0' || errno == ERANGE) {
-            throw ConfigError(flag + ": '" + text + "' is not an integer; allowed: an integer");
-          }
-          v = i;
-        }
-      },
-      f.field);
+  errno = 0;
+  char* end = nullptr;
+  if (const auto* choice = std::get_if<ChoiceField>(&f.field)) {
+    std::string name = text;
+    for (const auto& [spelling, value] : f.aliases) {
+      if (text == spelling) name = value;
+    }
+    if (!choice->set(cfg, name)) throw not_a_choice(f.name, text, f.choices);
+  } else if (const auto* any = std::get_if<std::string C::*>(&f.field)) {
+    cfg.** any = text;
+  } else if (const auto* on = std::get_if<bool C::*>(&f.field)) {
+    if (text != "0" && text != "1" && text != "true" && text != "false") {
+      // A number is shown as it is, other text quoted: "2 is not allowed", "'maybe' ...".
+      const bool number =
+          !text.empty() && text.find_first_not_of("-0123456789") == std::string::npos;
+      throw ConfigError(flag + ": " + (number ? text : "'" + text + "'") +
+                        " is not allowed; use 0|1");
+    }
+    cfg.** on = text == "1" || text == "true";
+  } else if (const auto* number = std::get_if<double C::*>(&f.field)) {
+    const double d = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || errno == ERANGE) {
+      throw ConfigError(flag + ": '" + text + "' is not a number; allowed: a number");
+    }
+    cfg.** number = d;
+  } else {
+    const long long i = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno == ERANGE) {
+      throw ConfigError(flag + ": '" + text + "' is not an integer; allowed: an integer");
+    }
+    cfg.*std::get<int64_t C::*>(f.field) = i;
+  }
 }
 
 void check_flag(const FlagSpec& f, const RunConfig& cfg) {
@@ -298,14 +292,7 @@ void check_flag(const FlagSpec& f, const RunConfig& cfg) {
       }
       break;
     }
-    case K::kText: {
-      const std::string& v = cfg.*std::get<std::string C::*>(f.field);
-      if (!f.choices.empty() &&
-          std::find(f.choices.begin(), f.choices.end(), v) == f.choices.end()) {
-        throw not_a_choice(f.name, v, f.choices);
-      }
-      break;
-    }
+    case K::kText:  // any text, or a choice flag's enum, which holds only its rows
     case K::kBool:
       break;
   }

@@ -14,23 +14,23 @@
 
 namespace trainbench {
 
-std::string cuda_graph_config_error(const RunPlan& plan, DropoutImpl given_dropout) {
+std::string cuda_graph_config_error(const RunPlan& plan) {
   const RunConfig& cfg = plan.cfg;
   if (!cfg.cuda_graph) return "";
   if (!cfg.fused_adam) {
     return "--cuda_graph: 1 needs --fused_adam 1 (torch::optim::Adam keeps its step count on the "
            "host, which a captured graph would freeze); use --fused_adam 1 or --cuda_graph 0";
   }
-  if (plan.compile == CompilePath::kTorchScript) {
+  if (cfg.compile == CompilePath::kTorchScript) {
     return "--cuda_graph: 1 is not allowed with --compile torchscript (the TorchScript executor "
            "re-optimizes its graph during the first runs); use --compile none or --cuda_graph 0";
   }
-  if (plan.compile == CompilePath::kFused) {
+  if (cfg.compile == CompilePath::kFused) {
     return "--cuda_graph: 1 is not allowed with --compile fused (its dropout keys are drawn on "
            "the host each step and a replay would repeat the captured masks); use --compile "
            "none or --cuda_graph 0";
   }
-  if (given_dropout == DropoutImpl::kParallel) {
+  if (cfg.dropout_impl == DropoutImpl::kParallel) {
     return "--cuda_graph: 1 is not allowed with --dropout_impl parallel (a CPU-only kernel); use "
            "--dropout_impl auto|native";
   }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cpu/rows.h"
+#include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/errors.h"
 #include "trainbench/kernels/fused_kernels.h"
 
@@ -16,33 +17,38 @@
 #endif
 
 namespace trainbench::kernels {
-namespace {
 
-// The rows build for this process: TB_CPU_ROWS (avx2 | avx512) where set, else the widest the
-// CPU runs. "" when none runs (cpu_kernels_unavailable says why).
-std::string pick_rows_isa_(std::string* why) {
-  const char* env = std::getenv("TB_CPU_ROWS");
-  const std::string forced = env ? env : "";
+std::string rows_isa_for(const CpuIsa& isa, const std::string& forced, std::string* why) {
+  // The sets each build is compiled for (CMakeLists.txt's flags of src/kernels/cpu/rows.cpp).
+  const bool avx2 = isa.avx2 && isa.fma && isa.f16c;
+  const bool avx512 = avx2 && isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512dq;
   if (!forced.empty() && forced != "avx2" && forced != "avx512") {
     *why = "TB_CPU_ROWS: '" + forced + "' is not allowed; use avx2 or avx512 (or leave it unset)";
     return "";
   }
-  if (forced == "avx512" && !cpu::avx512::cpu_supported()) {
+  if (forced == "avx512" && !avx512) {
     *why = "TB_CPU_ROWS=avx512: this CPU lacks AVX-512 F/BW/VL/DQ; use avx2 or leave it unset";
     return "";
   }
-  if (!cpu::avx2::cpu_supported()) {
+  if (!avx2) {
     *why =
         "--compile fused: this CPU lacks AVX2, FMA or F16C, which the fused CPU kernels are "
         "built for; use --compile none";
     return "";
   }
-  if (forced.empty()) return cpu::avx512::cpu_supported() ? "avx512" : "avx2";
+  if (forced.empty()) return avx512 ? "avx512" : "avx2";
   return forced;
 }
+
+namespace {
+
+// The rows build for this process, picked once (TB_CPU_ROWS, or the widest this CPU runs).
 struct RowsIsa {
   std::string name, why;
-  RowsIsa() { name = pick_rows_isa_(&why); }
+  RowsIsa() {
+    const char* forced = std::getenv("TB_CPU_ROWS");
+    name = rows_isa_for(hardware_isa(), forced ? forced : "", &why);
+  }
 };
 const RowsIsa& rows_isa_() {
   static const RowsIsa isa;

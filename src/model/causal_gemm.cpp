@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include <ATen/ops/bmm.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
 
 namespace trainbench {
 
@@ -19,9 +18,6 @@ int64_t causal_block_for(c10::ScalarType dtype, int64_t seq, bool cuda) {
 
 torch::Tensor causal_scores(const torch::Tensor& a, const torch::Tensor& b, c10::ScalarType dtype,
                             int64_t block) {
-  // Outside autocast, which would cast float32 operands back (the trainer's forward runs
-  // under it).
-  const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
   const int64_t s = a.size(1);
   if (block >= s) {
     const torch::Tensor whole = at::bmm(a, b.transpose(1, 2));

@@ -74,7 +74,7 @@ PeakFlops resolve_peak_flops(const RunPlan& plan, const std::string& device_name
                              const GemmProbe& probe) {
   if (plan.cfg.peak_tflops > 0) return {plan.cfg.peak_tflops * 1e12, "flag", "", nullptr};
   if (plan.cuda()) {
-    const double peak = gpu_peak_flops(device_name, plan.precision);
+    const double peak = gpu_peak_flops(device_name, plan.cfg.dtype);
     if (peak > 0) return {peak, "table:" + device_name, name_of(GemmPath::kCuda), nullptr};
     return {0, "unknown", name_of(GemmPath::kCuda), nullptr};
   }

@@ -74,9 +74,6 @@ class FusedBlockImpl : public BlockLayers {
       o = causal_attention(q, k, v, route_);  // [B, H, S, hd]
     } else if (route_ == GemmRoute::kFloat32 && q.scalar_type() != torch::kFloat &&
                q.scalar_type() != torch::kDouble) {
-      // Outside autocast, which would cast the float32 inputs back (the trainer's forward runs
-      // under it).
-      const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
       o = at::scaled_dot_product_attention(q.to(torch::kFloat), k.to(torch::kFloat),
                                            v.to(torch::kFloat), {}, 0.0, true)
               .to(q.scalar_type());

@@ -48,10 +48,7 @@ bool upcast_(GemmRoute r, const Tensor& t) {
 // it feeds two GEMMs), else the tensor itself.
 Tensor up_(const Tensor& t, GemmRoute r) { return upcast_(r, t) ? t.to(torch::kFloat) : t; }
 // The product of operands from up_(), in the dtype `out`: a float32 result is rounded once.
-// It runs outside autocast, which would cast float32 operands back to the dtype (the trainer's
-// forward runs under it).
 Tensor gemm_(const Tensor& a, const Tensor& b, c10::ScalarType out) {
-  const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
   const Tensor y = a.dim() == 3 ? torch::bmm(a, b) : torch::mm(a, b);
   return y.scalar_type() == out ? y : y.to(out);
 }
@@ -89,7 +86,6 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
     if (!present_(b)) {
       y = gemm_(up_(x, r), up_(w, r).t(), out);  // [N, out]
     } else if (up) {
-      const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
       y = torch::addmm(b.to(torch::kFloat), x.to(torch::kFloat), w.t().to(torch::kFloat)).to(out);
     } else {
       y = torch::addmm(b.to(x.scalar_type()), x, w.t());

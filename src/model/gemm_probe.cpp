@@ -115,11 +115,11 @@ RouteRate measure_route_(const RunPlan& plan, GemmRoute route, int trials, doubl
   torch::NoGradGuard no_grad;
   // A private generator: the probe must not move the run's seeded random stream.
   at::Generator gen = at::detail::createCPUGenerator(0);
-  const c10::ScalarType dtype = plan.compute_dtype;
+  const c10::ScalarType dtype = scalar_type_of(plan.cfg.dtype);
   const bool rounded = route == GemmRoute::kFloat32;
   RouteRate r;
   r.route = route;
-  r.path = gemm_path_of(route, plan.precision, effective_isa(), false);
+  r.path = gemm_path_of(route, plan.cfg.dtype, effective_isa(), false);
   const bool slow = r.path == GemmPath::kReference;
   r.products = nlohmann::json::array();
   double flops = 0, seconds = 0, gemm_seconds = 0;
@@ -218,7 +218,7 @@ nlohmann::json GemmProbe::to_json() const {
 GemmProbe probe_gemm(const RunPlan& plan, int trials, double product_budget_s) {
   const auto t0 = clock_::now();
   GemmProbe probe;
-  probe.dtype = plan.precision;
+  probe.dtype = plan.cfg.dtype;
   probe.trials = trials;
   probe.routes.push_back(measure_route_(plan, GemmRoute::kNative, trials, product_budget_s));
   if (plan.lowp()) {

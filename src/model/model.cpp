@@ -20,7 +20,7 @@ ModelOptions ModelOptions::from_plan(const RunPlan& plan) {
   o.flash = cfg.flash;
   o.norm_first = cfg.norm_first;
   o.parallel_dropout = plan.dropout == DropoutImpl::kParallel;
-  o.compute_dtype = plan.compute_dtype;
+  o.compute_dtype = scalar_type_of(plan.cfg.dtype);
   o.gemm_route = plan.gemm_route;
   return o;
 }
@@ -51,8 +51,8 @@ BlockLayers::BlockLayers(const ModelOptions& o) {
 
 std::shared_ptr<LanguageModel> make_model(const RunPlan& plan) {
   const ModelOptions o = ModelOptions::from_plan(plan);
-  if (plan.model == ModelKind::kTorch) return make_torch_model(o);
-  switch (plan.compile) {
+  if (plan.cfg.model == ModelKind::kTorch) return make_torch_model(o);
+  switch (plan.cfg.compile) {
     case CompilePath::kTorchScript:
       return make_scripted_model(o);
     case CompilePath::kFused:

@@ -14,6 +14,7 @@
 #include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/cpu_noise.h"
 #include "trainbench/core/log.h"
+#include "trainbench/core/run_files.h"
 
 namespace trainbench {
 
@@ -49,7 +50,13 @@ nlohmann::json read_cache_(const std::string& file) {
   std::ifstream in(file);
   try {
     nlohmann::json j = nlohmann::json::parse(in);
-    if (j.is_object() && j.value("entries", nlohmann::json()).is_object()) return j;
+    if (j.is_object() && j.value("entries", nlohmann::json()).is_object()) {
+      if (j.value("schema_version", nlohmann::json()) == kSchemaVersion) return j;
+      log_warn("GEMM probe cache '" + file + "' has schema_version " +
+               j.value("schema_version", nlohmann::json()).dump() + ", not " +
+               std::to_string(kSchemaVersion) + "; measuring again (and replacing its entries)");
+      return nlohmann::json::object();
+    }
   } catch (const nlohmann::json::exception&) {
   }
   log_warn("GEMM probe cache '" + file + "' is not one bench wrote; measuring (and replacing it)");
@@ -90,7 +97,7 @@ std::string probe_cache_key(const RunPlan& plan, int threads) {
   for (const std::string& part :
        {cpu_model_name_(), std::string("|isa="), isa, std::string("|libtorch=" TORCH_VERSION),
         std::string("|threads=") + std::to_string(threads),
-        std::string("|dtype=") + name_of(plan.precision), std::string("|gemms="), gemms}) {
+        std::string("|dtype=") + name_of(plan.cfg.dtype), std::string("|gemms="), gemms}) {
     key += part;
   }
   return key;
@@ -112,9 +119,6 @@ GemmProbe probe_from_json(const nlohmann::json& j) {
     rate.path = *path;
     rate.flops_per_s = r.at("flops_per_s").get<double>();
     rate.peak_flops_per_s = r.at("peak_flops_per_s").get<double>();
-    if (!r.contains("gemm_flops_per_s")) {
-      throw std::runtime_error("written by an earlier bench, without gemm_flops_per_s");
-    }
     rate.gemm_flops_per_s = r.at("gemm_flops_per_s").get<double>();
     rate.rows = r.value("rows", int64_t{0});
     rate.products = r.value("products", nlohmann::json::array());
@@ -179,7 +183,7 @@ ProbeOutcome cached_or_measured_probe(const RunPlan& plan, int threads) {
   out.record["disturbed"] = disturbed;
   out.record["stored"] = false;
   if (file.empty() || disturbed || out.probe.injected) return out;
-  cache["schema_version"] = 1;
+  cache["schema_version"] = kSchemaVersion;
   if (!cache.contains("entries")) cache["entries"] = nlohmann::json::object();
   cache["entries"][key] = {
       {"measured_at", now}, {"attempts", attempts}, {"probe", out.probe.to_json()}};

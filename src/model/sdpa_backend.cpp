@@ -60,7 +60,7 @@ SdpaBackendGuard::~SdpaBackendGuard() {
 }
 
 std::string sdpa_backend_config_error(const RunPlan& plan) {
-  const SdpaBackend b = plan.sdpa_backend;
+  const SdpaBackend b = plan.cfg.sdpa_backend;
   if (b == SdpaBackend::kAuto) return "";
   if (!plan.cfg.flash) {
     return flag_prefix_(b) +
@@ -87,12 +87,14 @@ std::string sdpa_backend_config_error(const RunPlan& plan) {
 std::string resolve_sdpa_backend(const RunPlan& plan) {
   const RunConfig& cfg = plan.cfg;
   if (!cfg.flash) return "";
-  SdpaBackendGuard guard(plan.sdpa_backend);
+  SdpaBackendGuard guard(plan.cfg.sdpa_backend);
   // q, k, v as the attention sees them: [batch, heads, seq, head_dim] in the compute dtype
   // (autocast casts the qkv projection's output), requiring grad as in training. Zeros, not
   // randn: the probe must not move the seeded random stream.
-  const auto opts =
-      torch::TensorOptions().dtype(plan.compute_dtype).device(plan.device).requires_grad(true);
+  const auto opts = torch::TensorOptions()
+                        .dtype(scalar_type_of(plan.cfg.dtype))
+                        .device(plan.device)
+                        .requires_grad(true);
   const torch::Tensor q =
       torch::zeros({1, cfg.num_heads, cfg.seq_len, cfg.d_model / cfg.num_heads}, opts);
   int64_t choice = -1;
@@ -104,10 +106,10 @@ std::string resolve_sdpa_backend(const RunPlan& plan) {
     why = why.substr(0, why.find('\n'));
   }
   const std::string name = choice < 0 ? "" : backend_name_(choice);
-  const SdpaBackend forced = plan.sdpa_backend;
+  const SdpaBackend forced = plan.cfg.sdpa_backend;
   if (forced != SdpaBackend::kAuto && name != name_of(forced)) {
     throw ConfigError(flag_prefix_(forced) + "cannot run this attention (" +
-                      name_of(plan.precision) + ", head_dim " +
+                      name_of(plan.cfg.dtype) + ", head_dim " +
                       std::to_string(cfg.d_model / cfg.num_heads) + ", seq_len " +
                       std::to_string(cfg.seq_len) + " on " + plan.device.str() +
                       "): " + (why.empty() ? "LibTorch picks '" + name + "'" : why) +

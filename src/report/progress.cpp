@@ -33,7 +33,7 @@ std::string num_or_dash_(const nlohmann::json& v, int precision, double scale = 
 }
 
 // A switch as the command line writes it: 0 or 1 (config.json holds true/false).
-std::string switch_(const nlohmann::json& v) { return switch_on(v) ? "1" : "0"; }
+std::string switch_(const nlohmann::json& v) { return v == true ? "1" : "0"; }
 
 }  // namespace
 
@@ -142,8 +142,8 @@ std::string summary_table(const nlohmann::json& config, const nlohmann::json& su
      << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
      << "| " << config["model"].get<std::string>() << " | " << config["dtype"].get<std::string>()
      << " | " << config["num_layer"] << " | " << switch_(config["flash"]) << " | "
-     << compile_path(config["compile"]) << " | " << config["device"].get<std::string>() << processes
-     << " | " << num_or_dash_(summary["sequences_per_s"], 1) << " | "
+     << config["compile"].get<std::string>() << " | " << config["device"].get<std::string>()
+     << processes << " | " << num_or_dash_(summary["sequences_per_s"], 1) << " | "
      << num_or_dash_(summary["tokens_per_s"], 0) << " | "
      << (st.contains("median") ? num_or_dash_(st["median"], 1) + " (" +
                                      num_or_dash_(st.value("min", nlohmann::json()), 1) + "-" +

@@ -36,7 +36,7 @@ template <std::string RunRecord::*f>
 nlohmann::json text_(const RunRecord& r) {
   return r.*f;
 }
-// "" (older folders, the peers) is null in the JSON.
+// "" (what the peers do not write) is null in the JSON.
 template <std::string RunRecord::*f>
 nlohmann::json text_or_null_(const RunRecord& r) {
   return (r.*f).empty() ? nlohmann::json() : nlohmann::json(r.*f);

@@ -72,18 +72,20 @@ nlohmann::json unfinished_summary_(const std::string& dir) {
 std::string label_of_(const nlohmann::json& config, const std::string& cfile) {
   const std::string framework = config.value("framework", std::string("libtorch"));
   std::string label = framework + " " + field_<std::string>(config, cfile, "model");
-  // The torch model's blocks are pre-LN unless norm_first says otherwise (folders from before
-  // the flag ran LibTorch's post-LN layer).
+  // Switches are true/false in bench's config.json, 0/1 in the peers'.
+  auto on = [&](const char* key) { return config.contains(key) && switch_on(config.at(key)); };
+  // The torch model's blocks are pre-LN unless norm_first says otherwise.
   if (parse_choice<ModelKind>(config.value("model", std::string())) == ModelKind::kTorch &&
-      !(config.contains("norm_first") && switch_on(config.at("norm_first")))) {
+      !on("norm_first")) {
     label += " post-LN";
   }
-  // Switches are true/false in bench's config.json, 0/1 in the peers' and older ones.
-  auto on = [&](const char* key) { return config.contains(key) && switch_on(config.at(key)); };
-  // bench's TorchScript path and the peers' torch.compile / jax.jit read "compiled"; bench's
-  // own kernels "fused".
+  // bench's TorchScript path and the peers' torch.compile / jax.jit (their --compile 1, the
+  // original's switch) read "compiled"; bench's own kernels "fused".
   if (config.contains("compile")) {
-    const auto path = parse_choice<CompilePath>(compile_path(config.at("compile")));
+    const nlohmann::json& given = config.at("compile");
+    const auto path = given.is_string() ? parse_choice<CompilePath>(given.get<std::string>())
+                      : on("compile")   ? CompilePath::kTorchScript
+                                        : CompilePath::kNone;
     if (path == CompilePath::kTorchScript) label += " compiled";
     if (path == CompilePath::kFused) label += " fused";
     if (path == CompilePath::kFused &&
@@ -112,9 +114,12 @@ RunRecord read_run(const std::string& dir) {
   const nlohmann::json summary =
       finished ? read_json_file(run_file(dir, RunFile::kSummary)) : unfinished_summary_(dir);
   for (const auto* j : {&config, &summary}) {
-    if (!j->is_object() || !j->contains("schema_version") ||
-        !(*j)["schema_version"].is_number_integer() || (*j)["schema_version"] != kSchemaVersion) {
-      throw RunError("'" + dir + "': schema_version is not " + std::to_string(kSchemaVersion));
+    const nlohmann::json v =
+        j->is_object() ? j->value("schema_version", nlohmann::json()) : nlohmann::json();
+    if (v != kSchemaVersion) {
+      throw RunError("'" + dir + "': schema_version " + (v.is_null() ? "none" : v.dump()) +
+                     "; this bench reads " + std::to_string(kSchemaVersion) +
+                     " only: run that configuration again with this bench");
     }
   }
   RunRecord r;

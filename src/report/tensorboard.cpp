@@ -18,6 +18,7 @@
 #include "proto/tb_event.pb.h"
 #include "proto/tb_hparams.pb.h"
 #include "trainbench/core/atomic_file.h"
+#include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/errors.h"
 #include "trainbench/core/flags.h"
 #include "trainbench/core/run_files.h"
@@ -86,14 +87,18 @@ tensorboard::Event hparams_event_(const std::string& tag, int64_t step, double w
 
 }  // namespace
 
-uint32_t crc32c(const void* data, size_t n) {
-  static const bool have = __builtin_cpu_supports("sse4.2");
-  if (!have) {
+uint32_t crc32c(const void* data, size_t n, const CpuIsa& isa) {
+  if (!isa.sse4_2) {
     throw RunError(
         "TensorBoard event files need the CPU's SSE4.2 CRC-32C instruction, which "
         "this CPU lacks; run with --tensorboard 0");
   }
   return crc32c_sse42_(static_cast<const unsigned char*>(data), n);
+}
+
+uint32_t crc32c(const void* data, size_t n) {
+  static const CpuIsa isa = hardware_isa();
+  return crc32c(data, n, isa);
 }
 
 uint32_t masked_crc32c(const void* data, size_t n) {

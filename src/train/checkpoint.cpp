@@ -97,11 +97,10 @@ void write_sum_(const std::string& path, const Sum& sum) {
   write_file_atomic(path + kSumSuffix, text);
 }
 
-// Why the checkpoint at `path` is not whole ("" when it is, or when it has no record: a folder
-// from before records, left to LibTorch's own archive checks).
+// Why the checkpoint at `path` is not whole ("" when it is). Its record is written before it.
 std::string damage_(const std::string& path) {
   FILE* f = std::fopen((path + kSumSuffix).c_str(), "r");
-  if (!f) return "";
+  if (!f) return "its record " + path + kSumSuffix + " is missing";
   unsigned long long want_bytes = 0;
   unsigned want_crc = 0;
   const int got = std::fscanf(f, "%llu %x", &want_bytes, &want_crc);
@@ -232,15 +231,7 @@ std::vector<std::string> resume_config_differences(const nlohmann::json& saved,
   std::vector<std::string> differ;
   for (const auto& [key, value] : now.items()) {
     if (resume_may_change(key)) continue;  // the flag table's resume rule
-    // --lowp_gemm came later: a folder without it ran the dtype's own GEMMs.
-    if (key == "lowp_gemm" && !saved.contains(key) && value == "native") continue;
-    // --norm_first came later too: a torch model without it was post-LN, the others pre-LN.
-    if (key == "norm_first" && !saved.contains(key) &&
-        value == (saved.value("model", std::string()) != "torch")) {
-      continue;
-    }
-    // same_setting: a switch saved as 0/1 (before switches were bools) equals false/true.
-    if (!saved.contains(key) || !same_setting(saved.at(key), value)) differ.push_back(key);
+    if (!saved.contains(key) || saved.at(key) != value) differ.push_back(key);
   }
   return differ;
 }

@@ -10,12 +10,23 @@
 #include "trainbench/dist/grad_sync.h"
 
 namespace trainbench {
+namespace {
+
+// The precision autocast runs a forward in: the run's for the eager and TorchScript models
+// (LibTorch's own mixed precision is what they measure); float32, which leaves autocast off,
+// for the fused model, which casts to its compute dtype itself (model/fused_model.cpp).
+Precision autocast_precision_(const RunConfig& cfg) {
+  return cfg.compile == CompilePath::kFused ? Precision::kFloat32 : cfg.dtype;
+}
+
+}  // namespace
 
 Trainer::Trainer(const RunPlan& plan)
     : plan_(plan),
       device_(plan.device),
-      sdpa_guard_(plan.cfg.flash ? plan.sdpa_backend : SdpaBackend::kAuto),
-      scaler_(row_of(plan.precision).loss_scaled, {}, plan.device) {
+      autocast_(autocast_precision_(plan.cfg)),
+      sdpa_guard_(plan.cfg.flash ? plan.cfg.sdpa_backend : SdpaBackend::kAuto),
+      scaler_(row_of(plan.cfg.dtype).loss_scaled, {}, plan.device) {
   const RunConfig& cfg = plan.cfg;
   model_ = make_model(plan);
   model_->to(device_);
@@ -49,7 +60,7 @@ torch::Tensor Trainer::step_body_(const torch::Tensor& bytes) {
   for (auto& p : model_->parameters()) p.mutable_grad() = torch::Tensor();
   torch::Tensor loss;
   {
-    AutocastGuard autocast(device_.type(), plan_.precision);
+    AutocastGuard autocast(device_.type(), autocast_);
     loss = model_->loss(bytes);
   }
   if (plan_.cfg.fault_nan_step > 0 && steps_done_ == plan_.cfg.fault_nan_step) {
@@ -98,7 +109,7 @@ Trainer::EvalSums Trainer::evaluate_sums(const ByteCorpus& corpus,
   int64_t count = 0;
   for (const auto& starts : batches) {
     const torch::Tensor bytes = make_batch(corpus, starts, plan_.cfg.seq_len, false).to(device_);
-    AutocastGuard autocast(device_.type(), plan_.precision);
+    AutocastGuard autocast(device_.type(), autocast_);
     const double loss = model_->loss(bytes).item<double>();
     total += loss * static_cast<double>(bytes.numel());
     count += bytes.numel();

@@ -32,7 +32,7 @@ std::string error_of(const std::vector<std::string>& args) {
 
 TEST(Config, DefaultsAreTheReferenceWorkload) {
   const RunConfig c = parse({}).config;
-  EXPECT_EQ(c.preset, "reference");
+  EXPECT_EQ(c.preset, Preset::kReference);
   EXPECT_EQ(c.seq_len, 256);
   EXPECT_EQ(c.d_model, 512);
   EXPECT_EQ(c.num_heads, 8);
@@ -47,7 +47,7 @@ TEST(Config, DefaultsAreTheReferenceWorkload) {
 
 TEST(Config, ExplicitFlagsOverrideThePreset) {
   const RunConfig c = parse({"--num_layer", "3", "--preset", "quick", "--lr", "2e-3"}).config;
-  EXPECT_EQ(c.preset, "quick");
+  EXPECT_EQ(c.preset, Preset::kQuick);
   EXPECT_EQ(c.num_layer, 3);
   EXPECT_EQ(c.d_model, 128);  // from the preset
   EXPECT_DOUBLE_EQ(c.lr, 2e-3);
@@ -115,10 +115,10 @@ TEST(Config, CompileNamesItsPathAndZeroOneStayAliases) {
                                                         {"fused", "fused"}}) {
     RunConfig c;
     set_flag(*find_flag("compile"), c, text);
-    EXPECT_EQ(c.compile, path) << text;
+    EXPECT_EQ(name_of(c.compile), path) << text;
   }
   RunConfig c;
-  c.compile = "fused";
+  c.compile = CompilePath::kFused;
   EXPECT_EQ(nlohmann::json(c)["compile"], "fused");
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kFused);
 }
@@ -139,15 +139,15 @@ TEST(Config, Float16IsAllowedOnTheCpu) {
 TEST(Config, RunFolderFollowsTheReferenceNaming) {
   RunConfig c;
   c.save_dir = "exps/run";
-  c.model = "handcraft";
+  c.model = ModelKind::kHandcraft;
   c.num_layer = 8;
-  c.dtype = "bfloat16";
+  c.dtype = Precision::kBFloat16;
   EXPECT_EQ(run_dir_name(c), "exps/run_handcraft_layer8_bfloat16");
   c.flash = 1;
   EXPECT_EQ(run_dir_name(c), "exps/run_handcraft_layer8_bfloat16_flash");
-  c.compile = "torchscript";
+  c.compile = CompilePath::kTorchScript;
   EXPECT_EQ(run_dir_name(c), "exps/run_handcraft_layer8_bfloat16_compiled_flash");
-  c.compile = "fused";
+  c.compile = CompilePath::kFused;
   EXPECT_EQ(run_dir_name(c), "exps/run_handcraft_layer8_bfloat16_fused_flash");
 }
 
@@ -162,8 +162,8 @@ TEST(Config, ValidationRangeDefaultsToFiveMillionOrFivePercent) {
 
 TEST(Config, JsonRoundTripKeepsEveryField) {
   RunConfig c = testing::tiny_config();
-  c.model = "torch";
-  c.dtype = "bfloat16";
+  c.model = ModelKind::kTorch;
+  c.dtype = Precision::kBFloat16;
   c.data = "data/enwik9.zip";
   c.lr = 3e-4;
   const nlohmann::json j = c;

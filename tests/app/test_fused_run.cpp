@@ -21,7 +21,7 @@ class FusedRun : public ::testing::Test {
   void TearDown() override { log_set_quiet(false); }
   RunConfig config() {
     RunConfig c = testing::tiny_config();
-    c.compile = "fused";
+    c.compile = CompilePath::kFused;
     c.save_dir = dir / "run";
     return c;
   }
@@ -42,7 +42,7 @@ TEST_F(FusedRun, ResultFilesNameTheFusedPath) {
 TEST_F(FusedRun, TwentyStepsPlusResumePlusTwentyEqualFortyStraightWithDropout) {
   RunConfig c = config();
   c.dropout = 0.1;
-  c.dtype = "bfloat16";
+  c.dtype = Precision::kBFloat16;
   const auto [straight, first] = testing::straight_and_split(c, dir);
   c.log_every = 1;
   c.checkpoint_every = 10;
@@ -95,14 +95,14 @@ TEST_F(FusedRun, ResumeAloneContinuesAndProfileStepsWriteTheBreakdown) {
 // 1% of each other from the same seed (their dropout masks differ, their learning must not).
 TEST_F(FusedRun, QuickPresetValidationBpbWithinOnePercentOfEager) {
   RunConfig c;
-  apply_preset(c, "quick");
-  c.device = "cpu";
+  apply_preset(c, Preset::kQuick);
+  c.device = DeviceChoice::kCpu;
   c.threads = 1;
   c.peak_tflops = 1.0;
   c.log_every = 50;
   double bpb[2] = {0, 0};
   for (int fused = 0; fused < 2; ++fused) {
-    c.compile = fused ? "fused" : "none";
+    c.compile = fused ? CompilePath::kFused : CompilePath::kNone;
     c.save_dir = dir / (fused ? "fused" : "eager");
     const RunResult r = run_benchmark(c);
     ASSERT_EQ(r.status, RunStatus::kCompleted);

@@ -115,7 +115,7 @@ TEST_F(GpuFlagsRun, TheBackendThatRanIsRecordedInConfigAndSummary) {
   EXPECT_EQ(read_json_file(r.run_dir + "/config.json")["cuda_graph"], false);
 
   c.flash = 1;
-  c.sdpa_backend = "math";
+  c.sdpa_backend = SdpaBackend::kMath;
   c.save_dir = dir / "math";
   const SdpaFlags before = sdpa_flags();
   r = run_benchmark(c);
@@ -126,7 +126,7 @@ TEST_F(GpuFlagsRun, TheBackendThatRanIsRecordedInConfigAndSummary) {
   EXPECT_EQ(config["sdpa_backend_used"], "math");
   EXPECT_TRUE(sdpa_flags() == before);  // the run's guard restored the switches
 
-  c.sdpa_backend = "auto";
+  c.sdpa_backend = SdpaBackend::kAuto;
   c.save_dir = dir / "auto";
   r = run_benchmark(c);
   EXPECT_TRUE(r.summary["sdpa_backend_used"].is_string());

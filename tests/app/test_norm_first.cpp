@@ -1,11 +1,9 @@
-// --norm_first end to end: config.json records it, the report labels the post-LN torch model, a
-// handcraft run refuses 0 in one line, and a resume of a torch folder written before the flag
-// existed keeps the post-LN forward it was trained with (the straight run's losses).
+// --norm_first end to end: config.json records it, the report labels the post-LN torch model, and
+// a handcraft run refuses 0 in one line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 
 #include "test_util.h"
 #include "trainbench/report/report.h"
@@ -24,17 +22,6 @@ std::string folder_(const testing::TempDir& dir, const std::string& name) {
   }
   ADD_FAILURE() << "no run folder for " << name;
   return "";
-}
-
-// The training windows' losses in metrics.jsonl (one step each with --log_every 1).
-std::vector<double> losses_(const std::string& run) {
-  std::vector<double> out;
-  std::ifstream in(run + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    const nlohmann::json l = nlohmann::json::parse(line);
-    if (l.contains("loss") && l.contains("sequences_per_s")) out.push_back(l["loss"]);
-  }
-  return out;
 }
 
 TEST(NormFirst, RecordedLabelledAndRefusedForHandcraft) {
@@ -57,31 +44,6 @@ TEST(NormFirst, RecordedLabelledAndRefusedForHandcraft) {
             std::string::npos)
       << bad.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "bad_handcraft_layer24_float32"));
-}
-
-TEST(NormFirst, AResumeOfAFolderFromBeforeTheFlagKeepsItsPostLnForward) {
-  testing::TempDir dir;
-  const std::string flags = std::string(kTinyTorchModel) + " --log_every 1 --norm_first 0";
-  const auto straight = testing::run_bench(flags + " --steps 12 --save_dir " + (dir / "straight"));
-  ASSERT_EQ(straight.exit_code, 0) << straight.output;
-  const auto first =
-      testing::run_bench(flags + " --steps 6 --checkpoint_every 6 --save_dir " + (dir / "split"));
-  ASSERT_EQ(first.exit_code, 0) << first.output;
-  // The folder as a bench from before --norm_first wrote it: no norm_first in config.json.
-  const std::string split = folder_(dir, "split");
-  nlohmann::json config = read_json_file(split + "/config.json");
-  config.erase("norm_first");
-  std::ofstream(split + "/config.json") << config.dump(2);
-  // Asking for the pre-LN forward on it is a changed flag.
-  const auto changed = testing::run_bench("--resume " + split + " --steps 12 --norm_first 1");
-  EXPECT_EQ(changed.exit_code, 2) << changed.output;
-  EXPECT_NE(changed.output.find("--norm_first"), std::string::npos) << changed.output;
-  const auto resumed = testing::run_bench("--resume " + split + " --steps 12");
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  const auto a = losses_(folder_(dir, "straight")), b = losses_(split);
-  ASSERT_EQ(a.size(), 12u);
-  ASSERT_EQ(b.size(), 12u);
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i + 1;
 }
 
 }  // namespace

@@ -65,11 +65,11 @@ TEST(Peers, PytorchPeerWritesTheContractWithTheCppParameterCount) {
     const auto config = read_json_file(run + "/config.json");
     const auto summary = read_json_file(run + "/summary.json");
     EXPECT_EQ(config["framework"], "pytorch");
-    EXPECT_EQ(config["schema_version"], 1);
+    EXPECT_EQ(config["schema_version"], kSchemaVersion);
     // Exactly the summary keys bench's table gives the peers (exported in flags.json).
     EXPECT_EQ(testing::keys_of(summary), testing::summary_keys({SummaryWhen::kAlways}, true));
     RunConfig c;
-    c.model = model;
+    c.model = choice_of<ModelKind>("model", model);
     c.num_layer = 2;
     c.d_model = 32;
     c.num_heads = 2;

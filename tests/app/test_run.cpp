@@ -82,7 +82,7 @@ TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
         "device",    "threads", "seed",      "log_every",  "eval_every", "warmup_steps"}) {
     EXPECT_TRUE(cfg.contains(k)) << k;
   }
-  EXPECT_EQ(cfg["schema_version"], 1);
+  EXPECT_EQ(cfg["schema_version"], kSchemaVersion);
   EXPECT_EQ(cfg["device"], "cpu");
   const auto env = read_json_file(r.run_dir + "/env.json");
   expect_env_contract_(env);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "test_util.h"
@@ -112,7 +113,8 @@ TEST(RunFolder, AResumeOfALiveRunIsRefusedAndAKilledHolderFreesItAtOnce) {
   EXPECT_EQ(read_json_file(run + "/summary.json")["steps_done"], newest + 2);
 }
 
-// Twenty steps with checkpoints at 10 and 20, the newest one damaged, then a resume to forty:
+// Twenty steps with checkpoints at 10 and 20, the newest one damaged (or without its record),
+// then a resume to forty:
 // the run continues from step 10 and its losses are the straight run's, bit for bit.
 class DamagedCheckpoint : public ::testing::TestWithParam<const char*> {};
 
@@ -126,6 +128,8 @@ TEST_P(DamagedCheckpoint, ResumeContinuesFromThePreviousOneWithTheStraightRunsLo
   const auto size = fs::file_size(newest);
   if (std::string(GetParam()) == "truncated") {
     fs::resize_file(newest, size / 2);
+  } else if (std::string(GetParam()) == "unrecorded") {
+    fs::remove(newest + ".sum");  // every checkpoint bench writes has its record
   } else {
     std::fstream f(newest, std::ios::in | std::ios::out | std::ios::binary);
     f.seekg(static_cast<std::streamoff>(size / 2));
@@ -160,7 +164,8 @@ TEST_P(DamagedCheckpoint, ResumeContinuesFromThePreviousOneWithTheStraightRunsLo
   log_set_quiet(false);
 }
 
-INSTANTIATE_TEST_SUITE_P(RunFolder, DamagedCheckpoint, ::testing::Values("truncated", "bitflip"));
+INSTANTIATE_TEST_SUITE_P(RunFolder, DamagedCheckpoint,
+                         ::testing::Values("truncated", "bitflip", "unrecorded"));
 
 // A second run of a folder that a live run is writing names the holder (not "already holds
 // results"). Ctrl-C with the default --checkpoint_every writes a checkpoint of the step reached;
@@ -251,6 +256,39 @@ TEST(RunFolder, AWrongTypedConfigFieldIsNamedInOneLine) {
       << broken.output;
   const auto report = testing::run_bench("report " + run);
   EXPECT_EQ(report.output.find("json.exception"), std::string::npos) << report.output;
+}
+
+// One schema: a folder of another (here rewritten as schema 1 with its 0/1 switches) is refused
+// by --resume in one line that says what to do, and nothing in it changes.
+TEST(RunFolder, AResumeOfAnotherSchemaIsRefusedAndTheFolderKept) {
+  testing::TempDir dir;
+  const auto first = testing::run_bench(
+      kTinyFolder + " --steps 4 --log_every 2 --checkpoint_every 2" + " --save_dir " + (dir / "r"));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::string run = dir / "r_handcraft_layer1_float32";
+  nlohmann::json cfg = read_json_file(run + "/config.json");
+  cfg["schema_version"] = 1;
+  cfg["flash"] = 0;
+  testing::write_file(run + "/config.json", cfg.dump());
+  std::map<std::string, std::string> before;
+  for (const auto& e : std::filesystem::directory_iterator(run)) {
+    before[e.path().filename()] = testing::read_file(e.path());
+  }
+  const auto r = testing::run_bench("--resume " + run + " --steps 6");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(lines_(r.output), 1u) << r.output;
+  EXPECT_NE(r.output.find("--resume: '" + run +
+                          "/config.json' has schema_version 1; this bench "
+                          "reads " +
+                          std::to_string(kSchemaVersion) +
+                          " only: start the run again with its flags into a new folder"),
+            std::string::npos)
+      << r.output;
+  std::map<std::string, std::string> after;
+  for (const auto& e : std::filesystem::directory_iterator(run)) {
+    after[e.path().filename()] = testing::read_file(e.path());
+  }
+  EXPECT_EQ(after, before);
 }
 
 // A folder without summary.json (SIGHUP before the handler existed, SIGKILL, a crash) is listed

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "trainbench/app/validate.h"
 #include "trainbench/core/config.h"
 #include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/plan.h"
@@ -104,29 +105,29 @@ TEST(CpuIsa, HardwareSetsAgreeWithTheKernelsCpuFlags) {
 // where it has; only fused bfloat16/float16 runs on the CPU take a route at all.
 TEST(CpuIsa, AutoRouteFollowsTheCpuAndAppliesToFusedLowPrecisionCpuRunsOnly) {
   RunConfig c;
-  c.device = "cpu";
-  c.compile = "fused";
-  c.dtype = "bfloat16";
+  c.device = DeviceChoice::kCpu;
+  c.compile = CompilePath::kFused;
+  c.dtype = Precision::kBFloat16;
   const char* saved = std::getenv("ONEDNN_MAX_CPU_ISA");
   const std::string keep = saved ? saved : "";
   setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
   EXPECT_EQ(make_plan(c).gemm_route, GemmRoute::kFloat32);
-  c.dtype = "float16";
+  c.dtype = Precision::kFloat16;
   EXPECT_EQ(make_plan(c).gemm_route, GemmRoute::kFloat32);
-  c.lowp_gemm = "native";
+  c.lowp_gemm = GemmRoute::kNative;
   EXPECT_EQ(make_plan(c).gemm_route, GemmRoute::kNative);  // forced
   unsetenv("ONEDNN_MAX_CPU_ISA");
-  c.lowp_gemm = "auto";
-  c.dtype = "bfloat16";
+  c.lowp_gemm = GemmRoute::kAuto;
+  c.dtype = Precision::kBFloat16;
   EXPECT_EQ(make_plan(c).gemm_route, has_native_gemm(hardware_isa(), Precision::kBFloat16)
                                          ? GemmRoute::kNative
                                          : GemmRoute::kFloat32);
-  c.lowp_gemm = "float32";
+  c.lowp_gemm = GemmRoute::kFloat32;
   EXPECT_EQ(make_plan(c).gemm_route, GemmRoute::kFloat32);  // forced
-  c.dtype = "float32";
+  c.dtype = Precision::kFloat32;
   EXPECT_EQ(make_plan(c).gemm_route, GemmRoute::kNative);
-  c.dtype = "bfloat16";
-  c.compile = "none";
+  c.dtype = Precision::kBFloat16;
+  c.compile = CompilePath::kNone;
   EXPECT_EQ(make_plan(c).gemm_route, GemmRoute::kNative);  // eager runs measure LibTorch's own
   if (saved) setenv("ONEDNN_MAX_CPU_ISA", keep.c_str(), 1);
 }

@@ -31,10 +31,13 @@ TEST(Flags, EveryRowIsOnTheCommandLineAndInConfigJsonOnce) {
 TEST(Flags, TextToConfigToJsonAndBackKeepsEveryValue) {
   RunConfig c;
   for (const FlagSpec& f : flag_table()) {
-    const std::string text = f.kind == FlagKind::kText     ? "x-" + std::string(f.name)
+    // A choice flag takes its last row (none is its default), other text anything.
+    const std::string text = !f.choices.empty()            ? f.choices.back()
+                             : f.kind == FlagKind::kText   ? "x-" + std::string(f.name)
                              : f.kind == FlagKind::kNumber ? "0.25"
                                                            : "1";
     set_flag(f, c, text);
+    EXPECT_EQ(flag_text(f, c), text) << f.name;
   }
   RunConfig back;
   from_json(nlohmann::json(c), back);
@@ -43,29 +46,36 @@ TEST(Flags, TextToConfigToJsonAndBackKeepsEveryValue) {
   }
 }
 
-// Switches are bools, true/false in config.json; the 0/1 of older run folders and of the peers
-// still read, and a resume does not mistake 1 for a change from true.
-TEST(Flags, SwitchesAreBoolsAndOldZeroOneFoldersStillRead) {
+// One schema: config.json holds switches as true/false and choices by their names; anything
+// else (the 0/1 of the peers' files, a name no row has) is refused naming the field.
+TEST(Flags, ConfigJsonHoldsSwitchesAsBoolsAndChoicesByName) {
   RunConfig c;
   c.flash = true;
+  c.compile = CompilePath::kFused;
   const nlohmann::json j = c;
   EXPECT_EQ(j["flash"], true);
-  EXPECT_EQ(j["compile"], "none");
-  RunConfig old;
-  from_json({{"flash", 1}, {"compile", 0}, {"dist_overlap", 0}}, old);
-  EXPECT_TRUE(old.flash);
-  EXPECT_EQ(old.compile, "none");  // --compile was a switch: 0 is none, 1 torchscript
-  RunConfig old1;
-  from_json({{"compile", true}}, old1);
-  EXPECT_EQ(old1.compile, "torchscript");
-  EXPECT_TRUE(resume_config_differences({{"compile", 0}}, {{"compile", "none"}}).empty());
-  EXPECT_FALSE(resume_config_differences({{"compile", 1}}, {{"compile", "fused"}}).empty());
-  EXPECT_FALSE(old.dist_overlap);
-  EXPECT_TRUE(
-      resume_config_differences({{"flash", 1}, {"lr", 0.001}}, {{"flash", true}, {"lr", 0.001}})
-          .empty());
-  EXPECT_EQ(resume_config_differences({{"flash", 0}}, {{"flash", true}}),
+  EXPECT_EQ(j["compile"], "fused");
+  RunConfig back;
+  from_json(j, back);
+  EXPECT_TRUE(back.flash);
+  EXPECT_EQ(back.compile, CompilePath::kFused);
+  auto error = [](const nlohmann::json& bad) -> std::string {
+    RunConfig x;
+    try {
+      from_json(bad, x);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error({{"flash", 1}}), "field 'flash' is number (1); expected true or false");
+  EXPECT_EQ(error({{"compile", 0}}),
+            "field 'compile' is number (0); expected one of none|torchscript|fused");
+  EXPECT_EQ(error({{"dtype", "fp8"}}),
+            "field 'dtype' is string (\"fp8\"); expected one of float32|float16|bfloat16");
+  EXPECT_EQ(resume_config_differences({{"flash", false}}, {{"flash", true}}),
             std::vector<std::string>{"flash"});
+  EXPECT_TRUE(resume_config_differences({{"compile", "fused"}}, {{"compile", "fused"}}).empty());
 }
 
 TEST(Flags, ChecksComeFromTheRowKind) {

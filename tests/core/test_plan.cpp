@@ -1,4 +1,4 @@
-// The RunPlan (core/plan.h): each choice flag resolved once into its type, and the tables of
+// The RunPlan (core/plan.h): each `auto` choice resolved once, and the tables of
 // core/choices.h and core/run_files.h that every name, parser and flag choice comes from.
 #include <gtest/gtest.h>
 
@@ -6,6 +6,7 @@
 #include <string>
 
 #include "test_util.h"
+#include "trainbench/app/validate.h"
 #include "trainbench/core/choices.h"
 #include "trainbench/core/flags.h"
 #include "trainbench/core/plan.h"
@@ -16,30 +17,27 @@ namespace {
 
 RunConfig cpu_() {
   RunConfig c = testing::tiny_config();
-  c.device = "cpu";
+  c.device = DeviceChoice::kCpu;
   return c;
 }
 
-TEST(Plan, EachChoiceFlagBecomesItsType) {
+// The plan resolves the `auto` choices once; the others are the RunConfig's own typed fields.
+TEST(Plan, EachAutoChoiceIsResolvedOnce) {
   RunConfig c = cpu_();
-  c.model = "torch";
-  c.dtype = "float16";
+  c.model = ModelKind::kTorch;
+  c.dtype = Precision::kFloat16;
   const RunPlan p = make_plan(c);
-  EXPECT_EQ(p.model, ModelKind::kTorch);
-  EXPECT_EQ(p.precision, Precision::kFloat16);
-  EXPECT_EQ(p.compute_dtype, c10::ScalarType::Half);
+  EXPECT_EQ(p.cfg.model, ModelKind::kTorch);
+  EXPECT_EQ(scalar_type_of(p.cfg.dtype), c10::ScalarType::Half);
   EXPECT_TRUE(p.lowp());
-  EXPECT_EQ(p.compile, CompilePath::kNone);
   EXPECT_FALSE(p.cuda());
   EXPECT_STREQ(p.device_name(), "cpu");
-  EXPECT_EQ(p.sdpa_backend, SdpaBackend::kAuto);
+  EXPECT_EQ(p.dropout, DropoutImpl::kNative);     // auto for the torch model
   EXPECT_EQ(p.dist_backend, DistBackend::kGloo);  // auto on the CPU
   EXPECT_EQ(p.cfg.d_model, c.d_model);            // the numbers as given
-  c.dtype = "bfloat16";
-  EXPECT_EQ(make_plan(c).compute_dtype, c10::ScalarType::BFloat16);
-  c.dtype = "float32";
-  EXPECT_EQ(make_plan(c).compute_dtype, c10::ScalarType::Float);
-  c.dist_backend = "nccl";
+  EXPECT_EQ(scalar_type_of(Precision::kBFloat16), c10::ScalarType::BFloat16);
+  EXPECT_EQ(scalar_type_of(Precision::kFloat32), c10::ScalarType::Float);
+  c.dist_backend = DistBackend::kNccl;
   EXPECT_EQ(make_plan(c).dist_backend, DistBackend::kNccl);  // as given (validate_dist judges it)
 }
 
@@ -47,7 +45,7 @@ TEST(Plan, EachChoiceFlagBecomesItsType) {
 // no GPU, so it holds on a machine without one.
 TEST(Plan, TheCudaDeviceOfARankIsItsLocalRanksGpu) {
   RunConfig c = cpu_();
-  c.device = "cuda";
+  c.device = DeviceChoice::kCuda;
   DistEnv env;
   env.world_size = 4;
   env.rank = 3;
@@ -65,35 +63,40 @@ TEST(Plan, TheCudaDeviceOfARankIsItsLocalRanksGpu) {
 // instruction sets until the probe has measured, then the measurement.
 TEST(Plan, TheGemmRouteSaysWhoChoseIt) {
   RunConfig c = cpu_();
-  c.compile = "fused";
+  c.compile = CompilePath::kFused;
   EXPECT_EQ(make_plan(c).gemm_route_by, RouteChosenBy::kOneRoute);  // float32
-  c.dtype = "bfloat16";
+  c.dtype = Precision::kBFloat16;
   const RunPlan guessed = make_plan(c);
   EXPECT_EQ(guessed.gemm_route_by, RouteChosenBy::kInstructionSets);
   EXPECT_TRUE(guessed.has_gemm_choice());
   const RunPlan measured = with_measured_route(guessed, GemmRoute::kFloat32);
   EXPECT_EQ(measured.gemm_route, GemmRoute::kFloat32);
   EXPECT_EQ(measured.gemm_route_by, RouteChosenBy::kMeasurement);
-  c.lowp_gemm = "native";
+  c.lowp_gemm = GemmRoute::kNative;
   EXPECT_EQ(make_plan(c).gemm_route_by, RouteChosenBy::kFlag);
-  c.device = "cuda";
+  c.device = DeviceChoice::kCuda;
   EXPECT_EQ(make_plan(c).gemm_route, GemmRoute::kNative);  // LibTorch's own on a GPU
   EXPECT_EQ(make_plan(c).gemm_route_by, RouteChosenBy::kOneRoute);
 }
 
-TEST(Plan, AChoiceNoTableNamesIsTheFlagTablesOneLineError) {
+// A choice reaches RunConfig only through its table: the command line's text (aliases too)
+// and config.json's are parsed at the edge, and a name no row has is the one-line error there.
+TEST(Plan, AChoiceIsParsedAtTheEdgeIntoItsEnum) {
   RunConfig c = cpu_();
-  c.dtype = "float64";
+  const FlagSpec& dtype = *find_flag("dtype");
   try {
-    make_plan(c);
-    FAIL() << "planned an unknown dtype";
+    set_flag(dtype, c, "float64");
+    FAIL() << "took an unknown dtype";
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
                  "--dtype: 'float64' is not allowed; use one of float32|float16|bfloat16");
   }
-  c.dtype = "float32";
-  c.compile = "1";  // an alias is the command line's: set_flag turns it into its row's name
-  EXPECT_THROW(make_plan(c), ConfigError);
+  EXPECT_EQ(c.dtype, Precision::kFloat32);  // unchanged
+  set_flag(*find_flag("compile"), c, "1");  // the original's spelling of torchscript
+  EXPECT_EQ(c.compile, CompilePath::kTorchScript);
+  set_flag(dtype, c, "bfloat16");
+  EXPECT_EQ(c.dtype, Precision::kBFloat16);
+  EXPECT_EQ(flag_text(dtype, c), "bfloat16");
 }
 
 // Every name parses back to its value, and the flag table's choices, help words and aliases are
@@ -131,7 +134,7 @@ TEST(Choices, EveryNameRoundTripsAndTheFlagTableTakesItsChoicesFromTheTables) {
                 {"0", "none"}, {"false", "none"}, {"1", "torchscript"}, {"true", "torchscript"}}));
   RunConfig c;
   set_flag(*find_flag("compile"), c, "1");
-  EXPECT_EQ(c.compile, "torchscript");
+  EXPECT_EQ(c.compile, CompilePath::kTorchScript);
   EXPECT_EQ(run_dir_name(c), "runs/run_handcraft_layer24_float32_compiled");  // the row's suffix
   EXPECT_EQ(choice_help<DeviceChoice>("head: ", "; tail"), "head: auto | cpu | cuda; tail");
 }

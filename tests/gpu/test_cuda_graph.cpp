@@ -14,8 +14,8 @@ TEST(CudaGraph, CapturedRunMatchesTheEagerRunWithin1e3Over50Steps) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   for (const char* dtype : {"float32", "float16", "bfloat16"}) {
     RunConfig c = testing::tiny_config();
-    c.device = "cuda";
-    c.dtype = dtype;
+    c.device = DeviceChoice::kCuda;
+    c.dtype = choice_of<Precision>("dtype", dtype);
     c.dropout = 0;
     c.fused_adam = 1;
     c.warmup_steps = 3;

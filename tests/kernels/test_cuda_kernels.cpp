@@ -19,10 +19,10 @@ namespace {
 TEST(FusedGpu, FusedModelTrainsTheCpuLossesWithin1e3) {
   TB_NEED_GPU();
   RunConfig c = testing::tiny_config();
-  c.compile = "fused";
+  c.compile = CompilePath::kFused;
   c.dropout = 0.0;
   const auto cpu = testing::train_losses(c, 20);
-  c.device = "cuda";
+  c.device = DeviceChoice::kCuda;
   const auto gpu = testing::train_losses(c, 20, torch::Device(torch::kCUDA));
   for (size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(gpu[i], cpu[i], 1e-3) << "step " << i + 1;
 }

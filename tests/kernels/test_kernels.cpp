@@ -100,6 +100,36 @@ TEST(KernelRun, TheRowsBuildIsTheForcedOneOrTheWidestTheCpuRuns) {
   EXPECT_EQ(k::cpu_rows_isa(), env && *env ? std::string(env) : wide ? "avx512" : "avx2");
 }
 
+// The choice itself, from core/cpu_isa's answer, forced for each class of CPU bench met: no
+// AVX2 (refused), AVX2 only (Zen 3), AVX-512 (Zen 4/5, Xeons), and TB_CPU_ROWS over each.
+TEST(KernelRun, TheRowsBuildFollowsTheInstructionSetsOfEachCpuClass) {
+  CpuIsa none, avx2, avx512;
+  avx2.avx2 = avx2.fma = avx2.f16c = true;
+  avx512 = avx2;
+  avx512.avx512f = avx512.avx512bw = avx512.avx512vl = avx512.avx512dq = true;
+  std::string why;
+  EXPECT_EQ(k::rows_isa_for(none, "", &why), "");
+  EXPECT_EQ(why,
+            "--compile fused: this CPU lacks AVX2, FMA or F16C, which the fused CPU kernels are "
+            "built for; use --compile none");
+  CpuIsa no_f16c = avx2;
+  no_f16c.f16c = false;
+  EXPECT_EQ(k::rows_isa_for(no_f16c, "", &why), "");
+  why.clear();
+  EXPECT_EQ(k::rows_isa_for(avx2, "", &why), "avx2");
+  EXPECT_EQ(k::rows_isa_for(avx512, "", &why), "avx512");
+  EXPECT_EQ(k::rows_isa_for(avx512, "avx2", &why), "avx2");
+  EXPECT_EQ(why, "");
+  CpuIsa no_dq = avx512;
+  no_dq.avx512dq = false;
+  EXPECT_EQ(k::rows_isa_for(no_dq, "", &why), "avx2");
+  EXPECT_EQ(k::rows_isa_for(avx2, "avx512", &why), "");
+  EXPECT_EQ(why,
+            "TB_CPU_ROWS=avx512: this CPU lacks AVX-512 F/BW/VL/DQ; use avx2 or leave it unset");
+  EXPECT_EQ(k::rows_isa_for(avx512, "sse", &why), "");
+  EXPECT_EQ(why, "TB_CPU_ROWS: 'sse' is not allowed; use avx2 or avx512 (or leave it unset)");
+}
+
 TEST(KernelRun, AnUnknownOrUnrunnableRowsBuildIsRefusedInOneLine) {
   const std::string flags =
       " --compile fused --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 16 "

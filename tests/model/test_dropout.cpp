@@ -62,20 +62,20 @@ TEST(Dropout, GradientIsTheMask) {
 TEST(Dropout, ImplResolvesToParallelOnlyForEagerHandcraftOnTheCpu) {
   RunConfig c = testing::tiny_config();
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kParallel);
-  c.device = "cuda";  // planning touches no GPU
+  c.device = DeviceChoice::kCuda;  // planning touches no GPU
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
-  c.device = "cpu";
-  c.compile = "fused";
+  c.device = DeviceChoice::kCpu;
+  c.compile = CompilePath::kFused;
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kFused);
-  c.compile = "torchscript";
+  c.compile = CompilePath::kTorchScript;
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
-  c.compile = "none";
-  c.model = "torch";
+  c.compile = CompilePath::kNone;
+  c.model = ModelKind::kTorch;
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
-  c.dropout_impl = "parallel";
+  c.dropout_impl = DropoutImpl::kParallel;
   EXPECT_THROW(validate(c), ConfigError);
-  c.model = "handcraft";
-  c.dropout_impl = "native";
+  c.model = ModelKind::kHandcraft;
+  c.dropout_impl = DropoutImpl::kNative;
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
 }
 

@@ -22,7 +22,7 @@ RunConfig small_(bool flash, double dropout = 0.0) {
 }
 
 std::shared_ptr<LanguageModel> seeded_(RunConfig c, const std::string& compile) {
-  c.compile = compile;
+  c.compile = choice_of<CompilePath>("compile", compile);
   torch::manual_seed(9);
   return make_model(make_plan(c));
 }
@@ -38,7 +38,7 @@ TEST(FusedModel, HasTheHandcraftParametersWithTheSameInitialValues) {
   }
   RunConfig ref;  // the reference shape with 8 layers
   ref.num_layer = 8;
-  ref.compile = "fused";
+  ref.compile = CompilePath::kFused;
   EXPECT_EQ(count_parameters(*make_model(make_plan(ref))), 25'612'544);
 }
 
@@ -68,9 +68,9 @@ TEST(FusedModel, LogitsLossAndGradientsMatchEagerInFloat32) {
 TEST(FusedModel, FortyStepsWithoutDropoutTrainEagersLossesWithin1e4) {
   for (bool flash : {false, true}) {
     RunConfig c = small_(flash);
-    c.compile = "none";
+    c.compile = CompilePath::kNone;
     const auto eager = testing::train_losses(c, 40);
-    c.compile = "fused";
+    c.compile = CompilePath::kFused;
     const auto fused = testing::train_losses(c, 40);
     ASSERT_EQ(fused.size(), 40u);
     for (size_t i = 0; i < fused.size(); ++i) {
@@ -84,12 +84,12 @@ TEST(FusedModel, FortyStepsWithoutDropoutTrainEagersLossesWithin1e4) {
 // gradients overflow at the initial scale of 2^16, so its curve starts a few steps late).
 TEST(FusedModel, Bfloat16AndFloat16TrackFloat32Within0p1Nats) {
   RunConfig c = small_(false, 0.1);
-  c.compile = "fused";
+  c.compile = CompilePath::kFused;
   const auto f32 = testing::train_losses(c, 40);
-  c.dtype = "bfloat16";
+  c.dtype = Precision::kBFloat16;
   const auto bf16 = testing::train_losses(c, 40);
   for (size_t i = 0; i < bf16.size(); ++i) EXPECT_NEAR(bf16[i], f32[i], 0.1) << "step " << i + 1;
-  c.dtype = "float16";
+  c.dtype = Precision::kFloat16;
   const auto f16 = testing::train_losses(c, 40);
   auto tail = [](const std::vector<double>& v) { return (v[37] + v[38] + v[39]) / 3; };
   EXPECT_NEAR(tail(f16), tail(f32), 0.1);
@@ -99,10 +99,10 @@ TEST(FusedModel, Bfloat16AndFloat16TrackFloat32Within0p1Nats) {
 // tracks float32 and eager bfloat16 step by step, as the native route does.
 TEST(FusedModel, Float32GemmRouteInBfloat16TracksFloat32AndEagerBfloat16) {
   RunConfig c = small_(false, 0.1);
-  c.compile = "fused";
+  c.compile = CompilePath::kFused;
   const auto f32 = testing::train_losses(c, 40);
-  c.dtype = "bfloat16";
-  c.lowp_gemm = "float32";
+  c.dtype = Precision::kBFloat16;
+  c.lowp_gemm = GemmRoute::kFloat32;
   ASSERT_EQ(make_plan(c).gemm_route, GemmRoute::kFloat32);
   ASSERT_EQ(ModelOptions::from_plan(make_plan(c)).gemm_route, GemmRoute::kFloat32);
   const auto routed = testing::train_losses(c, 40);
@@ -112,8 +112,8 @@ TEST(FusedModel, Float32GemmRouteInBfloat16TracksFloat32AndEagerBfloat16) {
   // Against eager (whose dropout masks differ) without dropout.
   c.dropout = 0;
   const auto routed0 = testing::train_losses(c, 40);
-  c.compile = "none";
-  c.lowp_gemm = "auto";
+  c.compile = CompilePath::kNone;
+  c.lowp_gemm = GemmRoute::kAuto;
   const auto eager0 = testing::train_losses(c, 40);
   for (size_t i = 0; i < routed0.size(); ++i) {
     EXPECT_NEAR(routed0[i], eager0[i], 0.1) << "step " << i + 1;
@@ -122,7 +122,7 @@ TEST(FusedModel, Float32GemmRouteInBfloat16TracksFloat32AndEagerBfloat16) {
 
 TEST(FusedModel, DropoutIsDeterministicPerSeedAndOffInEvaluation) {
   RunConfig c = small_(false, 0.1);
-  c.compile = "fused";
+  c.compile = CompilePath::kFused;
   EXPECT_EQ(testing::train_losses(c, 5), testing::train_losses(c, 5));
   auto m = seeded_(c, "fused");
   const torch::Tensor bytes = torch::randint(0, 256, {c.seq_len, 2}, torch::kLong);

@@ -17,7 +17,7 @@ RunConfig tiny_() {
   c.seq_len = 16;
   c.d_model = 32;
   c.ff_dim = 64;
-  c.device = "cpu";
+  c.device = DeviceChoice::kCpu;
   return c;
 }
 
@@ -64,10 +64,10 @@ TEST(GemmProbe, MeasuresEveryRouteOfTheDtypeOverEveryProduct) {
   EXPECT_EQ(f32.routes[0].path, GemmPath::kMklFloat32);
   EXPECT_FALSE(f32.injected);
   for (const char* dtype : {"bfloat16", "float16"}) {
-    c.dtype = dtype;
+    c.dtype = choice_of<Precision>("dtype", dtype);
     const GemmProbe p = probe_gemm(make_plan(c), 2);
     ASSERT_EQ(p.routes.size(), 2u) << dtype;
-    EXPECT_EQ(p.routes[0].path, libtorch_gemm_path(effective_isa(), make_plan(c).precision));
+    EXPECT_EQ(p.routes[0].path, libtorch_gemm_path(effective_isa(), c.dtype));
     EXPECT_EQ(p.routes[0].route, GemmRoute::kNative);
     EXPECT_EQ(p.routes[1].path, GemmPath::kFloat32Rounded);
     EXPECT_EQ(p.find(GemmRoute::kFloat32), &p.routes[1]);
@@ -134,21 +134,21 @@ TEST(GemmProbe, AutoTakesTheFasterMeasuredRouteAndSaysBothRates) {
 // MFU's peak is the fastest product of the route the run takes.
 TEST(GemmProbe, ThePeakIsTheRunsOwnRoutesBestProduct) {
   RunConfig c = tiny_();
-  c.dtype = "bfloat16";
-  c.compile = "fused";
+  c.dtype = Precision::kBFloat16;
+  c.compile = CompilePath::kFused;
   const GemmProbe p = two_routes_(150e9, 270e9);
-  c.lowp_gemm = "float32";
+  c.lowp_gemm = GemmRoute::kFloat32;
   PeakFlops peak = resolve_peak_flops(make_plan(c), "cpu", p);
   EXPECT_EQ(peak.source, "gemm_probe");
   EXPECT_EQ(peak.gemm_path, "float32_rounded");
   EXPECT_DOUBLE_EQ(peak.flops_per_s, 540e9);
   EXPECT_EQ(peak.probe["routes"].size(), 2u);
-  c.lowp_gemm = "native";
+  c.lowp_gemm = GemmRoute::kNative;
   peak = resolve_peak_flops(make_plan(c), "cpu", p);
   EXPECT_EQ(peak.gemm_path, "onednn_native");
   EXPECT_DOUBLE_EQ(peak.flops_per_s, 300e9);
-  c.compile = "none";  // eager runs take LibTorch's own GEMM
-  c.lowp_gemm = "auto";
+  c.compile = CompilePath::kNone;  // eager runs take LibTorch's own GEMM
+  c.lowp_gemm = GemmRoute::kAuto;
   EXPECT_EQ(resolve_peak_flops(make_plan(c), "cpu", p).gemm_path, "onednn_native");
   c.peak_tflops = 2;
   EXPECT_EQ(resolve_peak_flops(make_plan(c), "cpu", p).source, "flag");
@@ -159,7 +159,7 @@ TEST(GemmProbe, ThePeakIsTheRunsOwnRoutesBestProduct) {
 
 TEST(GemmProbe, InjectedRatesReplaceTheMeasuredOnesByName) {
   RunConfig c = tiny_();
-  c.dtype = "bfloat16";
+  c.dtype = Precision::kBFloat16;
   ::setenv("TB_TEST_GEMM_RATES", "native=5e9,float32_rounded=7e9", 1);
   const GemmProbe p = probe_gemm(make_plan(c), 1);
   ::unsetenv("TB_TEST_GEMM_RATES");

@@ -11,7 +11,7 @@ namespace {
 
 RunConfig reference_8_layers(const std::string& model) {
   RunConfig c;
-  c.model = model;
+  c.model = choice_of<ModelKind>("model", model);
   c.num_layer = 8;
   return c;
 }
@@ -41,7 +41,7 @@ TEST(Model, MemoryEstimateCountsTheModelsParametersAndScalesWithTheShape) {
   odd.ff_dim = 72;
   odd.seq_len = 33;
   for (const char* name : {"handcraft", "torch"}) {
-    odd.model = name;
+    odd.model = choice_of<ModelKind>("model", name);
     EXPECT_EQ(parameter_count(odd), count_parameters(*make_model(make_plan(odd)))) << name;
   }
   RunConfig c = reference_8_layers("handcraft");
@@ -57,7 +57,7 @@ TEST(Model, MemoryEstimateCountsTheModelsParametersAndScalesWithTheShape) {
   c.flash = 1;
   EXPECT_LT(estimate_memory(make_plan(c), 1).activation_bytes, base.activation_bytes);
   c.flash = 0;
-  c.dtype = "bfloat16";
+  c.dtype = Precision::kBFloat16;
   EXPECT_DOUBLE_EQ(estimate_memory(make_plan(c), 1).activation_bytes, base.activation_bytes / 2);
 }
 
@@ -74,22 +74,22 @@ void expect_causal(const RunConfig& cfg) {
   const torch::Tensor lx = model->forward(x), ly = model->forward(y);
   ASSERT_EQ(lx.sizes(), (std::vector<int64_t>{S, B, 256}));
   EXPECT_TRUE(torch::allclose(lx.narrow(0, 0, t + 1), ly.narrow(0, 0, t + 1), 0, 0))
-      << cfg.model << " flash=" << cfg.flash << ": a logit at or before t changed";
+      << name_of(cfg.model) << " flash=" << cfg.flash << ": a logit at or before t changed";
   EXPECT_GT(
       (lx.narrow(0, t + 1, S - t - 1) - ly.narrow(0, t + 1, S - t - 1)).abs().max().item<float>(),
       1e-4)
-      << cfg.model << " flash=" << cfg.flash << ": no logit after t changed";
+      << name_of(cfg.model) << " flash=" << cfg.flash << ": no logit after t changed";
 }
 
 TEST(Model, BothModelsAndAttentionPathsAreCausal) {
   RunConfig c = testing::tiny_config();
   c.num_layer = 2;
-  c.model = "handcraft";
+  c.model = ModelKind::kHandcraft;
   expect_causal(c);
   c.flash = 1;
   expect_causal(c);
   c.flash = 0;
-  c.model = "torch";
+  c.model = ModelKind::kTorch;
   expect_causal(c);
 }
 
@@ -118,7 +118,7 @@ TEST(Model, DropoutIsOffInEvaluationAndOnInTraining) {
   RunConfig c = testing::tiny_config();
   c.dropout = 0.5;
   for (const char* name : {"handcraft", "torch"}) {
-    c.model = name;
+    c.model = choice_of<ModelKind>("model", name);
     torch::manual_seed(1);
     auto m = make_model(make_plan(c));
     torch::NoGradGuard no_grad;

@@ -28,7 +28,7 @@ std::pair<std::shared_ptr<LanguageModel>, std::shared_ptr<LanguageModel>> twins(
   torch::manual_seed(3);
   auto eager = make_model(make_plan(cfg));
   RunConfig compiled_cfg = cfg;
-  compiled_cfg.compile = "torchscript";
+  compiled_cfg.compile = CompilePath::kTorchScript;
   auto compiled = make_model(make_plan(compiled_cfg));
   torch::NoGradGuard no_grad;
   const auto src = eager->named_parameters();
@@ -92,7 +92,7 @@ TEST(Scripted, First20TrainingLossesMatchEager) {
   o.batch_size = cfg.batch_size;
   std::vector<double> losses[2];
   for (int compiled = 0; compiled < 2; ++compiled) {
-    cfg.compile = compiled ? "torchscript" : "none";
+    cfg.compile = compiled ? CompilePath::kTorchScript : CompilePath::kNone;
     torch::manual_seed(11);
     Trainer trainer(make_plan(cfg));
     EpochSampler sampler(o);
@@ -108,7 +108,7 @@ TEST(Scripted, First20TrainingLossesMatchEager) {
 TEST(Scripted, TrainAndEvalSwitchDropoutInTheScript) {
   RunConfig cfg = small(0);
   cfg.dropout = 0.5;
-  cfg.compile = "torchscript";
+  cfg.compile = CompilePath::kTorchScript;
   auto m = make_model(make_plan(cfg));
   torch::NoGradGuard no_grad;
   const torch::Tensor x = torch::randint(0, 256, {cfg.seq_len, 2}, torch::kInt64);
@@ -135,7 +135,7 @@ TEST(Scripted, SavedFileLoadsBackAndGivesTheSameLogits) {
   testing::TempDir dir;
   for (int64_t compile : {0, 1}) {
     RunConfig cfg = small(0);
-    cfg.compile = compile ? "torchscript" : "none";
+    cfg.compile = compile ? CompilePath::kTorchScript : CompilePath::kNone;
     torch::manual_seed(5);
     auto m = make_model(make_plan(cfg));
     m->eval();
@@ -182,7 +182,7 @@ TEST(Scripted, EagerCheckpointLoadsIntoTheCompiledModel) {
   torch::serialize::OutputArchive out;
   eager->save(out);
   out.save_to(dir / "ckpt.pt");
-  cfg.compile = "torchscript";
+  cfg.compile = CompilePath::kTorchScript;
   torch::manual_seed(2);  // different init
   auto compiled = make_model(make_plan(cfg));
   torch::serialize::InputArchive in;
@@ -197,7 +197,7 @@ TEST(Scripted, EagerCheckpointLoadsIntoTheCompiledModel) {
 
 TEST(Scripted, TheTorchModelHasNoScriptForm) {
   RunConfig cfg = small(0);
-  cfg.model = "torch";
+  cfg.model = ModelKind::kTorch;
   auto m = make_model(make_plan(cfg));
   EXPECT_THROW(script_handcraft(*m), ConfigError);
 }

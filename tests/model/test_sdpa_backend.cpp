@@ -43,9 +43,9 @@ TEST(SdpaBackendGuard, ResolvedBackendIsMathOrFlashOnTheCpu) {
   RunConfig c = testing::tiny_config();
   EXPECT_EQ(resolve_sdpa_backend(make_plan(c)), "");  // --flash 0: no SDPA call
   c.flash = 1;
-  c.sdpa_backend = "math";
+  c.sdpa_backend = SdpaBackend::kMath;
   EXPECT_EQ(resolve_sdpa_backend(make_plan(c)), "math");
-  c.sdpa_backend = "auto";
+  c.sdpa_backend = SdpaBackend::kAuto;
   const std::string chosen = resolve_sdpa_backend(make_plan(c));
   EXPECT_TRUE(chosen == "math" || chosen == "flash") << chosen;
 }

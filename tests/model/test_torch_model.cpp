@@ -19,7 +19,7 @@ nlohmann::json values_(const torch::Tensor& t) {
 // The torch model at a small shape, dropout 0, in either block order.
 RunConfig small_torch_(bool norm_first) {
   RunConfig c;
-  c.model = "torch";
+  c.model = ModelKind::kTorch;
   c.norm_first = norm_first;
   c.d_model = 16;
   c.num_heads = 2;

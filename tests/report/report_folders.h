@@ -6,6 +6,7 @@
 #include <string>
 
 #include "test_util.h"
+#include "trainbench/core/run_files.h"
 
 namespace trainbench {
 
@@ -13,7 +14,7 @@ namespace trainbench {
 inline std::string make_run(const testing::TempDir& root, const std::string& name,
                             const std::string& framework, const std::string& model,
                             const std::string& dtype, int compile, const std::string& status,
-                            double seq_s, int schema = 1) {
+                            double seq_s, int schema = kSchemaVersion) {
   const std::string dir = root / name;
   std::filesystem::create_directories(dir);
   nlohmann::json config = {{"schema_version", schema}, {"model", model},    {"dtype", dtype},

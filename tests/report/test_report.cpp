@@ -135,17 +135,20 @@ TEST_F(ReportTest, MalformedAndMismatchedFoldersAreWarnedAboutAndSkipped) {
   std::filesystem::create_directories(bad);
   testing::write_file(bad + "/config.json", "{not json");
   testing::write_file(bad + "/summary.json", "{}");
-  const std::string v2 = make_run(root, "v2", "", "torch", "float32", 0, "completed", 1, 2);
+  const std::string v1 = make_run(root, "v1", "", "torch", "float32", 0, "completed", 1, 1);
   EXPECT_THROW(read_run(bad), RunError);
-  EXPECT_THROW(read_run(v2), RunError);
+  EXPECT_THROW(read_run(v1), RunError);
   const auto r =
-      testing::run_bench("report " + dirs[1] + " " + bad + " " + v2 + " " + (root / "missing"));
+      testing::run_bench("report " + dirs[1] + " " + bad + " " + v1 + " " + (root / "missing"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("warning: skipping '" + bad + "/config.json' is not valid JSON"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("warning: skipping '" + v2 + "': schema_version is not 1"),
-            std::string::npos);
+  EXPECT_NE(r.output.find("warning: skipping '" + v1 + "': schema_version 1; this bench reads " +
+                          std::to_string(kSchemaVersion) +
+                          " only: run that configuration again with this bench"),
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("warning: skipping '" + root / "missing" + "': no such file or folder\n"),
             std::string::npos)
       << r.output;

@@ -70,7 +70,7 @@ TEST(Report, FusedAdamAndCudaGraphRunsGetTheirOwnColumns) {
   for (const auto& [fused, graph] : variants) {
     const std::string d = root / ("r" + std::to_string(fused) + std::to_string(graph));
     std::filesystem::create_directories(d);
-    testing::write_file(d + "/config.json", nlohmann::json({{"schema_version", 1},
+    testing::write_file(d + "/config.json", nlohmann::json({{"schema_version", kSchemaVersion},
                                                             {"model", "handcraft"},
                                                             {"dtype", "bfloat16"},
                                                             {"num_layer", 8},
@@ -80,7 +80,7 @@ TEST(Report, FusedAdamAndCudaGraphRunsGetTheirOwnColumns) {
                                                             {"cuda_graph", graph}})
                                                 .dump());
     testing::write_file(d + "/summary.json",
-                        nlohmann::json({{"schema_version", 1},
+                        nlohmann::json({{"schema_version", kSchemaVersion},
                                         {"status", "completed"},
                                         {"sequences_per_s", 1000.0 * (1 + fused + graph)}})
                             .dump());

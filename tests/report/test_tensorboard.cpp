@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "trainbench/core/cpu_isa.h"
+#include "trainbench/core/errors.h"
 #include "trainbench/report/results.h"
 #include "trainbench/report/run_lock.h"
 #include "trainbench/report/tensorboard.h"
@@ -82,6 +84,21 @@ void expect_events_match_metrics_(const nlohmann::json& ev, const std::string& r
 TEST(TensorBoard, Crc32cAndTheRecordFraming) {
   EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);  // the CRC-32C check value
   EXPECT_EQ(crc32c("", 0), 0u);
+  // The instruction is core/cpu_isa's answer: forced off, the one-line way out.
+  CpuIsa without;
+  try {
+    crc32c("123456789", 9, without);
+    FAIL() << "a CRC without SSE4.2";
+  } catch (const RunError& e) {
+    EXPECT_STREQ(e.what(),
+                 "TensorBoard event files need the CPU's SSE4.2 CRC-32C instruction, which this "
+                 "CPU lacks; run with --tensorboard 0");
+  }
+  if (hardware_isa().sse4_2) {
+    CpuIsa with;
+    with.sse4_2 = true;
+    EXPECT_EQ(crc32c("123456789", 9, with), 0xE3069283u);
+  }
   const std::string record = tfrecord("payload");
   EXPECT_EQ(record.size(), 8 + 4 + 7 + 4u);
   testing::TempDir dir;

@@ -36,7 +36,7 @@ TEST(Trainer, Bfloat16TracksFloat32Within0p1NatsOver50Steps) {
   c.dropout = 0;
   c.lr = 3e-3;
   const auto f32 = testing::train_losses(c, 50);
-  c.dtype = "bfloat16";
+  c.dtype = Precision::kBFloat16;
   const auto bf16 = testing::train_losses(c, 50);
   for (size_t i = 0; i < f32.size(); ++i) {
     EXPECT_NEAR(bf16[i], f32[i], 0.1) << "step " << i + 1;
@@ -50,7 +50,7 @@ TEST(Trainer, Float16OnTheCpuTracksFloat32Within0p1NatsOver20Steps) {
   c.dropout = 0;
   c.lr = 3e-3;
   const auto f32 = testing::train_losses(c, 20);
-  c.dtype = "float16";
+  c.dtype = Precision::kFloat16;
   const auto f16 = testing::train_losses(c, 20);
   for (size_t i = 0; i < f32.size(); ++i) {
     EXPECT_NEAR(f16[i], f32[i], 0.1) << "step " << i + 1;

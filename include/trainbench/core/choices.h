@@ -32,7 +32,8 @@ struct ChoiceTable<ModelKind> {
   }};
 };
 
-// --dtype: float32, or autocast to a 16-bit type with float32 master weights.
+// --dtype: float32, or 16-bit compute with float32 master weights: LibTorch's autocast in the
+// eager and TorchScript models, the fused model's own casts (model/fused_model.cpp).
 enum class Precision { kFloat32, kFloat16, kBFloat16, kLast = kBFloat16 };
 struct PrecisionRow {
   Precision value;
@@ -44,8 +45,8 @@ template <>
 struct ChoiceTable<Precision> {
   static constexpr std::array<PrecisionRow, 3> rows = {{
       {Precision::kFloat32, "float32", "", false},
-      {Precision::kFloat16, "float16", "autocast, loss-scaled", true},
-      {Precision::kBFloat16, "bfloat16", "autocast", false},
+      {Precision::kFloat16, "float16", "16-bit compute, float32 weights, loss-scaled", true},
+      {Precision::kBFloat16, "bfloat16", "16-bit compute, float32 weights", false},
   }};
 };
 

@@ -1,5 +1,7 @@
-// The CPU's instruction sets that decide how fast a GEMM in each dtype can run, and the GEMM
-// path LibTorch and bench's fused model take for that dtype on this CPU.
+// The CPU's instruction sets, read once here for all of bench (CPUID): those that decide how fast
+// a GEMM in each dtype can run and the GEMM path LibTorch and bench's fused model take for that
+// dtype on this CPU; those the fused CPU rows are built for (kernels/launch.cpp); SSE4.2's
+// CRC-32C (the TensorBoard writer).
 // LibTorch 2.11 on x86: float32 GEMMs go to MKL; bfloat16 ones to oneDNN when the CPU has
 // AVX-512 (BW+VL+DQ) or AVX-NE-CONVERT (native with AVX512-BF16 or AMX-BF16, emulated through
 // float32 FMAs without them), else to LibTorch's reference GEMM (scalar loops, one thread:
@@ -17,6 +19,7 @@
 namespace trainbench {
 
 struct CpuIsa {
+  bool sse4_2 = false;  // CRC32 (CRC-32C)
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512_bf16 = false;     // VDPBF16PS: bfloat16 dot products
@@ -41,7 +44,8 @@ std::string cpuinfo_field(const std::string& key);
 // see. The value of the variable (or "") in *cap when cap is given.
 CpuIsa effective_isa(std::string* cap = nullptr);
 
-// The names of the sets that are on, in a fixed order ("avx2", "fma", ..., "amx_fp16").
+// The names of the sets that are on, in a fixed order ("avx2", "fma", ..., "amx_fp16"); SSE4.2,
+// which every x86-64 CPU bench met has and no GEMM path depends on, is not among them.
 std::vector<std::string> isa_names(const CpuIsa& isa);
 
 // How a GEMM in a dtype runs: the names env.json, summary.json and the report give a path.

@@ -5,10 +5,11 @@
 // and --help (app/cli.cpp), the per-flag checks (app/validate.cpp, which adds the cross-flag
 // rules), config.json (core/config.cpp), the resume rule (train/checkpoint.cpp) and the rank
 // rule (dist/dist.cpp). Adding a flag: a RunConfig field, one row in core/flags.cpp, and its use
-// (a choice flag: its enum and table in core/choices.h, and its field in core/plan.h).
+// (a choice flag: its enum and table in core/choices.h first).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -48,13 +49,20 @@ static_assert(choices_in_order<HelpGroup>(), "one row per HelpGroup, in order");
 enum class FlagKind {
   kInt,     // an integer, at least `min`
   kNumber,  // a finite number in [lo, hi] (either end open when flagged so)
-  kText,    // any text, or one of `choices`
+  kText,    // any text, or (a ChoiceField) one of `choices`
   kBool,    // a switch: 0 | 1 (or false | true); a bool field, true/false in config.json
+};
+
+// A choice flag's field (an enum of core/choices.h), reached through its names: `get` spells
+// the value in `cfg`, `set` takes a name and returns false when it names no row.
+struct ChoiceField {
+  std::function<const char*(const RunConfig& cfg)> get;
+  std::function<bool(RunConfig& cfg, const std::string& name)> set;
 };
 
 struct FlagSpec {
   using Field = std::variant<int64_t RunConfig::*, double RunConfig::*, std::string RunConfig::*,
-                             bool RunConfig::*>;
+                             bool RunConfig::*, ChoiceField>;
   const char* name = "";
   HelpGroup group = HelpGroup::kModel;  // its --help section
   FlagKind kind = FlagKind::kText;

@@ -1,8 +1,8 @@
-// RunPlan: every decision a run acts on, as types, resolved once from the validated RunConfig
-// (app/validate.h) and handed down. Everything below app/ takes the plan, or the part it needs,
-// and never reads a choice flag's text: RunConfig keeps the text for config.json and the flag
-// table, the plan says what it means here (which device, which model, which dtype, which
-// compiled path, which GEMM route, which dropout kernel, which place in a multi-process run).
+// RunPlan: the validated RunConfig with its `auto` choices resolved, once, for this process
+// (make_plan, app/validate.h): the device, the dropout kernel, the GEMM route (and who chose it),
+// the process group's backend, the place in a multi-process run. The model, dtype, compiled path
+// and SDPA backend are the RunConfig's own typed fields (plan.cfg.dtype, ...); nothing is held
+// twice.
 #pragma once
 
 #include <string>
@@ -40,44 +40,43 @@ enum class RouteChosenBy {
 };
 
 struct RunPlan {
-  RunConfig cfg;  // the flags as given (sizes, steps, files); their text is for the files
-  ModelKind model = ModelKind::kHandcraft;
-  Precision precision = Precision::kFloat32;
-  // The activations' dtype: float32, or bfloat16 / float16 (the parameters stay float32).
-  c10::ScalarType compute_dtype = c10::ScalarType::Float;
-  CompilePath compile = CompilePath::kNone;
+  RunConfig cfg;  // the flags as given, typed; the fields below resolve its `auto` values
   GemmRoute gemm_route = GemmRoute::kNative;  // never kAuto
   RouteChosenBy gemm_route_by = RouteChosenBy::kOneRoute;
   DropoutImpl dropout = DropoutImpl::kNative;  // never kAuto
-  SdpaBackend sdpa_backend = SdpaBackend::kAuto;
   // The run's device: the CPU, or CUDA (the rank's own GPU, LOCAL_RANK, in a multi-process run).
   c10::Device device = c10::Device(c10::DeviceType::CPU);
   DistEnv dist;
   DistBackend dist_backend = DistBackend::kGloo;  // never kAuto
 
   bool cuda() const { return device.is_cuda(); }
-  bool lowp() const { return precision != Precision::kFloat32; }
+  bool lowp() const { return cfg.dtype != Precision::kFloat32; }
   // --compile fused with bfloat16/float16 on the CPU: the runs with two GEMM routes.
-  bool has_gemm_choice() const { return compile == CompilePath::kFused && lowp() && !cuda(); }
+  bool has_gemm_choice() const { return cfg.compile == CompilePath::kFused && lowp() && !cuda(); }
   // "cuda" or "cpu", as config.json's "device" says it.
   const char* device_name() const { return cuda() ? "cuda" : "cpu"; }
 };
 
-// The plan of a validated config in this process (dist: its place in a multi-process run).
-// --device auto takes CUDA where a GPU is visible; --dropout_impl auto the fused kernels' masks
-// with --compile fused, the parallel mask for eager handcraft models on the CPU, else
-// torch::dropout; --lowp_gemm auto the instruction sets' guess (float32 where the CPU lacks the
-// dtype's dot-product instructions), which a run replaces by the GEMM probe's measurement
-// (with_measured_route) before the model is built; --dist_backend auto nccl on CUDA, gloo on the
-// CPU. A choice flag's text that its table does not name throws ConfigError (validate() has
-// named it first).
-RunPlan make_plan(const RunConfig& cfg, const DistEnv& dist = DistEnv{});
-
-// The activations' dtype of a precision (autocast's for the 16-bit ones). Here, not in the choice
-// table, so that core/choices.h and the torch-free files that include it see no LibTorch header.
-c10::ScalarType scalar_type_of(Precision precision);
+// The activations' dtype of a precision (float32, or bfloat16 / float16 with float32 parameters).
+// Here, not in the choice table, so that core/choices.h and the torch-free files that include it
+// see no LibTorch header.
+inline c10::ScalarType scalar_type_of(Precision precision) {
+  switch (precision) {
+    case Precision::kFloat16:
+      return c10::ScalarType::Half;
+    case Precision::kBFloat16:
+      return c10::ScalarType::BFloat16;
+    case Precision::kFloat32:
+      break;
+  }
+  return c10::ScalarType::Float;
+}
 
 // The plan with the GEMM route a measurement chose.
-RunPlan with_measured_route(RunPlan plan, GemmRoute route);
+inline RunPlan with_measured_route(RunPlan plan, GemmRoute route) {
+  plan.gemm_route = route;
+  plan.gemm_route_by = RouteChosenBy::kMeasurement;
+  return plan;
+}
 
 }  // namespace trainbench

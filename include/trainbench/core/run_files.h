@@ -11,6 +11,11 @@
 
 namespace trainbench {
 
+// The one form of every file bench writes (run folders, checkpoints' config, the GEMM probe
+// cache, --help --json) and the peers too; a file of another schema is refused with one line
+// (a cache entry: measured again). 2: choice flags typed, switches true/false only.
+inline constexpr int kSchemaVersion = 2;
+
 enum class RunFile {
   kConfig,
   kEnv,

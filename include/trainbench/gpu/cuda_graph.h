@@ -43,8 +43,7 @@ class StepGraph {
 inline constexpr int64_t kCudaGraphWarmupSteps = 3;
 
 // The --cuda_graph rules: "" when fine, else the one-line ConfigError message. Called by
-// validate(), with --dropout_impl as given (the plan holds the resolved one; an explicit
-// parallel is what the message names).
-std::string cuda_graph_config_error(const RunPlan& plan, DropoutImpl given_dropout);
+// validate() (an explicit --dropout_impl parallel, plan.cfg's, is what the message names).
+std::string cuda_graph_config_error(const RunPlan& plan);
 
 }  // namespace trainbench

@@ -12,6 +12,10 @@
 
 #include "trainbench/kernels/kernel_args.h"
 
+namespace trainbench {
+struct CpuIsa;  // core/cpu_isa.h
+}  // namespace trainbench
+
 namespace trainbench::kernels {
 
 // The kernels' name for a tensor dtype; throws RunError for one they do not take.
@@ -28,5 +32,8 @@ std::string cpu_kernels_unavailable();
 // else "avx2"; TB_CPU_ROWS=avx2|avx512 forces one (the tests run every kernel test on both).
 // "" when none can run.
 std::string cpu_rows_isa();
+// The choice cpu_rows_isa() makes for a CPU with the sets `isa` (core/cpu_isa.h's answer) and
+// TB_CPU_ROWS = `forced` ("": unset); "" with the one-line reason in *why when none can run.
+std::string rows_isa_for(const CpuIsa& isa, const std::string& forced, std::string* why);
 
 }  // namespace trainbench::kernels

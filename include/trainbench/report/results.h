@@ -1,5 +1,5 @@
 // The run folder: config.json, env.json, metrics.jsonl (flushed per line) and summary.json
-// (written atomically: temp file + rename). Every file carries "schema_version": 1.
+// (written atomically: temp file + rename). Every file carries kSchemaVersion (core/run_files.h).
 #pragma once
 
 #include <fstream>
@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace trainbench {
+#include "trainbench/core/run_files.h"
 
-inline constexpr int kSchemaVersion = 1;
+namespace trainbench {
 
 // Checks that `dir` can become a run folder: it must not exist, be empty, or (with overwrite)
 // be a folder, whose previous result files and checkpoints are then removed. A non-empty

@@ -33,10 +33,10 @@ class Trainer {
   // from the next step on; nullptr detaches. The caller owns it.
   void attach(GradSync* sync) { sync_ = sync; }
 
-  // Forward (under autocast), loss, scaled backward, [gradient all-reduce,] unscale/skip, Adam
-  // step; with --cuda_graph 1 a replay of the captured step after the warm-up (StepGraph).
-  // bytes: [seq, batch] int64 on any device. Returns the loss (a float32 scalar on device;
-  // with a GradSync attached, the mean over the ranks as a CPU scalar).
+  // Forward (under autocast, but for the fused model), loss, scaled backward, [gradient
+  // all-reduce,] unscale/skip, Adam step; with --cuda_graph 1 a replay of the captured step after
+  // the warm-up (StepGraph). bytes: [seq, batch] int64 on any device. Returns the loss (a float32
+  // scalar on device; with a GradSync attached, the mean over the ranks as a CPU scalar).
   torch::Tensor step(const torch::Tensor& bytes);
   // Cross-entropy over the given batches, dropout off, as a sum in nats over the predicted
   // bytes and their count (so that ranks can add theirs before dividing).
@@ -64,6 +64,7 @@ class Trainer {
 
   RunPlan plan_;
   torch::Device device_;
+  Precision autocast_;  // the forward's autocast: the run's dtype, float32 (off) when fused
   SdpaBackendGuard sdpa_guard_;  // --sdpa_backend for the trainer's lifetime
   std::shared_ptr<LanguageModel> model_;
   std::unique_ptr<torch::optim::Adam> optimizer_;  // --fused_adam 0

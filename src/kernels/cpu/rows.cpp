@@ -297,15 +297,4 @@ TB_CPU_ROWS(CausalSoftmaxGradArgs, causal_softmax_grad_)
 TB_CPU_ROWS(HeadCrossEntropyArgs, head_cross_entropy_)
 #undef TB_CPU_ROWS
 
-bool cpu_supported() {
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
-#ifdef TB_ROWS_AVX2
-  return avx2;
-#else
-  return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-#endif
-}
-
 }  // namespace trainbench::kernels::cpu::TB_ROWS_ISA

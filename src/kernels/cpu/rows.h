@@ -1,7 +1,7 @@
 // The CPU rows of the fused kernels: rows(a, c0, c1) runs a kernel's math over the chunks
 // [c0, c1) of kChunkRows rows. Two builds of one file that includes no LibTorch header (see
 // rows.cpp): cpu::avx2 (AVX2/FMA/F16C) and cpu::avx512 (with AVX-512 F/BW/VL/DQ); launch.cpp
-// picks one for the CPU and calls it from at::parallel_for.
+// picks the one the CPU runs (core/cpu_isa's answer) and calls it from at::parallel_for.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +13,9 @@ namespace trainbench::kernels::cpu {
 #define TB_DECLARE_CPU_ROWS(Args) void rows(const Args& a, int64_t c0, int64_t c1);
 namespace avx2 {
 TB_FUSED_KERNELS(TB_DECLARE_CPU_ROWS)
-bool cpu_supported();  // true when this CPU runs the instructions this build was compiled for
 }  // namespace avx2
 namespace avx512 {
 TB_FUSED_KERNELS(TB_DECLARE_CPU_ROWS)
-bool cpu_supported();
 }  // namespace avx512
 #undef TB_DECLARE_CPU_ROWS
 
