@@ -5,6 +5,7 @@
 #   bench eager | bench --compile torchscript | bench --flash 1 |
 #   bench --compile fused --fused_adam 1 (naive attention, then --flash 1) |
 #   PyTorch eager | PyTorch torch.compile (inductor) | PyTorch --flash 1 | JAX (jax.jit)
+# MFU on bench's peak for each dtype in every column (the peers get it as --peak_tflops),
 # then `bench report` with ratios against the PyTorch eager column, each run's warm-up and
 # compile seconds, and a check that every column ran under the same thread environment.
 # Every column gets the same threading set-up: THREAD_ENV (default: none, the runtimes' own
@@ -65,6 +66,21 @@ env "${thread_env[@]}" MATRIX="$matrix" BENCH="$BENCH" PYTHON="$PYTHON" \
 for ((i = 1; i <= ${#entries[@]}; i++)); do
   for d in "$out/bench/${i}"_*/; do [ -d "$d" ] && dirs+=("${d%/}"); done
 done
+# MFU on one peak for every column: the peers get bench's peak for each dtype (what its probe
+# measured on this machine, from the summary of bench's first run of that dtype); without a
+# bench run of that dtype they show '-'.
+peak_tflops() {  # peak_tflops DTYPE: bench's MFU peak in TFLOP/s, 0 where none ran
+  "$PYTHON" -c 'import json, sys
+for d in sys.argv[2:]:
+    try:
+        c, s = (json.load(open(f"{d}/{n}.json")) for n in ("config", "summary"))
+    except (OSError, ValueError):
+        continue
+    if c.get("dtype") == sys.argv[1] and s.get("peak_flops"):
+        print(repr(s["peak_flops"] / 1e12)); break
+else:
+    print(0)' "$1" "${dirs[@]}"
+}
 py=("$PYTHON" scripts/peers/pytorch_run.py)
 # REPEAT=N: bench's columns N times each (sweep.sh interleaves them), the peers' as N runs of
 # each column in turn; bench report aggregates them (median, n=, U-test p against the baseline).
@@ -73,10 +89,11 @@ for ((k = 1; k <= reps; k++)); do
   r=""
   [ "$reps" -eq 1 ] || r="_r$k"
   for dtype in "${dtypes[@]}"; do
-    run "py_$dtype$r" "${py[@]}" --dtype "$dtype"
-    run "pyc_$dtype$r" "${py[@]}" --dtype "$dtype" --compile 1
-    run "pyf_$dtype$r" "${py[@]}" --dtype "$dtype" --flash 1
-    run "jax_$dtype$r" "$PYTHON" scripts/peers/jax_run.py --dtype "$dtype"
+    peak=(--peak_tflops "$(peak_tflops "$dtype")")
+    run "py_$dtype$r" "${py[@]}" --dtype "$dtype" "${peak[@]}"
+    run "pyc_$dtype$r" "${py[@]}" --dtype "$dtype" --compile 1 "${peak[@]}"
+    run "pyf_$dtype$r" "${py[@]}" --dtype "$dtype" --flash 1 "${peak[@]}"
+    run "jax_$dtype$r" "$PYTHON" scripts/peers/jax_run.py --dtype "$dtype" "${peak[@]}"
   done
 done
 # First the table a person reads (one row per configuration, in the matrix's order), then the

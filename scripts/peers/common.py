@@ -92,6 +92,10 @@ def arg_parser(description, accepts=None):
             help_text = "0 | 1: the framework's compiler (torch.compile with inductor)"
         if name == "dtype":
             help_text = "float32 | float16 (autocast, loss-scaled) | bfloat16 (autocast)"
+        if name == "peak_tflops":
+            help_text = ("peak TFLOP/s for MFU: bench's for this machine and dtype "
+                         "(peak_flops / 1e12 in a bench run's summary.json; compare.sh passes "
+                         "it); 0: MFU not computed ('-')")
         if name == "save_dir":
             help_text = ("run folder prefix; the folder is "
                          "{save_dir}_{model}_layer{N}_{dtype}[_compiled][_flash]")
@@ -132,6 +136,19 @@ def check_args(args, parser):
 def flops_per_token(a):
     matmul = a.num_layer * (4 * a.d_model ** 2 + 2 * a.d_model * a.ff_dim) + a.d_model * 256
     return 6.0 * matmul + 12.0 * a.num_layer * a.seq_len * a.d_model
+
+
+def mfu_peak(a, who):
+    """MFU's peak and where it came from: --peak_tflops, which compare.sh sets to bench's figure
+    for this machine and dtype. There is no fallback of the peer's own (a GEMM timed here): MFU
+    on another peak than bench's would not compare with bench's rows, so without the flag the
+    run shows '-' and says why."""
+    if a.peak_tflops > 0:
+        return a.peak_tflops * 1e12, "flag"
+    print(f"{who}: MFU shown as '-': no --peak_tflops; give bench's peak for this machine and "
+          f"dtype (peak_flops / 1e12 in a bench run's summary.json; scripts/compare.sh passes it)",
+          file=sys.stderr)
+    return None, "unknown"
 
 
 def run_dir_name(a):

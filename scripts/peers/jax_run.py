@@ -153,7 +153,8 @@ def main():
     env["blas"] = f"XLA:{platform.upper()} (jaxlib {importlib.metadata.version('jaxlib')})"
     res.write("env.json", env)
     log = common.StepLog(a, res)
-    log.peak_flops = a.peak_tflops * 1e12 or None
+    peak, peak_src = common.mfu_peak(a, "jax_run")
+    log.peak_flops = peak
     while log.step < a.steps:
         key, sub = jax.random.split(key)
         log.before()
@@ -167,9 +168,8 @@ def main():
                                             a.eval_batches)
         tot = sum(float(eval_loss(params, batch(b))) * len(b) for b in batches)
         log.evaluation(tot / sum(len(b) for b in batches))
-    peak = a.peak_tflops * 1e12
     mem = common.peak_rss() if platform == "cpu" else None
-    return log.write_summary(n_params, peak, "flag" if peak else "unknown", mem, "jax.jit")
+    return log.write_summary(n_params, peak, peak_src, mem, "jax.jit")
 
 
 if __name__ == "__main__":

@@ -76,21 +76,6 @@ class ByteLM(nn.Module):
         return self.head(h)
 
 
-def gemm_probe(dtype, device):
-    g = torch.Generator(device=device).manual_seed(0)  # leaves the run's random stream alone
-    a = torch.randn(1024, 1024, generator=g, device=device, dtype=dtype)
-    b = torch.randn(1024, 1024, generator=g, device=device, dtype=dtype)
-    a @ b
-    best = 0.0
-    for _ in range(5):
-        t0, n = time.perf_counter(), 0
-        while time.perf_counter() - t0 < 0.1:
-            a @ b
-            n += 1
-        best = max(best, 2 * 1024 ** 3 * n / (time.perf_counter() - t0))
-    return best
-
-
 def main():
     parser = common.arg_parser(__doc__)
     a = common.parse_args(parser)
@@ -153,11 +138,9 @@ def main():
     env["cuda_version"] = torch.version.cuda if device.type == "cuda" else None
     env["blas"] = blas_info()
     res.write("env.json", env)
-    peak, peak_src = (a.peak_tflops * 1e12, "flag") if a.peak_tflops > 0 else (
-        (0.0, "unknown") if device.type == "cuda" else
-        (gemm_probe(amp or torch.float32, device), "gemm_probe"))
+    peak, peak_src = common.mfu_peak(a, "pytorch_run")
     log = common.StepLog(a, res)
-    log.peak_flops = peak or None
+    log.peak_flops = peak
     if device.type == "cuda":
         log.memory = lambda: torch.cuda.max_memory_allocated(device)
     while log.step < a.steps:

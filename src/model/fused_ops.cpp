@@ -76,6 +76,18 @@ Tensor dense_(const Tensor& t, c10::ScalarType dtype) {
 // Column partial sums [chunks, width] → [width].
 Tensor chunk_sums_(const Tensor& partials) { return partials.sum(0); }
 
+// Column sums of rows [N, w] in `acc` (a bias gradient): per block of kChunkRows rows, then over
+// the blocks, as the kernels' partials add up. A sum over dim 0 with a dtype converts the whole
+// tensor to it first on the CPU (a copy the size of the gradient in float32); over the middle
+// dim of [blocks, rows, w] it does not, measured 3x faster at [2048, 1536] bfloat16.
+Tensor column_sums_(const Tensor& x, c10::ScalarType acc) {
+  const int64_t n = x.size(0), w = x.size(1), full = n / k::kChunkRows * k::kChunkRows;
+  if (full == 0) return x.sum(0, false, acc);
+  Tensor s = x.narrow(0, 0, full).view({full / k::kChunkRows, k::kChunkRows, w}).sum(1, false, acc);
+  s = s.sum(0);
+  return full < n ? s + x.narrow(0, full, n - full).sum(0, false, acc) : s;
+}
+
 struct FusedLinear : torch::autograd::Function<FusedLinear> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
                         GemmRoute r, bool keep_float32) {
@@ -108,7 +120,7 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
     Tensor dx = x.requires_grad() ? gemm_(dy, up_(w, r), x.scalar_type()) : Tensor();  // [N, in]
     Tensor dw = gemm_(dy.t(), up_(x, r), w.scalar_type());                             // [out, in]
     const auto bias_dtype = static_cast<c10::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
-    Tensor db = ctx->saved_data["has_bias"].toBool() ? dy.sum(0, false, bias_dtype) : Tensor();
+    Tensor db = ctx->saved_data["has_bias"].toBool() ? column_sums_(dy, bias_dtype) : Tensor();
     return {dx, dw, db, Tensor(), Tensor()};
   }
 };
@@ -342,7 +354,7 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     const Tensor dl_up = up_(dl, r);
     Tensor dx = x.requires_grad() ? gemm_(dl_up, up_(w, r), x.scalar_type()) : Tensor();  // [N, d]
     Tensor dw = gemm_(dl_up.t(), up_(x, r), w.scalar_type());                             // [V, d]
-    Tensor db = dl.sum(0, /*keepdim=*/false, grads[0].scalar_type());
+    Tensor db = column_sums_(dl, grads[0].scalar_type());
     return {dx, dw, db, Tensor(), Tensor()};
   }
 };

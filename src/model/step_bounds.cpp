@@ -26,15 +26,15 @@ std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t param
     w["attention"].bytes = 5.0 * e * B * H * S * S * L;
   }
   w["normalisation"].bytes = 2.0 * ((8 + 2 * e) + (12 + 2 * e)) * d * N * L;
-  double pointwise = 5.0 * e * ff * N * L;
-  if (lowp) pointwise += (4.0 + e) * static_cast<double>(params);
+  w["pointwise"].bytes = 5.0 * e * ff * N * L;
+  double copy = lowp ? (4.0 + e) * static_cast<double>(params) : 0.0;
   if (plan.gemm_route == GemmRoute::kFloat32) {
     // qkv (d -> 3d), out (d -> d), FF in (d -> ff), FF out (ff -> d): 3 inputs, 2 outputs each.
     const double per_layer =
         (3 * d + 2 * 3 * d) + (3 * d + 2 * d) + (3 * d + 2 * ff) + (3 * ff + 2 * d);
-    pointwise += (4.0 + e) * N * (per_layer * L + 3 * d + 2 * 256);  // and the head
+    copy += (4.0 + e) * N * (per_layer * L + 3 * d + 2 * 256);  // and the head
   }
-  w["pointwise"].bytes = pointwise;
+  w["copy"].bytes = copy;
   w["loss"].bytes = 3.0 * e * 256 * N;
   w["optimizer"].bytes = 28.0 * static_cast<double>(params);
   return w;

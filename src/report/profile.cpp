@@ -52,6 +52,18 @@ const std::vector<std::pair<const char*, const char*>>& rules_() {
       {"MmBackward", "gemm"},
       {"AddmmBackward", "gemm"},
       {"BmmBackward", "gemm"},
+      // Bytes moved into another dtype or layout: conversions, clones, stacks, concatenations
+      // and their backwards (the math itself reads each tensor where it lies).
+      {"copy_", "copy"},
+      {"_to_copy", "copy"},
+      {"ToCopyBackward", "copy"},
+      {"aten::clone", "copy"},
+      {"aten::contiguous", "copy"},
+      {"aten::cat", "copy"},
+      {"CatBackward", "copy"},
+      {"aten::stack", "copy"},
+      {"StackBackward", "copy"},
+      {"UnbindBackward", "copy"},
       {"dropout", "pointwise"},
       {"bernoulli", "pointwise"},
       {"relu", "pointwise"},
@@ -60,9 +72,6 @@ const std::vector<std::pair<const char*, const char*>>& rules_() {
       {"aten::mul", "pointwise"},
       {"aten::div", "pointwise"},
       {"aten::sub", "pointwise"},
-      {"copy_", "pointwise"},
-      {"_to_copy", "pointwise"},
-      {"aten::cat", "pointwise"},
       {"aten::sum", "pointwise"},
       {"embedding", "pointwise"},
       {"aten::fill_", "pointwise"},
@@ -81,9 +90,9 @@ std::string op_category(const std::string& name) {
 }
 
 const std::vector<std::string>& profile_categories() {
-  static const std::vector<std::string> categories = {"gemm",      "attention", "normalisation",
-                                                      "pointwise", "loss",      "optimizer",
-                                                      "data",      "other",     "untraced"};
+  static const std::vector<std::string> categories = {
+      "gemm", "attention", "normalisation", "pointwise", "copy",
+      "loss", "optimizer", "data",          "other",     "untraced"};
   return categories;
 }
 

@@ -81,6 +81,11 @@ TEST(Peers, PytorchPeerWritesTheContractWithTheCppParameterCount) {
     EXPECT_EQ(summary["steps_timed"], 3);
     EXPECT_TRUE(summary["final_valid_bpb"].is_number());
     EXPECT_GT(summary["sequences_per_s"].get<double>(), 0);
+    // MFU on the peak it was given (--peak_tflops 1), as bench computes it.
+    EXPECT_EQ(summary["peak_flops_source"], "flag");
+    EXPECT_DOUBLE_EQ(
+        summary["mfu"].get<double>(),
+        summary["tokens_per_s"].get<double>() * summary["flops_per_token"].get<double>() / 1e12);
     // As bench: the train loss and bpb over the last window's timed steps, the noise check,
     // and windows that say how many steps they hold (the plots put them at their middle).
     EXPECT_EQ(summary["final_train_steps"], 2);
@@ -108,6 +113,28 @@ TEST(Peers, PytorchPeerWritesTheContractWithTheCppParameterCount) {
   EXPECT_NE(report.output.find("Sequences per second (pytorch; "), std::string::npos)
       << report.output;
   EXPECT_NE(report.output.find("| torch vs handcraft |"), std::string::npos) << report.output;
+}
+
+// Without --peak_tflops the PyTorch peer times no GEMM of its own for a peak (its MFU would be
+// on another scale than bench's): the summary holds no MFU, the log says why, the table has '-'.
+TEST(Peers, APeerWithoutBenchsPeakShowsNoMfu) {
+  testing::TempDir dir;
+  std::string flags = tiny_flags(dir, 2, 1);
+  flags.replace(flags.find(" --peak_tflops 1"), 16, "");
+  const auto r = testing::run_command(kPython + kPeers + "/pytorch_run.py" + flags +
+                                      " --save_dir " + (dir / "py"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("pytorch_run: MFU shown as '-': no --peak_tflops; give bench's peak"),
+            std::string::npos)
+      << r.output;
+  const std::string run = dir / "py_handcraft_layer2_float32";
+  const auto summary = read_json_file(run + "/summary.json");
+  EXPECT_TRUE(summary["mfu"].is_null());
+  EXPECT_TRUE(summary["peak_flops"].is_null());
+  EXPECT_EQ(summary["peak_flops_source"], "unknown");
+  const auto report = testing::run_bench("report " + run);
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_NE(report.output.find("| - |"), std::string::npos) << report.output;
 }
 
 // Same seed, same init order, same sampler, native dropout: the PyTorch peer and bench train
@@ -199,6 +226,11 @@ TEST(Peers, JaxPeerStartsWhereBenchStartsAndLearns) {
   EXPECT_EQ(summary["compile_backend"], "jax.jit");
   EXPECT_GT(summary["compile_seconds"].get<double>(), 0.0);
   EXPECT_GT(summary["peak_memory_bytes"].get<double>(), 0.0);
+  // No --peak_tflops: no MFU on a peak of its own, and one line saying so.
+  EXPECT_TRUE(summary["mfu"].is_null());
+  EXPECT_EQ(summary["peak_flops_source"], "unknown");
+  EXPECT_NE(r.output.find("jax_run: MFU shown as '-': no --peak_tflops"), std::string::npos)
+      << r.output;
   const auto env = read_json_file(run + "/env.json");
   EXPECT_EQ(env["num_threads"], 2);
   EXPECT_TRUE(env["thread_env"].is_object());

@@ -28,6 +28,7 @@ TEST(StepBounds, TheWorkOfEachCategoryIsTheHandCalculation) {
   EXPECT_DOUBLE_EQ(w.at("attention").flops, 0.0);
   EXPECT_DOUBLE_EQ(w.at("normalisation").bytes, 2.0 * (16 + 20) * 8 * 8);
   EXPECT_DOUBLE_EQ(w.at("pointwise").bytes, 5.0 * 4 * 16 * 8);
+  EXPECT_DOUBLE_EQ(w.at("copy").bytes, 0.0);  // float32 converts nothing
   EXPECT_DOUBLE_EQ(w.at("loss").bytes, 3.0 * 4 * 256 * 8);
   EXPECT_DOUBLE_EQ(w.at("optimizer").bytes, 28.0 * 1000);
   RunConfig f = c;
@@ -37,16 +38,16 @@ TEST(StepBounds, TheWorkOfEachCategoryIsTheHandCalculation) {
   EXPECT_DOUBLE_EQ(wf.at("attention").flops, 3072.0);
   EXPECT_DOUBLE_EQ(wf.at("attention").bytes, 0.0);
   RunConfig b = c;
-  b.dtype = "bfloat16";  // e = 2, the weights rounded each step (6 bytes a parameter)
-  EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("pointwise").bytes, 5.0 * 2 * 16 * 8 + 6000);
+  b.dtype = Precision::kBFloat16;  // e = 2, the weights rounded each step (6 bytes a parameter)
+  EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("pointwise").bytes, 5.0 * 2 * 16 * 8);
+  EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("copy").bytes, 6000);
   EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("normalisation").bytes, 2.0 * (12 + 16) * 64);
   // The float32 route converts each Linear's 3 inputs and 2 outputs: qkv 3*8 + 2*24, out
   // 3*8 + 2*8, FF in 3*8 + 2*16, FF out 3*16 + 2*8, head 3*8 + 2*256; 6 bytes an element.
   const double elements = (24 + 48) + (24 + 16) + (24 + 32) + (48 + 16) + (24 + 512);
   RunPlan routed = make_plan(b);
   routed.gemm_route = GemmRoute::kFloat32;
-  EXPECT_DOUBLE_EQ(step_work(routed, 1000).at("pointwise").bytes,
-                   5.0 * 2 * 16 * 8 + 6000 + 6.0 * 8 * elements);
+  EXPECT_DOUBLE_EQ(step_work(routed, 1000).at("copy").bytes, 6000 + 6.0 * 8 * elements);
 }
 
 TEST(StepBounds, EachBoundIsItsWorkAtTheRatesAndTheStepsIsTheirSum) {

@@ -30,9 +30,11 @@ struct CategoryWork {
 //   normalisation: per LayerNorm boundary (2 per layer) the residual add, dropout and
 //     LayerNorm, forward (8 + 2e) d bytes per row, backward (12 + 2e) d;
 //   pointwise: the FF hidden's bias, ReLU and dropout, 2e forward and 3e backward per element
-//     of [N, ff] per layer; the weights rounded to the dtype each step (4 + e per parameter,
-//     bfloat16/float16); on the float32 route the GEMM operands' conversions, (4 + e) bytes per
-//     element of 3 inputs and 2 outputs of each Linear;
+//     of [N, ff] per layer;
+//   copy: the conversions the math needs: the weights rounded to the dtype each step (4 + e per
+//     parameter, bfloat16/float16); on the float32 route the GEMM operands' conversions,
+//     (4 + e) bytes per element of 3 inputs and 2 outputs of each Linear (none for float32:
+//     every copy there is above the bound);
 //   loss: the head's logits [N, 256]: written, read and overwritten by their gradient, 3e;
 //   optimizer: Adam reads parameter, gradient and two moments and writes three, 28 bytes per
 //     parameter.
