@@ -38,6 +38,7 @@ void Run::set_up_() {
   if (rank0_()) {
     warn_about_setup(threads_, env_.local_world_size);
     if (!device_.is_cuda()) warn_about_lowp_gemm(plan_, setup_.gemm_paths, setup_.probe);
+    warn_about_fused_flash(plan_);
   }
   step_ = setup_.start_step;
   compile_s_ = setup_.compile_s;

@@ -44,6 +44,18 @@ void warn_about_setup(int threads, int local_world) {
   }
 }
 
+std::string warn_about_fused_flash(const RunPlan& plan) {
+  const RunConfig& c = plan.cfg;
+  if (plan.cuda() || c.compile != CompilePath::kFused || !c.flash || c.seq_len >= 1024) return "";
+  const std::string line =
+      "--flash 1 with --compile fused runs LibTorch's CPU flash kernel, measured slower than the "
+      "fused naive attention (--flash 0) below seq_len 1024: at 8 layers, d_model 512, seq_len "
+      "256, batch 8 its seq/s was 0.63-0.87x in bfloat16 and 0.80-1.04x in float32 on the CPUs "
+      "measured, about even at 1024 (docs/MODELS.md); it keeps no [B, H, S, S] scores";
+  log_warn(line);
+  return line;
+}
+
 nlohmann::json gemm_paths(const RunPlan& plan) {
   const CpuIsa isa = effective_isa();
   const bool cuda = plan.cuda();

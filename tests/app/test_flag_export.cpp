@@ -1,5 +1,5 @@
 // The flag table exported (`bench --help --json`) and what must follow it: the Python peers'
-// defaults and presets (they read scripts/peers/flags.json) and the README's flag table. Each
+// defaults and presets (they read scripts/peers/flags.json) and docs/FLAGS.md's tables. Each
 // test fails when one of them drifts from the table in src/core/flags.cpp.
 #include <gtest/gtest.h>
 
@@ -75,38 +75,36 @@ TEST(FlagExport, ThePeersDefaultsAreTheFlagTables) {
   EXPECT_GE(compared, 2 * 25);
 }
 
-// The README's table (section "Flags") names every flag of the table and no other, and each
-// choice of a flag with choices appears in that flag's row.
-TEST(FlagExport, TheReadmesFlagTableNamesEveryFlagAndItsChoices) {
-  const std::string readme = testing::read_file(std::string(TB_SOURCE_DIR) + "/README.md");
-  const size_t start = readme.find("\n## Flags\n");
-  ASSERT_NE(start, std::string::npos);
-  const size_t end = readme.find("\n## ", start + 1);
-  std::istringstream lines(readme.substr(start, end - start));
-  std::set<std::string> named;
-  std::map<std::string, std::string> row_of;
-  const std::regex flag_re("--([a-z_0-9]+)");
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("| `--", 0) != 0) continue;
-    const std::string first = line.substr(0, line.find(" | ", 2));
-    for (auto it = std::sregex_iterator(first.begin(), first.end(), flag_re);
-         it != std::sregex_iterator(); ++it) {
-      named.insert((*it)[1]);
-      row_of[(*it)[1]] = line;
-    }
-  }
-  std::set<std::string> table;
-  for (const FlagSpec& f : flag_table()) table.insert(f.name);
-  table.insert("export_corpus");  // a command of its own, outside the table
-  for (const auto& n : table) EXPECT_TRUE(named.count(n)) << "--" << n << " is not in README";
-  for (const auto& n : named) EXPECT_TRUE(table.count(n)) << "README names --" << n;
+// docs/FLAGS.md's tables are scripts/flags_doc.py's output on bench's table: the check passes on
+// the committed file and fails, naming the fix, on a copy with one row changed or no markers.
+TEST(FlagExport, TheFlagReferenceIsGeneratedFromTheFlagTable) {
+  const std::string doc = std::string(TB_SOURCE_DIR) + "/docs/FLAGS.md";
+  const std::string gen = std::string(TB_BENCH_EXE) + " --help --json | " + TB_PYTHON + " " +
+                          TB_SOURCE_DIR + "/scripts/flags_doc.py --check ";
+  const auto fresh = testing::run_command(gen + doc);
+  EXPECT_EQ(fresh.exit_code, 0) << "docs/FLAGS.md is stale: " << fresh.output;
+  const std::string text = testing::read_file(doc);
   for (const FlagSpec& f : flag_table()) {
-    if (!row_of.count(f.name)) continue;
-    for (const std::string& c : f.choices) {
-      EXPECT_NE(row_of[f.name].find("`" + c + "`"), std::string::npos)
-          << "--" << f.name << "'s README row lacks `" << c << "`";
-    }
+    EXPECT_NE(text.find(std::string("| `--") + f.name + "` |"), std::string::npos)
+        << "--" << f.name;
   }
+  testing::TempDir dir;
+  std::string stale = text;
+  const size_t row = stale.find("| `--num_layer` | `24` |");
+  ASSERT_NE(row, std::string::npos);
+  stale.replace(row, 24, "| `--num_layer` | `12` |");
+  testing::write_file(dir / "stale.md", stale);
+  const auto r = testing::run_command(gen + (dir / "stale.md"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("is stale; regenerate it with build/bench --help --json | "
+                          "scripts/flags_doc.py"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(testing::read_file(dir / "stale.md"), stale);  // --check changes nothing
+  testing::write_file(dir / "bare.md", "# Flags\n");
+  const auto bare = testing::run_command(gen + (dir / "bare.md"));
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_NE(bare.output.find("lacks the marker lines"), std::string::npos) << bare.output;
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include "test_util.h"
 #include "trainbench/app/run.h"
+#include "trainbench/app/run_figures.h"
+#include "trainbench/app/validate.h"
 #include "trainbench/core/log.h"
 #include "trainbench/report/report.h"
 #include "trainbench/report/results.h"
@@ -37,6 +39,27 @@ TEST_F(FusedRun, ResultFilesNameTheFusedPath) {
   EXPECT_EQ(cfg["dropout_impl"], "fused");  // the resolved choice: the kernels' own masks
   EXPECT_EQ(r.summary["compile_backend"], "fused");
   EXPECT_EQ(read_run(r.run_dir).label, "libtorch handcraft fused");
+}
+
+// --flash 1 on the fused path below seq_len 1024 warns with the measured figures; at 1024 and
+// on the other paths nothing.
+TEST_F(FusedRun, FlashOnTheFusedPathWarnsBelowTheMeasuredCrossover) {
+  RunConfig c = config();
+  c.flash = true;
+  c.device = DeviceChoice::kCpu;
+  const std::string line = warn_about_fused_flash(make_plan(c));
+  EXPECT_NE(line.find("--flash 1 with --compile fused runs LibTorch's CPU flash kernel, measured "
+                      "slower than the fused naive attention (--flash 0) below seq_len 1024"),
+            std::string::npos)
+      << line;
+  c.seq_len = 1024;
+  EXPECT_EQ(warn_about_fused_flash(make_plan(c)), "");
+  c.seq_len = 64;
+  c.compile = CompilePath::kNone;
+  EXPECT_EQ(warn_about_fused_flash(make_plan(c)), "");
+  c.compile = CompilePath::kFused;
+  c.flash = false;
+  EXPECT_EQ(warn_about_fused_flash(make_plan(c)), "");
 }
 
 TEST_F(FusedRun, TwentyStepsPlusResumePlusTwentyEqualFortyStraightWithDropout) {

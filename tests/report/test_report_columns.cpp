@@ -1,6 +1,6 @@
 // bench report's column table (report/report_columns.h) and what must follow it: the markdown
-// detail table, the CSV and the JSON show its columns in its order, and README's column list
-// names each of them with its keys and units.
+// detail table, the CSV and the JSON show its columns in its order, and docs/COMPARING.md's column
+// list names each of them with its keys and units.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -186,19 +186,19 @@ TEST(ReportColumns, DetailRowsReadAsBeforeAndWarmUpAndCompileAreInEveryFormat) {
   EXPECT_TRUE(j["runs"][0]["last_step"].is_null());
 }
 
-std::string readme_() {
-  std::ifstream in(std::string(TB_SOURCE_DIR) + "/README.md");
+std::string comparing_doc_() {
+  std::ifstream in(std::string(TB_SOURCE_DIR) + "/docs/COMPARING.md");
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
 }
 
-// README's column list ("| column | CSV/JSON keys (unit) | ...") is the table: each markdown
-// column in order, with its keys in order and each key's unit in parentheses.
-TEST(ReportColumns, TheReadmesColumnListIsTheTable) {
-  const std::string readme = readme_();
+// docs/COMPARING.md's column list ("| column | CSV/JSON keys (unit) | ...") is the table: each
+// markdown column in order, with its keys in order and each key's unit in parentheses.
+TEST(ReportColumns, TheDocsColumnListIsTheTable) {
+  const std::string readme = comparing_doc_();
   const size_t start = readme.find("\n| column | CSV/JSON keys (unit) |");
-  ASSERT_NE(start, std::string::npos) << "README has no column list";
+  ASSERT_NE(start, std::string::npos) << "docs/COMPARING.md has no column list";
   std::vector<std::string> listed;
   std::istringstream lines(readme.substr(start + 1));
   std::string line;
@@ -224,7 +224,7 @@ TEST(ReportColumns, TheReadmesColumnListIsTheTable) {
     const std::string in_readme = i < listed.size() ? listed[i] : "nothing more",
                       in_table = i < table.size() ? table[i] : "nothing more";
     if (in_readme != in_table) {
-      ADD_FAILURE() << "README's column list (section \"bench report\") has " << in_readme
+      ADD_FAILURE() << "docs/COMPARING.md's column list has " << in_readme
                     << " where the table in src/report/report_columns.cpp has " << in_table;
       break;
     }

@@ -23,7 +23,7 @@ struct CliResult {
 // Does not call validate(): the caller does that once.
 CliResult parse_cli(int argc, const char* const* argv);
 
-// The flag table as JSON (`bench --help --json`), for the Python peers and the README check:
+// The flag table as JSON (`bench --help --json`), for the Python peers and docs/FLAGS.md:
 // {"schema_version", "flags": [{"name", "kind" (int|number|text|switch), "group", "help",
 // "choices", "default" (the reference preset's, typed as config.json holds it), "quick" (the
 // quick preset's)}], "summary": summary.json's fields (report/summary_fields.h), "tensorboard":

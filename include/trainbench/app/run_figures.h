@@ -25,6 +25,11 @@ int64_t peak_memory_bytes(const torch::Device& device);
 // Warnings about the set-up (a non-Release build, cores left idle).
 void warn_about_setup(int threads, int local_world);
 
+// One warning line when the run takes the fused path with flash attention on the CPU at a
+// sequence length where the fused naive attention measured faster (the figures in the line);
+// returns it ("" when none applies).
+std::string warn_about_fused_flash(const RunPlan& plan);
+
 // Which GEMM path each part of the step takes for the run's dtype (env.json "gemm_path"):
 // {"dtype", "model_gemms" (the Linear and head GEMMs), "attention" (scores and values, or the
 // flash kernel's blocks), "libtorch" (LibTorch's own path for the dtype on this CPU), "cpu_isa"

@@ -1,7 +1,8 @@
 // bench report's detail columns as one table, one row per CSV/JSON key: the markdown detail
 // table, the CSV and each JSON run object are all made from it, in its order, so the three
-// formats cannot show different columns. A new column is one row (and its line in README's
-// column list, which tests/report/test_report_columns.cpp holds against this table).
+// formats cannot show different columns. A new column is one row (and its line in
+// docs/COMPARING.md's column list, which tests/report/test_report_columns.cpp holds against this
+// table).
 #pragma once
 
 #include <span>

@@ -4,7 +4,7 @@
 // killer); nothing is left to clean up. The file's text (pid, host, start time) only names the
 // holder in the refusal; the text a dead holder left means nothing and is overwritten.
 // On NFS, flock is carried by the NFS lock manager (NFSv4, or v3 with lockd) and holds across
-// clients; a file system that refuses locks gets a warning and no guarantee (README).
+// clients; a file system that refuses locks gets a warning and no guarantee (docs/CHECKPOINTS.md).
 #pragma once
 
 #include <string>
