@@ -13,6 +13,9 @@
 #   compiled_flash torch flash_fused_adam graph; each is a set of bench flags, see matrix_entry
 #   below, run in float32, float16 and bfloat16 as scripts/sweep.sh MATRIX entries; "fused" is
 #   kept for --compile fused, so flash + fused Adam is flash_fused_adam).
+#   REHEARSAL=1 (scripts/gpu_rehearse.sh sets it): the same script on a CPU machine, in an
+#   environment hiding our Debian packages: no GPU check; builds TARGETS (default bench), then
+#   trains one tiny CPU run of the quick preset instead of the tests and the matrix.
 # Example: STEPS=100 scripts/gpu_bench.sh runs/h200
 source "$(dirname "$0")/usage.sh"
 tb_start "$0" "" "$@"
@@ -51,7 +54,8 @@ read -r -a names <<<"${MATRIX:-$all_names}"
 for name in "${names[@]}"; do matrix_entry "$name" >/dev/null; done
 
 # --- preconditions, each a one-line reason ---------------------------------------------------
-if ! { nvidia-smi -L >/dev/null 2>&1 &&
+REHEARSAL=${REHEARSAL:-0}
+if [ "$REHEARSAL" != 1 ] && ! { nvidia-smi -L >/dev/null 2>&1 &&
        "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null; }; then
   die "no CUDA device (nvidia-smi/torch.cuda.is_available false)"
 fi
@@ -65,7 +69,8 @@ PATH="$("$PYTHON" -c 'import os, sys; print(os.path.dirname(sys.executable))'):$
 for tool in cmake ninja c++; do command -v $tool >/dev/null || die "$tool is not on PATH"; done
 mkdir -p "$out/logs"
 out=$(cd "$out" && pwd)
-{ nvidia-smi; echo "torch $torch_version at $torch_prefix"; } >"$out/machine.txt" 2>&1
+{ if [ "$REHEARSAL" = 1 ]; then lscpu; else nvidia-smi; fi
+  echo "torch $torch_version at $torch_prefix"; } >"$out/machine.txt" 2>&1
 
 # --- dependencies, configure, build ----------------------------------------------------------
 echo "== dependencies ($BUILD_DIR/deps)" >&2
@@ -80,13 +85,26 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   die "cmake configure failed (log: $out/logs/configure.log; LibTorch's CMake config needs the CUDA toolkit: nvcc on PATH or CUDAToolkit_ROOT)"
 }
 grep -q "CUDA code: ON" "$out/logs/configure.log" || die "the LibTorch at $torch_prefix has no CUDA"
-echo "== build (-j $JOBS)" >&2
-cmake --build "$BUILD_DIR" -j "$JOBS" >"$out/logs/build.log" 2>&1 || {
+targets=()
+if [ "$REHEARSAL" = 1 ]; then read -r -a targets <<<"${TARGETS:-bench}"; fi
+echo "== build (-j $JOBS${targets[*]:+: ${targets[*]}})" >&2
+cmake --build "$BUILD_DIR" -j "$JOBS" ${targets[@]:+--target "${targets[@]}"} \
+  >"$out/logs/build.log" 2>&1 || {
   grep -m 20 -E "error|Error" "$out/logs/build.log" >&2 || true
   die "build failed (log: $out/logs/build.log)"
 }
 warnings=$(grep -c "warning:" "$out/logs/build.log" || true)
 echo "   build warnings: $warnings" >&2
+if [ "$REHEARSAL" = 1 ]; then
+  if [ -x "$BUILD_DIR/bench" ]; then
+    echo "== one tiny CPU run (rehearsal)" >&2
+    "$BUILD_DIR/bench" --preset quick --steps 5 --warmup_steps 2 --log_every 1 --eval_every 0 \
+      --eval_batches 1 --device cpu --save_dir "$out/runs/rehearsal" >"$out/logs/run.log" 2>&1 ||
+      die "the rehearsal's run failed (log: $out/logs/run.log)"
+  fi
+  echo "rehearsal: configure and build of ${targets[*]} passed without our Debian packages" >&2
+  exit 0
+fi
 
 # --- tests ------------------------------------------------------------------------------------
 tests_ok=1

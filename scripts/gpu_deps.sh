@@ -10,7 +10,8 @@
 # folder, and Debian's spdlog is built against Debian's fmt 9. spdlog and fmt go to PREFIX/log,
 # which only the trainbench_log target sees (src/core/log.cpp includes spdlog and no torch header);
 # cxxopts, nlohmann-json, gtest and zlib go to PREFIX/common; gloo's headers to PREFIX/gloo,
-# exported by env.sh as TB_GLOO_INCLUDE_DIR for code that needs them.
+# exported by env.sh as TB_GLOO_INCLUDE_DIR for code that needs them; protoc and protobuf(-lite)
+# (TensorBoard's event records) to PREFIX/proto, only the TensorBoard writer sees its headers.
 # Example: scripts/gpu_deps.sh download   (then, on the GPU machine: scripts/gpu_deps.sh unpack)
 source "$(dirname "$0")/usage.sh"
 tb_help "$0" "$@"
@@ -21,6 +22,7 @@ DEB_DIR=${GPU_DEPS_DIR:-gpu-deps}
 log_pkgs=(libspdlog-dev libspdlog1.10 libfmt-dev libfmt9)
 common_pkgs=(libcxxopts-dev nlohmann-json3-dev libgtest-dev zlib1g-dev zlib1g)
 gloo_pkgs=(libgloo-dev)  # declarations only: Gloo itself is inside libtorch_cpu
+proto_pkgs=(protobuf-compiler libprotoc32 libprotobuf-dev libprotobuf32 libprotobuf-lite32)
 
 usage() { echo "usage: $0 download | unpack [PREFIX]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
@@ -28,7 +30,8 @@ usage() { echo "usage: $0 download | unpack [PREFIX]" >&2; exit 2; }
 download() {
   command -v apt-get >/dev/null || { echo "gpu_deps.sh: download needs apt-get (Debian 12)" >&2; exit 1; }
   mkdir -p "$DEB_DIR"
-  (cd "$DEB_DIR" && apt-get download "${log_pkgs[@]}" "${common_pkgs[@]}" "${gloo_pkgs[@]}") || {
+  (cd "$DEB_DIR" && apt-get download "${log_pkgs[@]}" "${common_pkgs[@]}" "${gloo_pkgs[@]}" \
+                      "${proto_pkgs[@]}") || {
     echo "gpu_deps.sh: apt-get download failed (run 'apt-get update' first?)" >&2
     exit 1
   }
@@ -52,7 +55,7 @@ unpack() {
   mkdir -p "$prefix"
   prefix=$(cd "$prefix" && pwd)
   local group pkg deb
-  for group in log common gloo; do
+  for group in log common gloo proto; do
     mkdir -p "$prefix/$group"
     local -n pkgs="${group}_pkgs"
     for pkg in "${pkgs[@]}"; do
@@ -76,10 +79,16 @@ unpack() {
 -DZLIB_INCLUDE_DIR=$prefix/common/usr/include
 -DZLIB_LIBRARY=$zlib
 -DTB_GLOO_INCLUDE_DIR=$prefix/gloo/usr/include
+-DProtobuf_INCLUDE_DIR=$prefix/proto/usr/include
+-DProtobuf_LIBRARY=$prefix/proto/usr/lib/$arch/libprotobuf.so
+-DProtobuf_LITE_LIBRARY=$prefix/proto/usr/lib/$arch/libprotobuf-lite.so
+-DProtobuf_PROTOC_LIBRARY=$prefix/proto/usr/lib/$arch/libprotoc.so
+-DProtobuf_PROTOC_EXECUTABLE=$prefix/proto/usr/bin/protoc
 EOF
   cat >"$prefix/env.sh" <<EOF
-# spdlog and fmt are shared libraries: the loader must find them when bench and the tests run.
-export LD_LIBRARY_PATH=$prefix/log/usr/lib/$arch\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
+# spdlog, fmt and protobuf are shared libraries: the loader must find them when protoc, bench
+# and the tests run.
+export LD_LIBRARY_PATH=$prefix/log/usr/lib/$arch:$prefix/proto/usr/lib/$arch\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 # gloo's headers, for code that needs them (not on any include path by default).
 export TB_GLOO_INCLUDE_DIR=$prefix/gloo/usr/include
 EOF

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
