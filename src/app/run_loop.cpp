@@ -3,6 +3,8 @@
 // one counter, step_ (session_steps_() is derived from it).
 #include "run_state.h"
 
+#include <cstdio>
+
 namespace trainbench::run_detail {
 
 void Run::train_() {
@@ -228,6 +230,19 @@ void Run::tensorboard_finish_(const nlohmann::json& summary) {
       if (std::isfinite(number(key))) tb_->scalar(tag, step_, number(key), now);
     }
     tb_->scalar(tb_tag::kFinalCompleted, step_, status_ == RunStatus::kCompleted ? 1.0 : 0.0, now);
+    const auto cell = [&](const char* key, int digits) {  // "-" where the run has no figure
+      char buf[32];
+      if (!std::isfinite(number(key))) return std::string("-");
+      std::snprintf(buf, sizeof(buf), "%.*f", digits, number(key));
+      return std::string(buf);
+    };
+    tb_->text("whole_run", step_,
+              "| status | steps | seq/s (median step) | tokens/s | valid bpb "
+              "|\n|---|---|---|---|---|\n| " +
+                  std::string(name_of(status_)) + " | " + std::to_string(step_) + " | " +
+                  cell("sequences_per_s", 2) + " | " + cell("tokens_per_s", 0) + " | " +
+                  cell("final_valid_bpb", 4) + " |",
+              now);
     tb_->hparams_end(name_of(status_), step_, now);
     tb_->flush();
   } catch (const std::exception& e) {

@@ -145,8 +145,8 @@ class Run {
 
   // TensorBoard's records of a window (report/tensorboard.h tags), then written out.
   void tensorboard_window_(double seq_s);
-  // The final/* metrics and the HParams session's end; a write error is a warning (the
-  // summary still goes out).
+  // The whole_run/* metrics (and their table in the Text tab) and the HParams session's end; a
+  // write error is a warning (the summary still goes out).
   void tensorboard_finish_(const nlohmann::json& summary);
 
   // summary.json, in one place. Timing figures (step times, speeds, MFU) cover this session's

@@ -151,11 +151,11 @@ void trim_event_files(const std::string& run_dir, int64_t last_step) {
     for (const std::string& r : records) {
       tensorboard::Event e;
       const bool parsed = e.ParseFromString(r);
-      // The session's end and its final/* metrics belong to the session that ends the run.
+      // The session's end and its whole_run/* metrics belong to the session that ends the run.
       const std::string tag = parsed && e.has_summary() && e.summary().value_size() > 0
                                   ? e.summary().value(0).tag()
                                   : "";
-      const bool session_end = tag == kEndTag || tag.rfind("final/", 0) == 0;
+      const bool session_end = tag == kEndTag || tag.rfind(tb_tag::kFinalPrefix, 0) == 0;
       if (!parsed || e.step() > last_step || session_end) {
         changed = true;
         continue;

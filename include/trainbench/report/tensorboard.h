@@ -28,11 +28,14 @@ inline constexpr const char* kTokensPerS = "speed/tokens_per_s";
 inline constexpr const char* kStepMs = "speed/step_ms";  // the window's median step
 inline constexpr const char* kMfuPercent = "speed/mfu_percent";
 inline constexpr const char* kPeakMemoryMb = "memory/peak_mb";
-// The HParams tab's metrics, written once at the end.
-inline constexpr const char* kFinalSeqPerS = "final/seq_per_s";
-inline constexpr const char* kFinalTokensPerS = "final/tokens_per_s";
-inline constexpr const char* kFinalValidBpb = "final/valid_bpb";
-inline constexpr const char* kFinalCompleted = "final/completed";  // 1 completed, else 0
+// The HParams tab's metrics, written once at the end. Their group sorts after the curves'
+// (memory, speed, train, valid), so TensorBoard opens on the curves and shows these one-point
+// charts last; the Text tab has them as a table ("whole_run").
+inline constexpr const char* kFinalPrefix = "whole_run/";
+inline constexpr const char* kFinalSeqPerS = "whole_run/seq_per_s";
+inline constexpr const char* kFinalTokensPerS = "whole_run/tokens_per_s";
+inline constexpr const char* kFinalValidBpb = "whole_run/valid_bpb";
+inline constexpr const char* kFinalCompleted = "whole_run/completed";  // 1 completed, else 0
 }  // namespace tb_tag
 
 // The scalars by the names the Python peers give them, each with its tag: one list, exported by
@@ -77,7 +80,7 @@ std::vector<std::string> read_tfrecords(const std::string& path);
 std::vector<std::string> event_files(const std::string& run_dir);
 
 // A resumed run continues from `last_step`: every event file keeps only the records of steps up
-// to it (and not the session-end record or the final/* metrics, which the resumed session
+// to it (and not the session-end record or the whole_run/* metrics, which the resumed session
 // writes), so that no step is written twice across files. Each changed file is replaced
 // atomically.
 void trim_event_files(const std::string& run_dir, int64_t last_step);
@@ -96,7 +99,7 @@ class TensorBoardWriter {
   void scalar(const std::string& tag, int64_t step, double value, double wall_time);
   // A text-plugin record (markdown).
   void text(const std::string& tag, int64_t step, const std::string& markdown, double wall_time);
-  // The HParams plugin's experiment (the flags and the final/* metrics) and this run's session
+  // The HParams plugin's experiment (the flags and the whole_run/* metrics) and this run's session
   // start with its flags (config.json's flag keys: strings, numbers, switches).
   void hparams_start(const nlohmann::json& flags, double wall_time);
   // The session's end: completed is success, diverged/failed failure, interrupted unknown.
