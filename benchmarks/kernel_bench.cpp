@@ -21,10 +21,14 @@ namespace k = trainbench::kernels;
 constexpr int64_t kRows = 8 * 256, kD = 512, kFF = 2048, kHeads = 8, kSeq = 256;
 
 c10::ScalarType dtype_(const benchmark::State& s) {
-  return s.range(0) == 0 ? torch::kFloat : torch::kBFloat16;
+  const c10::ScalarType types[] = {torch::kFloat, torch::kBFloat16, torch::kHalf};
+  return types[s.range(0)];
 }
 int64_t bytes_(c10::ScalarType t) { return t == torch::kFloat ? 4 : 2; }
-void label_(benchmark::State& s) { s.SetLabel(s.range(0) == 0 ? "float32" : "bfloat16"); }
+void label_(benchmark::State& s) {
+  const char* names[] = {"float32", "bfloat16", "float16"};
+  s.SetLabel(names[s.range(0)]);
+}
 
 // The copy bandwidth the kernels are measured against: 64 MiB read + 64 MiB written.
 void BM_MemoryCopy(benchmark::State& s) {
@@ -58,7 +62,7 @@ void BM_KernelDropAddLayerNorm(benchmark::State& s) {
   s.SetBytesProcessed(s.iterations() * kRows * kD * (4 + 4 + 2 * bytes_(t)));
   label_(s);
 }
-BENCHMARK(BM_KernelDropAddLayerNorm)->Arg(0)->Arg(1)->UseRealTime();
+BENCHMARK(BM_KernelDropAddLayerNorm)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
 
 void BM_KernelBiasReluDropout(benchmark::State& s) {
   const auto t = dtype_(s);
@@ -75,7 +79,7 @@ void BM_KernelBiasReluDropout(benchmark::State& s) {
   s.SetBytesProcessed(s.iterations() * kRows * kFF * 2 * bytes_(t));
   label_(s);
 }
-BENCHMARK(BM_KernelBiasReluDropout)->Arg(0)->Arg(1)->UseRealTime();
+BENCHMARK(BM_KernelBiasReluDropout)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
 
 void BM_KernelCausalSoftmax(benchmark::State& s) {
   const auto t = dtype_(s);
@@ -92,7 +96,7 @@ void BM_KernelCausalSoftmax(benchmark::State& s) {
   s.SetBytesProcessed(s.iterations() * x.numel() * 2 * bytes_(t));
   label_(s);
 }
-BENCHMARK(BM_KernelCausalSoftmax)->Arg(0)->Arg(1)->UseRealTime();
+BENCHMARK(BM_KernelCausalSoftmax)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
 
 void BM_KernelHeadCrossEntropy(benchmark::State& s) {
   const auto t = dtype_(s);
@@ -116,7 +120,7 @@ void BM_KernelHeadCrossEntropy(benchmark::State& s) {
   s.SetBytesProcessed(s.iterations() * z.numel() * 2 * bytes_(t));
   label_(s);
 }
-BENCHMARK(BM_KernelHeadCrossEntropy)->Arg(0)->Arg(1)->UseRealTime();
+BENCHMARK(BM_KernelHeadCrossEntropy)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
 
 // ---- ops, forward + backward: fused (range(1) == 1) against eager (0) ----------------------
 void BM_OpResidualDropoutLayerNorm(benchmark::State& s) {
