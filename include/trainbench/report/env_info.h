@@ -50,6 +50,6 @@ nlohmann::json collect_env(const c10::Device& device, int num_threads);
 
 // bench leaves the thread runtimes' environment as it finds it: with LibTorch 2.11's one
 // OpenMP pool (MKL and oneDNN run on it too) the OMP_WAIT_POLICY=PASSIVE re-exec that
-// LibTorch 1.13 + OpenBLAS needed measured 1.03-1.04x slower (docs/BENCHMARKS.md).
+// LibTorch 1.13 + OpenBLAS needed measured 1.03-1.04x slower (scripts/libtorch_ab.sh, 2026-12-01).
 
 }  // namespace trainbench
