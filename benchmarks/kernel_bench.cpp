@@ -25,10 +25,11 @@ c10::ScalarType dtype_(const benchmark::State& s) {
   return types[s.range(0)];
 }
 int64_t bytes_(c10::ScalarType t) { return t == torch::kFloat ? 4 : 2; }
-void label_(benchmark::State& s) {
+const char* dtype_name_(const benchmark::State& s) {
   const char* names[] = {"float32", "bfloat16", "float16"};
-  s.SetLabel(names[s.range(0)]);
+  return names[s.range(0)];
 }
+void label_(benchmark::State& s) { s.SetLabel(dtype_name_(s)); }
 
 // The copy bandwidth the kernels are measured against: 64 MiB read + 64 MiB written.
 void BM_MemoryCopy(benchmark::State& s) {
@@ -138,9 +139,9 @@ void BM_OpResidualDropoutLayerNorm(benchmark::State& s) {
       (h.sum() + torch::layer_norm(h, {kD}, g, be).to(t).sum()).backward();
     }
   }
-  s.SetLabel(std::string(fused ? "fused " : "eager ") + (s.range(0) == 0 ? "float32" : "bfloat16"));
+  s.SetLabel(std::string(fused ? "fused " : "eager ") + dtype_name_(s));
 }
-BENCHMARK(BM_OpResidualDropoutLayerNorm)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime();
+BENCHMARK(BM_OpResidualDropoutLayerNorm)->ArgsProduct({{0, 1, 2}, {0, 1}})->UseRealTime();
 
 void BM_OpLinearReluDropout(benchmark::State& s) {
   const auto t = dtype_(s);
@@ -153,7 +154,7 @@ void BM_OpLinearReluDropout(benchmark::State& s) {
                            : torch::dropout(torch::relu(torch::linear(x, w, b.to(t))), 0.1, true);
     y.sum().backward();
   }
-  s.SetLabel(std::string(fused ? "fused " : "eager ") + (s.range(0) == 0 ? "float32" : "bfloat16"));
+  s.SetLabel(std::string(fused ? "fused " : "eager ") + dtype_name_(s));
 }
 BENCHMARK(BM_OpLinearReluDropout)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime();
 
@@ -178,7 +179,7 @@ void BM_OpCausalAttention(benchmark::State& s) {
   s.SetLabel(std::string(s.range(1) == 0   ? "eager "
                          : s.range(1) == 1 ? "fused full-square "
                                            : "fused causal-blocks ") +
-             (s.range(0) == 0 ? "float32" : "bfloat16"));
+             dtype_name_(s));
 }
 BENCHMARK(BM_OpCausalAttention)->ArgsProduct({{0, 1}, {0, 1, 2}})->UseRealTime();
 
@@ -195,7 +196,7 @@ void BM_OpHeadCrossEntropy(benchmark::State& s) {
               : torch::cross_entropy_loss(torch::linear(x, w, b.to(t)).to(torch::kFloat), targets);
     loss.backward();
   }
-  s.SetLabel(std::string(fused ? "fused " : "eager ") + (s.range(0) == 0 ? "float32" : "bfloat16"));
+  s.SetLabel(std::string(fused ? "fused " : "eager ") + dtype_name_(s));
 }
 BENCHMARK(BM_OpHeadCrossEntropy)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime();
 

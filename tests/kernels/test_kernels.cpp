@@ -63,6 +63,51 @@ TEST(KernelRun, DropAddLnWithoutResidualOrLayerNormIsBranchPlusBias) {
   EXPECT_TRUE(torch::equal(y, want.to(torch::kBFloat16)));
 }
 
+// The CPU rows convert a 16-bit row into a float buffer and back (kernels/cpu/rows.cpp: 8
+// values per vector instruction, then one at a time): through DropAddLn without residual,
+// LayerNorm or dropout (resid_out = 0 + (branch + bias) in float, y = the same rounded), every
+// float16 and bfloat16 value is read as LibTorch reads it and stored back unchanged, and the
+// awkward floats (ties, subnormals, overflow; 8206 columns: a remainder after the vectors) are
+// rounded as LibTorch rounds them. Compared as floats (exact for 16-bit values), since the
+// residual's +0 turns a -0 into +0; NaNs as NaNs.
+void drop_add_(const torch::Tensor& branch, const torch::Tensor& bias, torch::Tensor& resid_out,
+               torch::Tensor& y) {
+  k::DropAddLnArgs a;
+  a.rows = branch.size(0);
+  a.cols = branch.size(1);
+  a.branch = branch.data_ptr();
+  a.bias = bias.data_ptr();
+  a.resid_out = resid_out.data_ptr();
+  a.y = y.data_ptr();
+  a.branch_type = a.out_type = k::storage_type_of(branch.scalar_type());
+  a.drop = k::math::dropout_args(0.0, 9);
+  k::run(a, c10::DeviceType::CPU);
+}
+TEST(KernelRun, SixteenBitRowsAreReadAndRoundedAsLibTorchDoes) {
+  for (const auto dtype : {torch::kHalf, torch::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    // Every bit pattern, as 256 rows of 256; NaNs compared as NaNs.
+    const torch::Tensor bits = torch::arange(65536, torch::kInt32).to(torch::kInt16);
+    const torch::Tensor branch = bits.view(dtype).view({256, 256});
+    torch::Tensor resid_out = torch::empty({256, 256}), y = torch::empty_like(branch);
+    drop_add_(branch, torch::zeros({256}), resid_out, y);
+    const torch::Tensor want = branch.to(torch::kFloat);
+    EXPECT_TRUE(torch::equal(resid_out.isnan(), want.isnan()));
+    EXPECT_TRUE(torch::equal(resid_out.nan_to_num(0), want.nan_to_num(0)));
+    const torch::Tensor ok = want.isnan().logical_not();
+    EXPECT_TRUE(torch::equal(y.to(torch::kFloat).masked_select(ok), want.masked_select(ok)));
+    // Floats rounded to 16 bits: one row of every awkward float.
+    const torch::Tensor x = testing::awkward_floats();
+    const torch::Tensor zeros = torch::zeros({1, x.numel()}, dtype);
+    torch::Tensor out = torch::empty({1, x.numel()}), y16 = torch::empty_like(zeros);
+    drop_add_(zeros, x, out, y16);
+    const torch::Tensor want16 = x.view({1, -1}).to(dtype).to(torch::kFloat);
+    const torch::Tensor got16 = y16.to(torch::kFloat);
+    EXPECT_TRUE(torch::equal(got16.isnan(), want16.isnan()));
+    EXPECT_TRUE(torch::equal(got16.nan_to_num(0), want16.nan_to_num(0)));
+  }
+}
+
 // The causal softmax on the CPU: each row sums to one over the keys it may see, zero above.
 TEST(KernelRun, CausalSoftmaxRowsSumToOneBelowTheDiagonal) {
   const int64_t s = 9;
