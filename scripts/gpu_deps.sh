@@ -3,6 +3,10 @@
 # CMake, ninja and a compiler, but not our Debian packages).
 #   scripts/gpu_deps.sh download        here, on Debian 12 with apt: saves the .deb files into
 #                                       gpu-deps/ (git-ignored; send it along with the tree)
+#   scripts/gpu_deps.sh bin [BUILD_DIR] here, after a build (default build/): copies bench and
+#                                       trainbench_tests into gpu-deps/bin, which gpu_bench.sh
+#                                       tries there before building (same torch 2.11 wheel,
+#                                       CUDA code for sm_90 + PTX)
 #   scripts/gpu_deps.sh unpack [PREFIX] there: unpacks them with dpkg -x (or ar + tar) under
 #                                       PREFIX (default gpu-deps/prefix), writes
 #                                       PREFIX/cmake-args.txt and PREFIX/env.sh, prints both
@@ -24,7 +28,7 @@ common_pkgs=(libcxxopts-dev nlohmann-json3-dev libgtest-dev zlib1g-dev zlib1g)
 gloo_pkgs=(libgloo-dev)  # declarations only: Gloo itself is inside libtorch_cpu
 proto_pkgs=(protobuf-compiler libprotoc32 libprotobuf-dev libprotobuf32 libprotobuf-lite32)
 
-usage() { echo "usage: $0 download | unpack [PREFIX]" >&2; exit 2; }
+usage() { echo "usage: $0 download | bin [BUILD_DIR] | unpack [PREFIX]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 
 download() {
@@ -36,6 +40,17 @@ download() {
     exit 1
   }
   echo "gpu_deps.sh: $(ls "$DEB_DIR"/*.deb | wc -l) packages in $DEB_DIR/" >&2
+}
+
+bin() {
+  local build=${1:-build} f
+  for f in bench tests/trainbench_tests; do
+    [ -x "$build/$f" ] || { echo "gpu_deps.sh: $build/$f is missing; build first (scripts/build.sh, then cmake --build $build --target trainbench_tests)" >&2; exit 2; }
+  done
+  mkdir -p "$DEB_DIR/bin"
+  cp "$build/bench" "$build/tests/trainbench_tests" "$DEB_DIR/bin/"
+  echo "revision $(git rev-parse --short HEAD 2>/dev/null || echo '?') on $(date -u +%F), $(c++ --version | head -n 1)" >"$DEB_DIR/bin/BUILT"
+  echo "gpu_deps.sh: bench and trainbench_tests in $DEB_DIR/bin ($(du -sh "$DEB_DIR/bin" | cut -f1))" >&2
 }
 
 # unpack_one DEB DEST: dpkg -x where dpkg exists, else the .deb's data archive through tar.
@@ -100,6 +115,7 @@ EOF
 
 case "$1" in
   download) download ;;
+  bin) shift; bin "$@" ;;
   unpack) shift; unpack "$@" ;;
   *) usage ;;
 esac

@@ -2,15 +2,18 @@
 # The GPU call rehearsed on this CPU machine: scripts/gpu_bench.sh run as the GPU machine would
 # run it, with our Debian packages hidden (a private mount namespace lays empty folders and
 # files over their headers, CMake configs, libraries and protoc, as the GPU machine lacks them),
-# so that only the tree, gpu-deps/ (downloaded first when missing) and the Python's torch are
+# so that only the tree, gpu-deps/ (its packages downloaded first when missing, and this
+# build's binaries put in gpu-deps/bin when newer) and the Python's torch are
 # there. It prints the carried size (the tracked files plus gpu-deps/, against the 64 MiB the
-# device call carries) and passes when configure, the build of TARGETS and (when bench is among
-# them) a tiny CPU run pass. Needs root (unshare -m).
+# device call carries) and runs every stage of the call with tiny CPU shapes (REHEARSAL=1),
+# writing the same files into OUT_DIR. Needs root (unshare -m).
 # Usage: scripts/gpu_rehearse.sh OUT_DIR
-# Environment: TARGETS (default bench; e.g. trainbench_tensorboard for configure and protoc
-#   only), PYTHON (.venv/bin/python, standing in for the device's python3 with torch), BUILD_DIR
-#   (build-rehearsal).
-# Example: TARGETS=trainbench_tensorboard scripts/gpu_rehearse.sh /tmp/rehearsal
+# Environment: BUILD=1 builds there even where the carried binaries start (TARGETS, default
+#   bench trainbench_tests; e.g. TARGETS=trainbench_tensorboard for configure and protoc only),
+#   BIN_FROM (build: the build folder whose binaries go to gpu-deps/bin when newer), DTYPES
+#   (bfloat16 float16 float32), PYTHON (.venv/bin/python, standing in for the device's
+#   python3 with torch), BUILD_DIR (build-rehearsal).
+# Example: DTYPES=float32 scripts/gpu_rehearse.sh /tmp/rehearsal
 source "$(dirname "$0")/usage.sh"
 tb_start "$0" "" "$@"
 shift  # OUT_DIR, now $out
@@ -19,6 +22,11 @@ shift  # OUT_DIR, now $out
   echo "gpu_rehearse.sh: needs root and unshare -m (a private mount namespace) to hide the Debian packages" >&2
   exit 3; }
 compgen -G "gpu-deps/*.deb" >/dev/null || bash scripts/gpu_deps.sh download
+from=${BIN_FROM:-build}
+if [ "${BUILD:-0}" != 1 ] && [ -x "$from/bench" ] && [ -x "$from/tests/trainbench_tests" ] &&
+   { [ ! -x gpu-deps/bin/bench ] || [ "$from/bench" -nt gpu-deps/bin/bench ]; }; then
+  bash scripts/gpu_deps.sh bin "$from"
+fi
 # What travels: the tracked files and gpu-deps/.
 carried=$(git ls-files -z | xargs -0 stat -c %s | awk -v d="$(du -sb gpu-deps | cut -f1)" \
   '{ s += $1 } END { print s + d }')
@@ -38,6 +46,8 @@ for p in $pkgs; do
     esac
   done < <(dpkg -L "$p" 2>/dev/null)
 done
+# BUILD=1: the carried binaries hidden too, as where they do not start.
+[ "${BUILD:-0}" = 1 ] && [ -d gpu-deps/bin ] && hide+=("$PWD/gpu-deps/bin")
 mapfile -t hide < <(printf '%s\n' "${hide[@]}" | sort -u)
 echo "gpu_rehearse.sh: hiding ${#hide[@]} paths of: $pkgs" >&2
 REHEARSAL=1 PYTHON=${PYTHON:-.venv/bin/python} BUILD_DIR=${BUILD_DIR:-build-rehearsal} \

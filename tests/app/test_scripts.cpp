@@ -55,29 +55,6 @@ TEST(Scripts, EveryScriptAnswersHelpAndRunsNothing) {
   }
 }
 
-// The GPU call's configure and protoc, rehearsed with our Debian packages hidden (as the GPU
-// machine lacks them): everything comes from gpu-deps/ and the Python's torch.
-TEST(Scripts, TheGpuCallConfiguresWithoutOurDebianPackages) {
-  if (testing::run_command("[ \"$(id -u)\" = 0 ] && unshare -m true").exit_code != 0) {
-    GTEST_SKIP() << "needs root and unshare -m";
-  }
-  testing::TempDir dir;
-  const auto r = testing::run_command(
-      "cd " TB_SOURCE_DIR " && TARGETS=trainbench_tensorboard PYTHON=" TB_PYTHON " BUILD_DIR=" +
-      (dir / "build") + " bash scripts/gpu_rehearse.sh " + (dir / "out"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(std::regex_search(r.output, std::regex("carries [0-9]+ MiB of 64"))) << r.output;
-  EXPECT_NE(r.output.find("rehearsal: configure and build of trainbench_tensorboard passed"),
-            std::string::npos)
-      << r.output;
-  const std::string configure = testing::read_file(dir / "out/logs/configure.log");
-  EXPECT_NE(configure.find("Found Protobuf: " + (dir / "build/deps/proto/")), std::string::npos)
-      << configure;
-  EXPECT_NE(configure.find("Found nlohmann_json: " + (dir / "build/deps/common/")),
-            std::string::npos);
-  EXPECT_TRUE(fs::exists(dir / "out/machine.txt"));
-}
-
 // The scripts' Python in files of its own, each on hand-made inputs of the format it reads.
 std::string py_script_(const std::string& name, const std::string& args) {
   return std::string(TB_PYTHON) + " " TB_SOURCE_DIR "/scripts/" + name + " " + args;

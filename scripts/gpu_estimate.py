@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""The GPU call's time, stage by stage, before it runs (scripts/gpu_bench.sh prints it into
+machine.txt): the reference shape's FLOPs per step (bench's count: 6 x the GEMMs' multiply-adds
++ the attention products + the head, 164.4 MFLOP a token at 8 layers, d_model 512) at an
+assumed MFU on the H200's datasheet peak, plus each run's fixed cost (start, CUDA set-up,
+compiles), which no GPU has measured for this project yet: they are assumptions, named as such.
+Usage: gpu_estimate.py [--steps N] [--dtypes "bfloat16 float16 float32"] [--rehearsal]
+Example: gpu_estimate.py --steps 60"""
+import argparse
+import sys
+
+PEAK = {"bfloat16": 989.4e12, "float16": 989.4e12, "float32": 494.7e12}  # H200, TF32 for f32
+MFU = 0.35  # assumed for the GEMM-bound step at batch 100
+# Fixed seconds a run, assumed: bench (library load, CUDA context, corpus, evaluation),
+# TorchScript's compile, a Python peer's import + CUDA set-up, torch.compile, JAX's jit.
+BENCH, SCRIPT, PEER, INDUCTOR, JAX = 5, 5, 6, 35, 15
+BUILD, TESTS, REPORT = 10, 45, 5  # carried binaries checked; the GPU tests; a report
+# Per dtype: compare.sh's 5 bench columns + 3 PyTorch + JAX, and the torch model + CUDA graph.
+RUNS = 5 + 3 + 1 + 2
+
+
+def flops_per_token(layers=8, d=512, ff=2048, seq=256, vocab=256):
+    return layers * (6 * (4 * d * d + 2 * d * ff) + 12 * seq * d) + 6 * d * vocab
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--dtypes", default="bfloat16 float16 float32")
+    p.add_argument("--rehearsal", action="store_true")
+    a = p.parse_args()
+    dtypes = a.dtypes.split()
+    bad = [d for d in dtypes if d not in PEAK]
+    if bad or a.steps < 1:
+        sys.exit(f"gpu_estimate.py: dtypes {bad or dtypes} / steps {a.steps}: use "
+                 f"{', '.join(PEAK)} and steps >= 1")
+    print("estimate of the real call (H200, 8 layers, batch 100, seq 256; seconds; fixed costs "
+          f"assumed, step time from FLOPs at {MFU:.0%} MFU)")
+    rows = [("machine", 2), ("build", BUILD), ("tests", TESTS)]
+    step_flops = flops_per_token() * 100 * 256
+    for d in dtypes:
+        steps = RUNS * a.steps * step_flops / (PEAK[d] * MFU)
+        fixed = 7 * BENCH + SCRIPT + 3 * PEER + INDUCTOR + JAX
+        rows.append((f"runs_{d}", round(fixed + steps + REPORT)))
+    for name, s in rows:
+        print(f"  {name:16s} {s:4d}")
+    print(f"  {'total':16s} {sum(s for _, s in rows):4d}")
+    if a.rehearsal:
+        print("(a rehearsal runs tiny CPU shapes: its own times are in stages.tsv)")
+
+
+if __name__ == "__main__":
+    main()
