@@ -89,16 +89,10 @@ bool LossScaler::unscale_(const std::vector<torch::Tensor>& grads) {
   const auto opts = torch::TensorOptions().dtype(torch::kFloat).device(defined[0].device());
   torch::Tensor found_inf = torch::zeros({1}, opts);
   const torch::Tensor inv_scale = torch::full({1}, 1.0 / scale_, opts);
-  if (defined[0].is_cuda()) {
-    // One fused multi-tensor kernel: unscale and flag non-finite values.
-    at::_amp_foreach_non_finite_check_and_unscale_(defined, found_inf, inv_scale);
-  } else {
-    // The CPU: the same rule written out, two passes per gradient.
-    for (auto& g : defined) {
-      found_inf.logical_or_(g.isfinite().all().logical_not().to(torch::kFloat).view({1}));
-      g.mul_(inv_scale.to(g.scalar_type()));
-    }
-  }
+  // One multi-tensor kernel on either device: unscale and flag non-finite values in one pass
+  // (LibTorch 2.11 has its CPU twin; the isfinite/all/mul_ composition it replaced read every
+  // gradient three times: docs/BENCHMARKS.md).
+  at::_amp_foreach_non_finite_check_and_unscale_(defined, found_inf, inv_scale);
   return found_inf.item<float>() != 0.0f;
 }
 

@@ -5,6 +5,7 @@
 #include <ATen/autocast_mode.h>
 
 #include <limits>
+#include <vector>
 
 #include <torch/cuda.h>
 
@@ -50,6 +51,23 @@ TEST(Precision, ScalerUnscalesAndFlagsNonFiniteGradients) {
   EXPECT_TRUE(s.unscale_({torch::ones({2}), bad}));
   bad[1] = std::numeric_limits<float>::infinity();
   EXPECT_TRUE(s.unscale_({bad}));
+}
+
+// The CPU path is LibTorch's multi-tensor kernel: every gradient multiplied by the float32
+// 1/scale (the bits of a plain multiply), whatever its length (vector remainders), and a
+// non-finite value anywhere, in any gradient, flags the step.
+TEST(Precision, ScalerUnscalesLargeGradientsByTheFloat32InverseBitForBit) {
+  LossScaler s(true, {/*init_scale=*/3.0, 2.0, 0.5, 3});
+  torch::manual_seed(5);
+  std::vector<torch::Tensor> grads = {torch::randn({1000, 37}) * 1e4, torch::randn({13}),
+                                      torch::randn({4097}) * 1e-3};
+  std::vector<torch::Tensor> before;
+  for (const auto& g : grads) before.push_back(g.clone());
+  EXPECT_FALSE(s.unscale_(grads));
+  const torch::Tensor inv = torch::full({1}, 1.0 / 3.0);  // float32, as the scaler makes it
+  for (size_t i = 0; i < grads.size(); ++i) EXPECT_TRUE(torch::equal(grads[i], before[i] * inv));
+  grads[2][4096] = -std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(s.unscale_(grads));
 }
 
 TEST(Precision, ScalerBacksOffOnInfAndGrowsAfterAnIntervalOfGoodSteps) {
