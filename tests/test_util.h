@@ -208,9 +208,12 @@ inline CommandResult run_command(const std::string& command) {
   return r;
 }
 
-// Runs the bench binary with the given arguments.
+// Runs the bench binary with the given arguments: the one built beside the tests, or the one
+// TB_BENCH_EXE names at run time (the GPU call runs carried binaries where the build folder's
+// path does not exist: scripts/gpu_bench.sh).
 inline CommandResult run_bench(const std::string& args) {
-  return run_command(std::string(TB_BENCH_EXE) + " " + args);
+  const char* exe = std::getenv("TB_BENCH_EXE");
+  return run_command(std::string(exe && *exe ? exe : TB_BENCH_EXE) + " " + args);
 }
 
 // The resume tests' pair from `c` (log_every 1): a 40-step run in "straight" and a 20-step run
