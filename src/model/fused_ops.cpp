@@ -76,16 +76,23 @@ Tensor dense_(const Tensor& t, c10::ScalarType dtype) {
 // Column partial sums [chunks, width] → [width].
 Tensor chunk_sums_(const Tensor& partials) { return partials.sum(0); }
 
-// Column sums of rows [N, w] in `acc` (a bias gradient): per block of kChunkRows rows, then over
-// the blocks, as the kernels' partials add up. A sum over dim 0 with a dtype converts the whole
-// tensor to it first on the CPU (a copy the size of the gradient in float32); over the middle
-// dim of [blocks, rows, w] it does not, measured 3x faster at [2048, 1536] bfloat16.
-Tensor column_sums_(const Tensor& x, c10::ScalarType acc) {
-  const int64_t n = x.size(0), w = x.size(1), full = n / k::kChunkRows * k::kChunkRows;
-  if (full == 0) return x.sum(0, false, acc);
-  Tensor s = x.narrow(0, 0, full).view({full / k::kChunkRows, k::kChunkRows, w}).sum(1, false, acc);
-  s = s.sum(0);
-  return full < n ? s + x.narrow(0, full, n - full).sum(0, false, acc) : s;
+// Column sums of rows [N, w] in `acc` (a bias gradient): the ColumnSums kernel's per-chunk
+// partials, added in chunk order as every kernel's are. The rows are read once in their own
+// dtype: LibTorch's sum with a dtype converted the whole tensor to it first on the CPU (a
+// float32 copy of the gradient; docs/BENCHMARKS.md).
+Tensor column_sums_(const Tensor& x_in, c10::ScalarType acc) {
+  const Tensor x = x_in.contiguous();
+  const int64_t n = x.size(0), w = x.size(1);
+  Tensor partials = torch::empty({k::num_chunks(n), w}, x.options().dtype(acc));
+  k::ColumnSumsArgs a;
+  a.rows = n;
+  a.cols = w;
+  a.x = ptr_(x);
+  a.partials = mut_(partials);
+  a.acc = k::storage_type_of(acc);
+  a.type = k::storage_type_of(x.scalar_type());
+  run_(a, x);
+  return chunk_sums_(partials);
 }
 
 struct FusedLinear : torch::autograd::Function<FusedLinear> {

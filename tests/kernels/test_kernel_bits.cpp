@@ -189,6 +189,22 @@ std::vector<Output> bias_relu_dropout_back_run(const KernelCase& c, torch::Devic
   return on_cpu({{"da", da, true}, {"partials", partials, true}});
 }
 
+// ---- COLUMN_SUMS (ColumnSumsArgs) ------------------------------------------------------------
+std::vector<Output> column_sums_run(const KernelCase& c, torch::Device dev) {
+  const auto [n, w, u1, u2] = c.shape;
+  torch::manual_seed(8);
+  const Tensor x = on(torch::randn({n, w}).to(c.dtype), dev);
+  Tensor partials = empty({k::num_chunks(n), w}, torch::kFloat, dev);
+  k::ColumnSumsArgs a;
+  a.rows = n;
+  a.cols = w;
+  a.x = x.data_ptr();
+  a.partials = partials.data_ptr();
+  a.type = k::storage_type_of(c.dtype);
+  k::run(a, dev.type());
+  return on_cpu({{"partials", partials, true}});
+}
+
 // ---- CAUSAL_SOFT_MAX (CausalSoftmaxArgs) and its backward --------------------------------------
 std::vector<Output> causal_softmax_run(const KernelCase& c, torch::Device dev) {
   const auto [bh, s, u1, u2] = c.shape;
@@ -264,6 +280,7 @@ const std::vector<KernelRow>& kernel_rows() {
       {"CAUSAL_SOFT_MAX_BACK", "CausalSoftmaxGradArgs", "bh,s", heads_seq, one, bf16,
        causal_softmax_back_run},
       {"HEAD_CROSS_ENTROPY", "HeadCrossEntropyArgs", "n,v", rows_vocab, one, bf16, head_ce_run},
+      {"COLUMN_SUMS", "ColumnSumsArgs", "n,w", rows_cols, one, both_16bit, column_sums_run},
   };
   return rows;
 }

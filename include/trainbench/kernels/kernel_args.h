@@ -117,6 +117,15 @@ struct HeadCrossEntropyArgs {
 
 // Every kernel's Args: each backend's declarations and the entry run() (fused_kernels.h) are
 // made from this list.
+// Column sums of rows [N, w] (a bias gradient whose rows no other kernel reads) as per-chunk
+// partial sums, read once in their own storage type.
+struct ColumnSumsArgs {
+  int64_t rows = 0, cols = 0;
+  const void* x = nullptr;   // [N, w] type
+  void* partials = nullptr;  // [chunks, w] acc
+  StorageType acc = StorageType::kF32, type = StorageType::kF32;
+};
+
 #define TB_FUSED_KERNELS(X)  \
   X(DropAddLnArgs)           \
   X(DropAddLnGradArgs)       \
@@ -124,6 +133,7 @@ struct HeadCrossEntropyArgs {
   X(BiasReluDropoutGradArgs) \
   X(CausalSoftmaxArgs)       \
   X(CausalSoftmaxGradArgs)   \
-  X(HeadCrossEntropyArgs)
+  X(HeadCrossEntropyArgs)    \
+  X(ColumnSumsArgs)
 
 }  // namespace trainbench::kernels

@@ -28,15 +28,11 @@ namespace {
 
 namespace m = trainbench::kernels::math;
 
-// Own helpers instead of std::vector / std::min / std::max: their out-of-line copies would be
-// shared (weak) symbols that the rest of the program might bind to.
+// Own helpers instead of std::vector / std::min: their out-of-line copies would be shared
+// (weak) symbols that the rest of the program might bind to.
 template <typename T>
 inline T min_(T a, T b) {
   return b < a ? b : a;
-}
-template <typename T>
-inline T max_(T a, T b) {
-  return a < b ? b : a;
 }
 template <typename T>
 struct RowBuf {
@@ -82,24 +78,13 @@ class RowIo {
   static constexpr bool kBuffered = std::is_same_v<S, Half> && std::is_same_v<A, float>;
   using T = std::conditional_t<kBuffered, float, S>;
   explicit RowIo(int64_t n) : buf_(kBuffered ? n : 1) {}
+  // Where a loop writes the row dst[0, n): dst itself, or the buffer until store(dst, n).
+  T* row(S* dst) { return kBuffered ? buf_.data() : reinterpret_cast<T*>(dst); }
   // The row src[0, n) as T: src itself, or its values converted into the buffer.
   const T* load(const S* src, int64_t n) { return load(const_cast<S*>(src), n); }
   T* load(S* src, int64_t n) {
-    if constexpr (kBuffered) {
-      to_floats(src, buf_.data(), n);
-      return buf_.data();
-    } else {
-      (void)n;
-      return src;
-    }
-  }
-  // Where a loop writes the row dst[0, n): dst itself, or the buffer until store(dst, n).
-  T* row(S* dst) {
-    if constexpr (kBuffered) {
-      return buf_.data();
-    } else {
-      return dst;
-    }
+    if constexpr (kBuffered) to_floats(src, buf_.data(), n);
+    return row(src);
   }
   void store(S* dst, int64_t n) {
     if constexpr (kBuffered) from_floats(buf_.data(), dst, n);
@@ -353,6 +338,23 @@ void head_cross_entropy_(const HeadCrossEntropyArgs& a, int64_t c0, int64_t c1) 
   }
 }
 
+// ---- column sums -----------------------------------------------------------------------------
+template <typename A, typename S>
+void column_sums_(const ColumnSumsArgs& a, int64_t c0, int64_t c1) {
+  const int64_t w = a.cols;
+  const S* x_all = static_cast<const S*>(a.x);
+  RowIo<A, S> x_io(w);
+  for (int64_t chunk = c0; chunk < c1; ++chunk) {
+    A* pb = static_cast<A*>(a.partials) + chunk * w;
+    for (int64_t c = 0; c < w; ++c) pb[c] = 0;
+    for (int64_t r = chunk * kChunkRows; r < min_(a.rows, (chunk + 1) * kChunkRows); ++r) {
+      const auto* x = x_io.load(x_all + r * w, w);
+#pragma omp simd
+      for (int64_t c = 0; c < w; ++c) pb[c] += ld<A>(x, c);
+    }
+  }
+}
+
 }  // namespace
 
 void rows(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
@@ -386,6 +388,7 @@ TB_CPU_ROWS(BiasReluDropoutGradArgs, bias_relu_dropout_grad_)
 TB_CPU_ROWS(CausalSoftmaxArgs, causal_softmax_)
 TB_CPU_ROWS(CausalSoftmaxGradArgs, causal_softmax_grad_)
 TB_CPU_ROWS(HeadCrossEntropyArgs, head_cross_entropy_)
+TB_CPU_ROWS(ColumnSumsArgs, column_sums_)
 #undef TB_CPU_ROWS
 
 }  // namespace trainbench::kernels::cpu::TB_ROWS_ISA

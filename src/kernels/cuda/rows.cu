@@ -151,6 +151,20 @@ __global__ void bias_relu_dropout_grad_kernel(BiasReluDropoutGradArgs a) {
 }
 
 template <typename A, typename S>
+__global__ void column_sums_kernel(ColumnSumsArgs a) {
+  const int64_t chunk = blockIdx.x, w = a.cols;
+  A* pb = static_cast<A*>(a.partials) + chunk * w;
+  const int64_t r_end = min(a.rows, (chunk + 1) * kChunkRows);
+  for (int64_t c = threadIdx.x; c < w; c += blockDim.x) {
+    A acc = 0;
+    for (int64_t r = chunk * kChunkRows; r < r_end; ++r) {
+      acc += ld<A>(static_cast<const S*>(a.x), r * w + c);
+    }
+    pb[c] = acc;
+  }
+}
+
+template <typename A, typename S>
 __global__ void causal_softmax_kernel(CausalSoftmaxArgs a) {
   __shared__ A shm[32];
   const int64_t r = blockIdx.x, n = a.seq, o = r * n, valid = r % n + 1;
@@ -256,6 +270,7 @@ TB_CUDA_LAUNCH(BiasReluDropoutGradArgs, bias_relu_dropout_grad_kernel, num_chunk
 TB_CUDA_LAUNCH(CausalSoftmaxArgs, causal_softmax_kernel, a.rows)
 TB_CUDA_LAUNCH(CausalSoftmaxGradArgs, causal_softmax_grad_kernel, a.rows)
 TB_CUDA_LAUNCH(HeadCrossEntropyArgs, head_cross_entropy_kernel, num_chunks(a.rows))
+TB_CUDA_LAUNCH(ColumnSumsArgs, column_sums_kernel, num_chunks(a.rows))
 #undef TB_CUDA_LAUNCH
 
 }  // namespace trainbench::kernels::cuda
