@@ -174,7 +174,11 @@ else
 fi
 
 # --- runs, one dtype after another, the report after each -------------------------------------
-[ -z "${RESUME:-}" ] || [ ! -f "$RESUME/runs.tar.gz" ] || tar -xzf "$RESUME/runs.tar.gz" -C "$runs"
+stale=0  # run folders that no report covers yet: an earlier call's, until the first report
+if [ -n "${RESUME:-}" ] && [ -f "$RESUME/runs.tar.gz" ]; then
+  tar -xzf "$RESUME/runs.tar.gz" -C "$runs"
+  stale=1
+fi
 report() {  # the report over every run folder so far, and the small files of each
   local dirs=() d f
   # In the table's order: per dtype bench's columns (matrix order), its extra ones, the peers.
@@ -191,6 +195,7 @@ report() {  # the report over every run folder so far, and the small files of ea
     echo; "$BENCH" report --baseline "pytorch handcraft" "${dirs[@]}"; } >"$out/report.md" || true
   tar -czf "$out/runs.tar.gz" -C "$runs" --exclude='checkpoint-*' --exclude='*.bin' \
     --exclude='*.tmp*' --exclude='*.png' --exclude='.lock' .
+  stale=0
 }
 for dtype in "${dtypes[@]}"; do
   t0=$SECONDS
@@ -214,5 +219,5 @@ for dtype in "${dtypes[@]}"; do
   report
   stage_done "runs_$dtype" "$status" "$t0"
 done
-report  # also where every dtype came from RESUME
+[ "$stale" = 0 ] || report  # every dtype came from RESUME (or had no time)
 echo "gpu_bench.sh: $(cut -f1,2 "$out/stages.tsv" | tr '\t\n' ': ')in $SECONDS s; files in $out" >&2

@@ -32,8 +32,9 @@ def main():
     dtypes = a.dtypes.split()
     bad = [d for d in dtypes if d not in PEAK]
     if bad or a.steps < 1:
-        sys.exit(f"gpu_estimate.py: dtypes {bad or dtypes} / steps {a.steps}: use "
-                 f"{', '.join(PEAK)} and steps >= 1")
+        print(f"gpu_estimate.py: dtypes {bad or dtypes} / steps {a.steps}: use "
+              f"{', '.join(PEAK)} and steps >= 1", file=sys.stderr)
+        sys.exit(2)
     print("estimate of the real call (H200, 8 layers, batch 100, seq 256; seconds; fixed costs "
           f"assumed, step time from FLOPs at {MFU:.0%} MFU)")
     rows = [("machine", 2), ("build", BUILD), ("tests", TESTS)]

@@ -115,8 +115,6 @@ struct HeadCrossEntropyArgs {
   StorageType acc = StorageType::kF32, type = StorageType::kF32;
 };
 
-// Every kernel's Args: each backend's declarations and the entry run() (fused_kernels.h) are
-// made from this list.
 // Column sums of rows [N, w] (a bias gradient whose rows no other kernel reads) as per-chunk
 // partial sums, read once in their own storage type.
 struct ColumnSumsArgs {
@@ -126,6 +124,8 @@ struct ColumnSumsArgs {
   StorageType acc = StorageType::kF32, type = StorageType::kF32;
 };
 
+// Every kernel's Args: each backend's declarations and the entry run() (fused_kernels.h) are
+// made from this list.
 #define TB_FUSED_KERNELS(X)  \
   X(DropAddLnArgs)           \
   X(DropAddLnGradArgs)       \
