@@ -141,6 +141,12 @@ TEST(GpuCall, BadInputIsOneLineAndExitTwoBeforeAnythingIsBuilt) {
        "gpu_bench.sh: torch 2.11.0 has no CUDA"},
       {"PYTHON=" TB_PYTHON " " + bare, "gpu_bench.sh: no CUDA device"},
   };
+  const auto estimate =
+      testing::run_command(TB_PYTHON " " TB_SOURCE_DIR "/scripts/gpu_estimate.py --dtypes float64");
+  EXPECT_EQ(estimate.exit_code, 2) << estimate.output;
+  EXPECT_EQ(estimate.output,
+            "gpu_estimate.py: dtypes ['float64'] / steps 60: use bfloat16, float16, float32 and "
+            "steps >= 1\n");
   const bool gpu = testing::run_command("nvidia-smi -L").exit_code == 0;
   for (const auto& [command, line] : cases) {
     if (gpu && line == "gpu_bench.sh: no CUDA device") continue;
