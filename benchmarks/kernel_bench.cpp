@@ -200,6 +200,68 @@ void BM_OpHeadCrossEntropy(benchmark::State& s) {
 }
 BENCHMARK(BM_OpHeadCrossEntropy)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime();
 
+// Adam over an 8-layer model's GEMM weights (8 x qkv, out, ff1, ff2: 25.2M parameters), one
+// step: 0 LibTorch's fused Adam (at::_fused_adam_, float32 gradients); 1 bench's kernel, the
+// same; 2 bench's kernel with bfloat16 gradients and weight copies; 3 LibTorch's fused Adam
+// plus the per-step casts that 2 replaces (each weight to bfloat16, its gradient back to
+// float32); 4 bench's kernel on the float32 route of float16 (float32 gradients and copies).
+void BM_Adam(benchmark::State& s) {
+  const int mode = static_cast<int>(s.range(0));
+  std::vector<Tensor> params, grads, m, v, steps, copies;
+  for (int layer = 0; layer < 8; ++layer) {
+    for (const auto& shape :
+         std::vector<std::vector<int64_t>>{{3 * kD, kD}, {kD, kD}, {kFF, kD}, {kD, kFF}}) {
+      params.push_back(torch::randn(shape));
+      const Tensor g = torch::randn(shape) * 1e-3;
+      grads.push_back(mode == 2 ? g.to(torch::kBFloat16) : g);
+      m.push_back(torch::zeros(shape));
+      v.push_back(torch::zeros(shape));
+      steps.push_back(torch::zeros({}));
+      copies.push_back(mode == 2 ? params.back().to(torch::kBFloat16) : params.back().clone());
+    }
+  }
+  int64_t n = 0;
+  for (const Tensor& p : params) n += p.numel();
+  for (auto _ : s) {
+    at::_foreach_add_(steps, 1.0);
+    if (mode == 0 || mode == 3) {
+      std::vector<Tensor> g32 = grads;
+      if (mode == 3) {
+        for (size_t i = 0; i < params.size(); ++i) {
+          copies[i] = params[i].to(torch::kBFloat16);
+          g32[i] = grads[i].to(torch::kBFloat16).to(torch::kFloat);
+        }
+      }
+      at::_fused_adam_(params, g32, m, v, {}, steps, 1e-3, 0.9, 0.999, 0.0, 1e-8, false, false);
+      continue;
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      k::AdamArgs a;
+      a.rows = params[i].size(0);
+      a.cols = params[i].size(1);
+      a.param = params[i].data_ptr();
+      a.exp_avg = m[i].data_ptr();
+      a.exp_avg_sq = v[i].data_ptr();
+      a.grad = grads[i].data_ptr();
+      a.grad_type = k::storage_type_of(grads[i].scalar_type());
+      if (mode >= 2) {
+        a.copy = copies[i].data_ptr();
+        a.copy_type = k::storage_type_of(copies[i].scalar_type());
+        a.copy_round = mode == 2 ? k::StorageType::kBF16 : k::StorageType::kF16;
+      }
+      a.step = steps[i].data_ptr<float>();
+      k::run(a, c10::DeviceType::CPU);
+    }
+  }
+  // Parameter, moments: read and written; gradient read; copy written.
+  const int64_t per = 24 + (mode == 2 ? 2 : 4) + (mode == 2 ? 2 : mode == 4 ? 4 : 0);
+  s.SetBytesProcessed(s.iterations() * n * per);
+  const char* labels[] = {"libtorch fused adam", "bench adam", "bench adam, bfloat16 copies",
+                          "libtorch fused adam + casts", "bench adam, float32-route copies"};
+  s.SetLabel(labels[mode]);
+}
+BENCHMARK(BM_Adam)->DenseRange(0, 4)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 int main(int argc, char** argv) {

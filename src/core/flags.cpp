@@ -199,7 +199,9 @@ std::vector<FlagSpec> make_table_() {
           ": the only kernel flash attention may use (--flash 1); a forced one that cannot run "
           "is an error")),
       switch_flag("fused_adam", G::kPrecision, &C::fused_adam,
-                  "1: Adam as one fused multi-tensor kernel, no host sync (CUDA and CPU)"),
+                  "1: Adam in one pass per parameter (bench's kernel), no host sync (CUDA and "
+                  "CPU); with --compile fused in bfloat16/float16 that pass also writes the "
+                  "16-bit weight copies the GEMMs read (no per-step cast)"),
       resumable(switch_flag(
           "cuda_graph", G::kPrecision, &C::cuda_graph,
           "1: capture the whole step as one CUDA graph after warm-up and replay it (CUDA; needs "

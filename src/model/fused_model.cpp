@@ -4,8 +4,10 @@
 // batch-major order, so that the attention kernels' [B, S, H, hd] outputs are the next GEMM's
 // input without a copy. The residual stream stays in float32 (the accumulation dtype); what a
 // GEMM reads (LayerNorm outputs, attention and FF activations) is in the run's compute dtype,
-// and each weight is cast to it once per step.
+// and each weight is cast to it once per step, or, with --fused_adam 1, kept in it by the
+// optimizer (WeightCopies below).
 #include <cmath>
+#include <unordered_map>
 
 #include "trainbench/model/dropout.h"
 #include "trainbench/model/fused_ops.h"
@@ -21,13 +23,63 @@ FusedDropout fused_dropout_(double p) {
   return p > 0 ? FusedDropout{p, dropout_key()} : FusedDropout{};
 }
 
+bool low_precision_(c10::ScalarType t) { return t == torch::kBFloat16 || t == torch::kHalf; }
+
 // A weight as the GEMMs read it: cast to the compute dtype once per step, and on the float32
 // route held in float32 (the dtype's values, so that each GEMM does not convert it again).
 Tensor rounded_weight_(const Tensor& w, c10::ScalarType compute_dtype, GemmRoute route) {
   const Tensor low = w.to(compute_dtype);
-  const bool lowp = compute_dtype == torch::kBFloat16 || compute_dtype == torch::kHalf;
-  return route == GemmRoute::kFloat32 && lowp ? low.to(torch::kFloat) : low;
+  return route == GemmRoute::kFloat32 && low_precision_(compute_dtype) ? low.to(torch::kFloat)
+                                                                       : low;
 }
+
+// The GEMM weights as the forward reads them: rounded per step by an autograd cast, or, once
+// make() was called (LanguageModel::make_weight_copies), the copies the optimizer writes: leaves
+// whose values are rounded_weight_'s, refreshed here only when the parameter's version counter
+// moved (a checkpoint, a broadcast, another optimizer: the fused Adam kernel writes both
+// without moving it).
+class WeightCopies {
+ public:
+  WeightCopies(c10::ScalarType compute_dtype, GemmRoute route)
+      : dtype_(compute_dtype), route_(route) {}
+
+  Tensor get(const Tensor& w) {
+    if (copies_.empty()) return rounded_weight_(w, dtype_, route_);
+    Copy& c = copies_.at(w.unsafeGetTensorImpl());
+    if (c.version != w._version()) {
+      torch::NoGradGuard no_grad;
+      c.copy.copy_(rounded_weight_(w, dtype_, route_));
+      c.version = w._version();
+    }
+    return c.copy;
+  }
+
+  // weights: the GEMM weights; params: every parameter. One copy per weight (none when the
+  // compute dtype is float32), aligned with params.
+  std::vector<Tensor> make(const std::vector<Tensor>& weights, const std::vector<Tensor>& params) {
+    if (!low_precision_(dtype_)) return {};
+    torch::NoGradGuard no_grad;
+    for (const Tensor& w : weights) {
+      copies_[w.unsafeGetTensorImpl()] = {
+          rounded_weight_(w, dtype_, route_).contiguous().requires_grad_(true), w._version()};
+    }
+    std::vector<Tensor> out;
+    for (const Tensor& p : params) {
+      const auto it = copies_.find(p.unsafeGetTensorImpl());
+      out.push_back(it == copies_.end() ? Tensor() : it->second.copy);
+    }
+    return out;
+  }
+
+ private:
+  struct Copy {
+    Tensor copy;
+    int64_t version = 0;
+  };
+  c10::ScalarType dtype_;
+  GemmRoute route_;
+  std::unordered_map<const c10::TensorImpl*, Copy> copies_;
+};
 
 class FusedBlockImpl : public BlockLayers {
  public:
@@ -42,19 +94,20 @@ class FusedBlockImpl : public BlockLayers {
   };
 
   // Returns the stream after this block; seq: tokens per sequence of the rows.
-  Stream forward(const Stream& in, int64_t seq, c10::ScalarType compute_dtype, double p) {
+  Stream forward(const Stream& in, int64_t seq, c10::ScalarType compute_dtype, double p,
+                 WeightCopies& weights) {
     auto h1 =
         drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias, fused_dropout_(p),
                             compute_dtype);  // {r [N, d] f32, y [N, d] compute_dtype}
-    const Tensor qkv_rows = fused_linear(h1[1], weight_(qkv, compute_dtype), qkv->bias, route_);
+    const Tensor qkv_rows = fused_linear(h1[1], weights.get(qkv->weight), qkv->bias, route_);
     const Tensor attn = attention_(qkv_rows, seq);  // [N, d] compute_dtype
     const Tensor proj =
-        fused_linear(attn, weight_(out, compute_dtype), Tensor(), route_, true);  // bias later
+        fused_linear(attn, weights.get(out->weight), Tensor(), route_, true);  // bias later
     auto h2 = drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p),
                                   compute_dtype);
-    const Tensor hidden = linear_relu_dropout(h2[1], weight_(ff1, compute_dtype), ff1->bias,
-                                              fused_dropout_(p), route_);
-    return {h2[0], fused_linear(hidden, weight_(ff2, compute_dtype), Tensor(), route_, true),
+    const Tensor hidden =
+        linear_relu_dropout(h2[1], weights.get(ff1->weight), ff1->bias, fused_dropout_(p), route_);
+    return {h2[0], fused_linear(hidden, weights.get(ff2->weight), Tensor(), route_, true),
             ff2->bias};
   }
 
@@ -83,10 +136,6 @@ class FusedBlockImpl : public BlockLayers {
     return o.transpose(1, 2).reshape({n, d});  // [B, S, H, hd] → [N, d]
   }
 
-  Tensor weight_(const torch::nn::Linear& l, c10::ScalarType compute_dtype) const {
-    return rounded_weight_(l->weight, compute_dtype, route_);
-  }
-
   int64_t heads_;
   bool flash_;
   GemmRoute route_;
@@ -95,7 +144,8 @@ TORCH_MODULE(FusedBlock);
 
 class FusedModel : public ByteModelBase {
  public:
-  explicit FusedModel(const ModelOptions& o) : ByteModelBase(o) {
+  explicit FusedModel(const ModelOptions& o)
+      : ByteModelBase(o), weights_(o.compute_dtype, o.gemm_route) {
     blocks = register_module("blocks", torch::nn::ModuleList());
     for (int64_t i = 0; i < o.num_layer; ++i) blocks->push_back(FusedBlock(o));
   }
@@ -104,9 +154,8 @@ class FusedModel : public ByteModelBase {
   Tensor forward(const Tensor& bytes) override {
     const Tensor x = trunk_(bytes);  // [N, d] compute_dtype, batch-major
     const int64_t s = bytes.size(0), b = bytes.size(1);
-    const GemmRoute route = options_.gemm_route;
     const Tensor logits =
-        fused_linear(x, rounded_weight_(head_->weight, x.scalar_type(), route), head_->bias, route);
+        fused_linear(x, weights_.get(head_->weight), head_->bias, options_.gemm_route);
     return logits.view({b, s, kVocabSize}).transpose(0, 1);
   }
 
@@ -114,10 +163,19 @@ class FusedModel : public ByteModelBase {
   Tensor loss(const Tensor& bytes) override {
     const Tensor x = trunk_(bytes);
     const Tensor targets = bytes.t().reshape({-1});  // row b*S + s predicts bytes[s, b]
-    const GemmRoute route = options_.gemm_route;
-    return head_cross_entropy(x, rounded_weight_(head_->weight, x.scalar_type(), route),
-                              head_->bias, targets, route)
+    return head_cross_entropy(x, weights_.get(head_->weight), head_->bias, targets,
+                              options_.gemm_route)
         .to(torch::kFloat);
+  }
+
+  std::vector<Tensor> make_weight_copies() override {
+    std::vector<Tensor> gemm_weights{head_->weight};
+    for (const auto& block : *blocks) {
+      const auto* b = block->as<FusedBlockImpl>();
+      for (const auto* l : {&b->qkv, &b->out, &b->ff1, &b->ff2})
+        gemm_weights.push_back((*l)->weight);
+    }
+    return weights_.make(gemm_weights, parameters());
   }
 
  protected:
@@ -133,13 +191,14 @@ class FusedModel : public ByteModelBase {
     const c10::ScalarType compute_dtype = options_.compute_dtype;
     FusedBlockImpl::Stream st{Tensor(), shifted.view({b * s, d}), Tensor()};
     for (const auto& block : *blocks)
-      st = block->as<FusedBlockImpl>()->forward(st, s, compute_dtype, p);
+      st = block->as<FusedBlockImpl>()->forward(st, s, compute_dtype, p, weights_);
     // The last FF branch joins the stream with dropout; no LayerNorm follows.
     return drop_add_layer_norm(st.resid, st.branch, st.bias, Tensor(), Tensor(), fused_dropout_(p),
                                compute_dtype)[1];
   }
 
   torch::nn::ModuleList blocks{nullptr};
+  WeightCopies weights_;
 };
 
 }  // namespace

@@ -35,9 +35,10 @@ AutocastGuard::~AutocastGuard() {
   autocast_set_(device_, prev_enabled_, prev_dtype_);
 }
 
-LossScaler::LossScaler(bool enabled, const LossScalerOptions& options, torch::Device device)
+LossScaler::LossScaler(bool enabled, const LossScalerOptions& options, torch::Device device,
+                       bool state_in_tensors)
     : enabled_(enabled),
-      on_device_(enabled && device.is_cuda()),
+      on_device_(enabled && (device.is_cuda() || state_in_tensors)),
       options_(options),
       scale_(enabled ? options.init_scale : 1.0) {
   if (!on_device_) return;
@@ -111,7 +112,7 @@ void LossScaler::update(bool found_inf) {
 
 void LossScaler::check_(const std::vector<torch::Tensor>& grads) {
   if (!enabled_) return;
-  TORCH_CHECK(on_device_, "LossScaler::check_ needs the device mode (CUDA)");
+  TORCH_CHECK(on_device_, "LossScaler::check_ needs the device mode");
   found_inf_t_.zero_();
   const std::vector<torch::Tensor> defined = defined_(grads);
   // inv_scale 1: flag non-finite values, leave the gradients as they are.
@@ -121,7 +122,7 @@ void LossScaler::check_(const std::vector<torch::Tensor>& grads) {
 
 void LossScaler::update_on_device() {
   if (!enabled_) return;
-  TORCH_CHECK(on_device_, "LossScaler::update_on_device needs the device mode (CUDA)");
+  TORCH_CHECK(on_device_, "LossScaler::update_on_device needs the device mode");
   at::_amp_update_scale_(scale_t_, growth_t_, found_inf_t_, options_.growth_factor,
                          options_.backoff_factor, options_.growth_interval);
   skipped_t_.add_(found_inf_t_);

@@ -27,7 +27,9 @@ std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t param
   }
   w["normalisation"].bytes = 2.0 * ((8 + 2 * e) + (12 + 2 * e)) * d * N * L;
   w["pointwise"].bytes = 5.0 * e * ff * N * L;
-  double copy = lowp ? (4.0 + e) * static_cast<double>(params) : 0.0;
+  // The float32 parameters rounded every step (4 + e bytes each), but where fused Adam writes
+  // the GEMM weights' copies in its pass (the optimizer's bytes below).
+  double copy = lowp && !plan.weight_copies() ? (4.0 + e) * static_cast<double>(params) : 0.0;
   if (plan.gemm_route == GemmRoute::kFloat32) {
     // qkv (d -> 3d), out (d -> d), FF in (d -> ff), FF out (ff -> d): 3 inputs, 2 outputs each.
     const double per_layer =
@@ -36,7 +38,12 @@ std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t param
   }
   w["copy"].bytes = copy;
   w["loss"].bytes = 3.0 * e * 256 * N;
+  // Parameter, exp_avg, exp_avg_sq read and written, the gradient read: 28 bytes a parameter;
+  // a weight copy's gradient and the copy itself are 2 + 2 bytes, on the float32 route 4 + 4.
   w["optimizer"].bytes = 28.0 * static_cast<double>(params);
+  if (plan.weight_copies() && plan.gemm_route == GemmRoute::kFloat32) {
+    w["optimizer"].bytes += 4.0 * static_cast<double>(matmul_weight_count(cfg));
+  }
   return w;
 }
 

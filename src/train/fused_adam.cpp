@@ -1,12 +1,31 @@
-// The fused Adam step (at::_fused_adam_), its state and the availability rules.
+// The fused Adam step (the AdamArgs kernel per parameter), its state and weight copies.
 #include "trainbench/train/fused_adam.h"
+
+#include "trainbench/core/errors.h"
+#include "trainbench/kernels/fused_kernels.h"
 
 namespace trainbench {
 
-FusedAdam::FusedAdam(std::vector<torch::Tensor> params, const FusedAdamOptions& options)
-    : params_(std::move(params)), options_(options) {
+namespace k = trainbench::kernels;
+
+FusedAdam::FusedAdam(std::vector<torch::Tensor> params, const FusedAdamOptions& options,
+                     std::vector<torch::Tensor> copies, c10::ScalarType copy_dtype)
+    : params_(std::move(params)),
+      copies_(std::move(copies)),
+      copy_rounding_(copy_dtype),
+      options_(options) {
   torch::NoGradGuard no_grad;
-  for (const auto& p : params_) {
+  copies_.resize(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const torch::Tensor& p = params_[i];
+    if (p.scalar_type() != torch::kFloat || !p.is_contiguous()) {
+      throw RunError("fused Adam: parameters must be contiguous float32 (the master weights)");
+    }
+    const torch::Tensor& c = copies_[i];
+    if (c.defined() &&
+        (!c.sizes().equals(p.sizes()) || !c.is_contiguous() || c.device() != p.device())) {
+      throw RunError("fused Adam: a weight copy must be contiguous, of its parameter's shape");
+    }
     exp_avgs_.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
     exp_avg_sqs_.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
     // [] float32, as PyTorch keeps them; the kernel reads it on the device.
@@ -15,20 +34,55 @@ FusedAdam::FusedAdam(std::vector<torch::Tensor> params, const FusedAdamOptions& 
   }
 }
 
+std::vector<torch::Tensor> FusedAdam::grads() const {
+  std::vector<torch::Tensor> out;
+  out.reserve(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    out.push_back(copies_[i].defined() ? copies_[i].grad() : params_[i].grad());
+  }
+  return out;
+}
+
+void FusedAdam::drop_grads() {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    params_[i].mutable_grad() = torch::Tensor();
+    if (copies_[i].defined()) copies_[i].mutable_grad() = torch::Tensor();
+  }
+}
+
 void FusedAdam::step(const c10::optional<torch::Tensor>& grad_scale,
                      const c10::optional<torch::Tensor>& found_inf) {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> grads;
-  grads.reserve(params_.size());
-  for (const auto& p : params_) {
-    TORCH_CHECK(p.grad().defined(), "fused Adam: a parameter has no gradient");
-    grads.push_back(p.grad());
-  }
-  // The caller owns the step counts (as in PyTorch's _fused_adam): one multi-tensor add.
+  const std::vector<torch::Tensor> grads = this->grads();
+  for (const auto& g : grads) TORCH_CHECK(g.defined(), "fused Adam: a parameter has no gradient");
+  // The step counts are ours (as in PyTorch's _fused_adam): one multi-tensor add.
   at::_foreach_add_(steps_, 1.0);
-  at::_fused_adam_(params_, grads, exp_avgs_, exp_avg_sqs_, /*max_exp_avg_sqs=*/{}, steps_,
-                   options_.lr, options_.beta1, options_.beta2, /*weight_decay=*/0.0, options_.eps,
-                   /*amsgrad=*/false, /*maximize=*/false, grad_scale, found_inf);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const torch::Tensor& p = params_[i];
+    if (p.numel() == 0) continue;
+    const torch::Tensor g = grads[i].contiguous();
+    k::AdamArgs a;
+    a.cols = p.dim() > 0 ? p.size(-1) : 1;
+    a.rows = p.numel() / a.cols;
+    a.param = p.data_ptr();
+    a.exp_avg = exp_avgs_[i].data_ptr();
+    a.exp_avg_sq = exp_avg_sqs_[i].data_ptr();
+    a.grad = g.data_ptr();
+    a.grad_type = k::storage_type_of(g.scalar_type());
+    if (const torch::Tensor& c = copies_[i]; c.defined()) {
+      a.copy = c.data_ptr();
+      a.copy_type = k::storage_type_of(c.scalar_type());
+      a.copy_round = k::storage_type_of(copy_rounding_);
+    }
+    a.step = steps_[i].data_ptr<float>();
+    a.grad_scale = grad_scale ? grad_scale->data_ptr<float>() : nullptr;
+    a.found_inf = found_inf ? found_inf->data_ptr<float>() : nullptr;
+    a.lr = options_.lr;
+    a.beta1 = options_.beta1;
+    a.beta2 = options_.beta2;
+    a.eps = options_.eps;
+    k::run(a, p.device().type());
+  }
   if (found_inf.has_value()) {
     // A skipped step must not count: subtract found_inf (0 or 1) on the device, no sync.
     at::_foreach_sub_(steps_, std::vector<torch::Tensor>(steps_.size(), found_inf->reshape({})));

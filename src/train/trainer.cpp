@@ -26,14 +26,17 @@ Trainer::Trainer(const RunPlan& plan)
       device_(plan.device),
       autocast_(autocast_precision_(plan.cfg)),
       sdpa_guard_(plan.cfg.flash ? plan.cfg.sdpa_backend : SdpaBackend::kAuto),
-      scaler_(row_of(plan.cfg.dtype).loss_scaled, {}, plan.device) {
+      scaler_(row_of(plan.cfg.dtype).loss_scaled, {}, plan.device, plan.cfg.fused_adam) {
   const RunConfig& cfg = plan.cfg;
   model_ = make_model(plan);
   model_->to(device_);
   if (cfg.fused_adam) {
     FusedAdamOptions o;
     o.lr = cfg.lr;
-    fused_adam_ = std::make_unique<FusedAdam>(model_->parameters(), o);
+    fused_adam_ = std::make_unique<FusedAdam>(
+        model_->parameters(), o,
+        plan.weight_copies() ? model_->make_weight_copies() : std::vector<torch::Tensor>{},
+        scalar_type_of(cfg.dtype));
   } else {
     optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
                                                       torch::optim::AdamOptions(cfg.lr));
@@ -57,7 +60,11 @@ torch::Tensor Trainer::step_body_(const torch::Tensor& bytes) {
   model_->train();
   // Gradients are dropped, not zeroed (PyTorch's set_to_none): backward then writes fresh
   // gradient tensors instead of a memset plus an accumulate into every one.
-  for (auto& p : model_->parameters()) p.mutable_grad() = torch::Tensor();
+  if (fused_adam_) {
+    fused_adam_->drop_grads();
+  } else {
+    for (auto& p : model_->parameters()) p.mutable_grad() = torch::Tensor();
+  }
   torch::Tensor loss;
   {
     AutocastGuard autocast(device_.type(), autocast_);
@@ -76,11 +83,15 @@ torch::Tensor Trainer::step_body_(const torch::Tensor& bytes) {
 void Trainer::apply_gradients_() {
   RECORD_FUNCTION("trainbench::optimizer", std::vector<c10::IValue>());  // --profile_steps
   std::vector<torch::Tensor> grads;
-  if (scaler_.enabled()) {
+  if (fused_adam_) {
+    grads = fused_adam_->grads();
+  } else if (scaler_.enabled()) {
     for (const auto& p : model_->parameters()) grads.push_back(p.grad());
   }
   if (fused_adam_ && scaler_.on_device()) {
-    // Sync-free float16: the kernel unscales by the scale and skips on found_inf itself.
+    // Sync-free float16 (the scaler keeps its state in tensors with fused Adam, on the CPU
+    // too): the kernel unscales by the scale and skips on found_inf itself; the gradients
+    // stay scaled (a float16 copy's gradient unscaled in place would lose its small values).
     scaler_.check_(grads);
     fused_adam_->step(scaler_.scale_tensor(), scaler_.found_inf());
     scaler_.update_on_device();

@@ -1,5 +1,6 @@
-// --compile fused end to end: the result files name the path, a resumed fused run equals the
-// straight run bit for bit (dropout 0.1), and the quick preset learns as eager does.
+// --compile fused end to end: the result files name the path, a resumed fused run (fused Adam,
+// bfloat16 weight copies) equals the straight run bit for bit (dropout 0.1), and the quick
+// preset learns as eager does.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -69,6 +70,9 @@ TEST_F(FusedRun, TwentyStepsPlusResumePlusTwentyEqualFortyStraightWithDropout) {
   // One route for all three runs: --lowp_gemm auto measures, and on a busy machine two runs'
   // probes can pick different routes, whose bits differ.
   c.lowp_gemm = GemmRoute::kNative;
+  // Fused Adam keeps the weights' bfloat16 copies: the resumed run's are rebuilt from the
+  // loaded parameters (their version counters moved) before its first forward.
+  c.fused_adam = true;
   const auto [straight, first] = testing::straight_and_split(c, dir);
   c.log_every = 1;
   c.checkpoint_every = 10;

@@ -255,6 +255,33 @@ std::vector<Output> head_ce_run(const KernelCase& c, torch::Device dev) {
   return on_cpu({{"dlogits", logits, false}, {"loss partials", partials, false}});
 }
 
+// ---- ADAM (AdamArgs): gradient and weight copy in the case's dtype, scaled by 8 ----------------
+std::vector<Output> adam_run(const KernelCase& c, torch::Device dev) {
+  const auto [n, w, u1, u2] = c.shape;
+  torch::manual_seed(9);
+  Tensor param = on(torch::randn({n, w}), dev), m = on(torch::randn({n, w}) * 0.1, dev),
+         v = on(torch::rand({n, w}) * 0.01, dev);
+  const Tensor grad = on((torch::randn({n, w}) * 8).to(c.dtype), dev);
+  const Tensor step = on(torch::full({}, 3.0f), dev), scale = on(torch::full({}, 8.0f), dev);
+  Tensor copy = empty({n, w}, c.dtype, dev);
+  k::AdamArgs a;
+  a.rows = n;
+  a.cols = w;
+  a.param = param.data_ptr();
+  a.exp_avg = m.data_ptr();
+  a.exp_avg_sq = v.data_ptr();
+  a.grad = grad.data_ptr();
+  a.copy = copy.data_ptr();
+  a.step = step.data_ptr<float>();
+  a.grad_scale = scale.data_ptr<float>();
+  a.grad_type = a.copy_type = a.copy_round = k::storage_type_of(c.dtype);
+  k::run(a, dev.type());
+  return on_cpu({{"param", param, false},
+                 {"exp_avg", m, false},
+                 {"exp_avg_sq", v, false},
+                 {"copy", copy, false}});
+}
+
 // ---- variants ---------------------------------------------------------------------------------
 const std::vector<KernelRow>& kernel_rows() {
   const std::vector<Shape> rows_cols = {{1, 3}, {257, 33}, {64, 512}};
@@ -281,6 +308,7 @@ const std::vector<KernelRow>& kernel_rows() {
        causal_softmax_back_run},
       {"HEAD_CROSS_ENTROPY", "HeadCrossEntropyArgs", "n,v", rows_vocab, one, bf16, head_ce_run},
       {"COLUMN_SUMS", "ColumnSumsArgs", "n,w", rows_cols, one, both_16bit, column_sums_run},
+      {"ADAM", "AdamArgs", "n,w", rows_cols, one, both_16bit, adam_run},
   };
   return rows;
 }

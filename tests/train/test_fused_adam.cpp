@@ -68,6 +68,50 @@ TEST(FusedAdam, UnscalesByGradScaleAndSkipsOnFoundInf) {
   EXPECT_FLOAT_EQ(scaled.steps()[0].item<float>(), 1.0f);
 }
 
+// A weight copy takes the gradient in its own dtype and ends each step holding the new
+// parameter rounded (stored as bfloat16/float16, or as float32 on the float32 GEMM route); the
+// parameter moves exactly as it would with that gradient given to it in float32. A skipped step
+// leaves the copy.
+TEST(FusedAdam, AWeightCopyTakesItsGradientAndHoldsTheRoundedParameter) {
+  const torch::Device device = kernel_device();
+  for (const c10::ScalarType dtype : {torch::kBFloat16, torch::kHalf}) {
+    for (const bool stored_f32 : {false, true}) {
+      SCOPED_TRACE(std::string(c10::toString(dtype)) + (stored_f32 ? " in float32" : ""));
+      auto rounded = [&](const torch::Tensor& p) {
+        const torch::Tensor low = p.detach().to(dtype);
+        return stored_f32 ? low.to(torch::kFloat) : low;
+      };
+      auto a = make_params(device), b = make_params(device);
+      torch::Tensor copy = rounded(b[0]).requires_grad_();
+      FusedAdam plain(a), with_copy(b, {}, {copy, torch::Tensor()}, dtype);
+      torch::manual_seed(12);
+      for (int step = 0; step < 4; ++step) {
+        const torch::Tensor g0 = torch::randn(a[0].sizes()).to(device) * (step == 2 ? 1e-4 : 1),
+                            g1 = torch::randn(a[1].sizes()).to(device);
+        copy.mutable_grad() = stored_f32 ? g0.clone() : g0.to(dtype);
+        a[0].mutable_grad() = copy.grad().to(torch::kFloat);
+        a[1].mutable_grad() = g1.clone();
+        b[1].mutable_grad() = g1.clone();
+        EXPECT_TRUE(with_copy.grads()[0].is_same(copy.grad()));
+        plain.step();
+        with_copy.step();
+        for (size_t i = 0; i < a.size(); ++i) {
+          EXPECT_TRUE(torch::equal(a[i], b[i])) << "parameter " << i << ", step " << step;
+        }
+        EXPECT_TRUE(torch::equal(copy.detach(), rounded(b[0]))) << "step " << step;
+      }
+      const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
+      const torch::Tensor kept = copy.detach().clone();
+      copy.mutable_grad() = torch::full_like(copy, 3.0);
+      with_copy.step(torch::ones({}, f32), torch::ones({}, f32));  // found_inf: skipped
+      EXPECT_TRUE(torch::equal(copy.detach(), kept));
+      with_copy.drop_grads();
+      EXPECT_FALSE(copy.grad().defined());
+      EXPECT_FALSE(b[1].grad().defined());
+    }
+  }
+}
+
 TEST(FusedAdam, StateRoundTripsThroughACheckpointArchive) {
   auto params = make_params(torch::kCPU);
   FusedAdam saved(params);

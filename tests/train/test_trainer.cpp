@@ -58,5 +58,74 @@ TEST(Trainer, Float16OnTheCpuTracksFloat32Within0p1NatsOver20Steps) {
   EXPECT_NE(f16, f32);
 }
 
+// With --fused_adam 1 the fused model's GEMM weights are kept in bfloat16/float16 copies that
+// the optimizer writes in its pass, instead of cast (and their gradients cast back) every step:
+// the losses and parameters are those of the per-step casts (the same model stepped by hand,
+// FusedAdam on the float32 parameters' gradients) bit for bit on the native GEMM route; on the
+// float32 route the weights' gradients are no longer rounded to the dtype (the float32 GEMM's
+// result, read as it is), so there the losses agree to 1e-4; every copy ends as its parameter
+// rounded.
+TEST(Trainer, FusedAdamsWeightCopiesTrainBitForBitAsPerStepCasts) {
+  for (const Precision dtype : {Precision::kBFloat16, Precision::kFloat16}) {
+    for (const GemmRoute route : {GemmRoute::kNative, GemmRoute::kFloat32}) {
+      RunConfig c = testing::tiny_config();
+      c.compile = CompilePath::kFused;
+      c.fused_adam = true;
+      c.dtype = dtype;
+      c.lowp_gemm = route;
+      c.lr = 3e-3;
+      const RunPlan plan = make_plan(c);
+      SCOPED_TRACE(std::string(name_of(dtype)) + " " + name_of(route));
+      torch::manual_seed(1);
+      Trainer trainer(plan);
+      ASSERT_FALSE(trainer.fused_adam()->copies().empty());
+      torch::manual_seed(1);
+      const auto model = make_model(plan);
+      FusedAdamOptions o;
+      o.lr = c.lr;
+      FusedAdam adam(model->parameters(), o);
+      LossScaler scaler(dtype == Precision::kFloat16, {}, torch::kCPU, /*state_in_tensors=*/true);
+      const ByteCorpus corpus = embedded_corpus();
+      for (int64_t i = 0; i < 4; ++i) {
+        const torch::Tensor bytes =
+            make_batch(corpus, {i * 1000, i * 1000 + 77, 5000 + i, 9000}, c.seq_len, false);
+        torch::manual_seed(100 + i);  // the same dropout keys for both
+        const double by_trainer = trainer.step(bytes).item<double>();
+        torch::manual_seed(100 + i);
+        adam.drop_grads();
+        const torch::Tensor loss = model->loss(bytes);
+        scaler.scale_loss(loss).backward();
+        scaler.check_(adam.grads());
+        if (scaler.enabled()) {
+          adam.step(scaler.scale_tensor(), scaler.found_inf());
+        } else {
+          adam.step();
+        }
+        scaler.update_on_device();
+        if (route == GemmRoute::kNative) {
+          EXPECT_EQ(by_trainer, loss.item<double>()) << "step " << i + 1;
+        } else {
+          EXPECT_NEAR(by_trainer, loss.item<double>(), 1e-4) << "step " << i + 1;
+        }
+      }
+      const auto got = trainer.model().parameters(), want = model->parameters();
+      const auto& copies = trainer.fused_adam()->copies();
+      int64_t with_copy = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        // The route's parameters are not compared element by element: the k projection's bias
+        // has a gradient of pure rounding noise (softmax ignores it), which Adam scales to
+        // +-lr whatever its size, so any change of rounding moves it by ~lr.
+        if (route == GemmRoute::kNative) EXPECT_TRUE(torch::equal(got[i], want[i])) << i;
+        if (!copies[i].defined()) continue;
+        ++with_copy;
+        torch::Tensor rounded = got[i].detach().to(scalar_type_of(dtype));
+        if (route == GemmRoute::kFloat32) rounded = rounded.to(torch::kFloat);
+        EXPECT_TRUE(torch::equal(copies[i].detach(), rounded)) << "copy of parameter " << i;
+      }
+      EXPECT_EQ(with_copy, 5);  // qkv, out, ff1, ff2 and the head
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trainbench

@@ -53,6 +53,12 @@ struct RunPlan {
   bool lowp() const { return cfg.dtype != Precision::kFloat32; }
   // --compile fused with bfloat16/float16 on the CPU: the runs with two GEMM routes.
   bool has_gemm_choice() const { return cfg.compile == CompilePath::kFused && lowp() && !cuda(); }
+  // The fused model's GEMM weights kept in bfloat16/float16 copies that fused Adam writes in its
+  // pass (train/fused_adam.h), instead of cast every step; one process only (the gradient
+  // all-reduce averages the float32 parameters' gradients).
+  bool weight_copies() const {
+    return cfg.compile == CompilePath::kFused && lowp() && cfg.fused_adam && !dist.distributed();
+  }
   // "cuda" or "cpu", as config.json's "device" says it.
   const char* device_name() const { return cuda() ? "cuda" : "cpu"; }
 };

@@ -20,6 +20,7 @@ TB_HOST_DEVICE float exp_(float x) { return expf(x); }
 TB_HOST_DEVICE double exp_(double x) { return exp(x); }
 TB_HOST_DEVICE float log_(float x) { return logf(x); }
 TB_HOST_DEVICE double log_(double x) { return log(x); }
+TB_HOST_DEVICE double pow_(double x, double y) { return pow(x, y); }
 #else
 TB_HOST_DEVICE float sqrt_(float x) { return __builtin_sqrtf(x); }
 TB_HOST_DEVICE double sqrt_(double x) { return __builtin_sqrt(x); }
@@ -27,6 +28,7 @@ TB_HOST_DEVICE float exp_(float x) { return __builtin_expf(x); }
 TB_HOST_DEVICE double exp_(double x) { return __builtin_exp(x); }
 TB_HOST_DEVICE float log_(float x) { return __builtin_logf(x); }
 TB_HOST_DEVICE double log_(double x) { return __builtin_log(x); }
+TB_HOST_DEVICE double pow_(double x, double y) { return __builtin_pow(x, y); }
 #endif
 
 // ---- dropout: a counter-based mask, the same on every device and thread count -------------
@@ -144,6 +146,33 @@ TB_HOST_DEVICE A softmax_grad(A p, A dp, A dot) {
 template <typename A>
 TB_HOST_DEVICE A cross_entropy_grad(A prob, bool is_target, A inv_rows) {
   return (is_target ? prob - A(1) : prob) * inv_rows;
+}
+
+// ---- Adam (AdamArgs) -------------------------------------------------------------------------
+// The step's coefficients as LibTorch's fused CPU Adam forms them: bias corrections in double
+// from the step count t, then every factor in float.
+struct AdamCoefs {
+  float beta1, beta2, c1, c2, step_size, bc2_sqrt, eps;
+};
+TB_HOST_DEVICE AdamCoefs adam_coefs(const AdamArgs& a, float t) {
+  const double bc1 = 1 - pow_(a.beta1, t), bc2 = 1 - pow_(a.beta2, t);
+  return {static_cast<float>(a.beta1),     static_cast<float>(a.beta2),
+          static_cast<float>(1 - a.beta1), static_cast<float>(1 - a.beta2),
+          static_cast<float>(a.lr / bc1),  static_cast<float>(sqrt_(bc2)),
+          static_cast<float>(a.eps)};
+}
+// One element: updates the moments m, v with gradient g and returns the new parameter.
+TB_HOST_DEVICE float adam_param(float p, float g, float& m, float& v, const AdamCoefs& k) {
+  m = m * k.beta1 + g * k.c1;
+  v = v * k.beta2 + g * g * k.c2;
+  return p - k.step_size * m / (sqrt_(v) / k.bc2_sqrt + k.eps);
+}
+// x rounded to the storage type R and read back (R float: x itself): a weight copy's value.
+template <typename R>
+TB_HOST_DEVICE float rounded_to(float x) {
+  R r[1];
+  st(r, 0, x);
+  return ld<float>(r, 0);
 }
 
 }  // namespace trainbench::kernels::math

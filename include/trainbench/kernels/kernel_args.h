@@ -124,6 +124,29 @@ struct ColumnSumsArgs {
   StorageType acc = StorageType::kF32, type = StorageType::kF32;
 };
 
+// One Adam step (no weight decay) on a float32 parameter seen as rows [N, w] (any shape:
+// N = numel / w), with its float32 moments: g = grad / grad_scale; m = b1 m + (1 - b1) g;
+// v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps); and
+// where a copy is given, copy = p rounded to copy_round and stored as copy_type (the weight as
+// the next step's GEMMs read it, written in the same pass). Nothing changes when *found_inf
+// != 0. step, grad_scale and found_inf are read where the kernel runs (device scalars on
+// CUDA), so no value is read back to the host.
+struct AdamArgs {
+  int64_t rows = 0, cols = 0;
+  void* param = nullptr;              // [N, w] f32
+  void* exp_avg = nullptr;            // [N, w] f32
+  void* exp_avg_sq = nullptr;         // [N, w] f32
+  const void* grad = nullptr;         // [N, w] grad_type
+  void* copy = nullptr;               // [N, w] copy_type, or null
+  const float* step = nullptr;        // [] t, this step's count (already incremented)
+  const float* grad_scale = nullptr;  // [], or null: 1
+  const float* found_inf = nullptr;   // [], or null: 0
+  StorageType grad_type = StorageType::kF32;
+  StorageType copy_type = StorageType::kF32;   // the copy's storage: bf16, f16, or f32 holding
+  StorageType copy_round = StorageType::kF32;  // values rounded to this 16-bit type
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
 // Every kernel's Args: each backend's declarations and the entry run() (fused_kernels.h) are
 // made from this list.
 #define TB_FUSED_KERNELS(X)  \
@@ -134,6 +157,7 @@ struct ColumnSumsArgs {
   X(CausalSoftmaxArgs)       \
   X(CausalSoftmaxGradArgs)   \
   X(HeadCrossEntropyArgs)    \
-  X(ColumnSumsArgs)
+  X(ColumnSumsArgs)          \
+  X(AdamArgs)
 
 }  // namespace trainbench::kernels

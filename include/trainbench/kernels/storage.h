@@ -128,6 +128,21 @@ TB_HOST void with_types(StorageType acc, StorageType type, Fn&& fn) {
   });
 }
 
+// fn(copy_tag, round_tag) for AdamArgs' weight copy (its storage, the type its values are
+// rounded to): bf16/bf16, f16/f16, float/bf16, float/f16, else float/float (no copy).
+template <typename Fn>
+TB_HOST void with_copy_types(StorageType type, StorageType round, Fn&& fn) {
+  if (type == StorageType::kBF16)
+    return fn(static_cast<Bf16*>(nullptr), static_cast<Bf16*>(nullptr));
+  if (type == StorageType::kF16)
+    return fn(static_cast<Half*>(nullptr), static_cast<Half*>(nullptr));
+  if (round == StorageType::kBF16)
+    return fn(static_cast<float*>(nullptr), static_cast<Bf16*>(nullptr));
+  if (round == StorageType::kF16)
+    return fn(static_cast<float*>(nullptr), static_cast<Half*>(nullptr));
+  return fn(static_cast<float*>(nullptr), static_cast<float*>(nullptr));
+}
+
 // fn(std::bool_constant<a>, std::bool_constant<b>): two run-time switches as compile-time
 // constants, so that a loop's optional input is a template flag, not a test inside the loop.
 template <typename Fn>

@@ -48,6 +48,13 @@ class LanguageModel : public torch::nn::Module {
   // output layer with the loss.
   virtual torch::Tensor loss(const torch::Tensor& bytes);
   virtual const ModelOptions& options() const = 0;
+  // Low-precision copies of the GEMM weights for an optimizer that writes them as it updates
+  // the float32 parameters (FusedAdam, train/fused_adam.h): one per parameter in parameters()
+  // order, undefined where none. From this call on the forward reads the copies (one is
+  // refreshed when anything else changed its parameter: a checkpoint, a broadcast) and the
+  // backward leaves those weights' gradients in them. The fused model in bfloat16/float16 has
+  // them; by default there are none.
+  virtual std::vector<torch::Tensor> make_weight_copies() { return {}; }
 };
 
 // What both models share: byte embedding, learned positional encoding [seq_len, d], embedding

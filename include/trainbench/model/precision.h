@@ -37,9 +37,10 @@ struct LossScalerOptions {
 };
 
 // Dynamic loss scaling. Disabled (a pass-through) unless the run is float16.
-// Host mode (CPU): the state is host numbers. Per step: backward(scale_loss(loss)); if
+// Host mode (CPU by default): the state is host numbers. Per step: backward(scale_loss(loss)); if
 // (unscale_(grads)) skip the optimizer step; update(found_inf).
-// Device mode (CUDA): scale, growth tracker and found_inf are device tensors updated by the
+// Device mode (CUDA, or state_in_tensors: the CPU with fused Adam, whose kernel reads them):
+// scale, growth tracker and found_inf are device tensors updated by the
 // ATen AMP kernels, so nothing is read back per step unless asked. Per step, either
 //   sync-free (fused Adam): check_(grads); FusedAdam::step(scale_tensor(), found_inf());
 //                           update_on_device();
@@ -49,7 +50,7 @@ struct LossScalerOptions {
 class LossScaler {
  public:
   LossScaler(bool enabled, const LossScalerOptions& options = {},
-             torch::Device device = torch::kCPU);
+             torch::Device device = torch::kCPU, bool state_in_tensors = false);
 
   bool enabled() const { return enabled_; }
   bool on_device() const { return on_device_; }

@@ -6,14 +6,9 @@
 // kernels' headers it includes, is its own (static or in an unnamed namespace), so none
 // compiled with these flags can be picked by the linker for a baseline caller. The loops are
 // plain scalar code over one row at a time (the math of fused_math.h, the loads and stores of
-// storage.h; float16 rows through a float buffer, RowIo below); `omp simd` lets the compiler
-// vectorize the reductions.
+// storage.h; float16 rows through a float buffer, RowIo in row_io.h); `omp simd` lets the
+// compiler vectorize the reductions.
 #include "rows.h"
-
-#include <immintrin.h>  // F16C: its functions are always inlined, never a shared symbol
-
-#include <cstdlib>
-#include <type_traits>
 
 #include "trainbench/kernels/fused_math.h"
 #include "trainbench/kernels/storage.h"
@@ -23,76 +18,12 @@
 #define TB_ROWS_AVX2 1
 #endif
 
+#include "row_io.h"
+
 namespace trainbench::kernels::cpu::TB_ROWS_ISA {
 namespace {
 
 namespace m = trainbench::kernels::math;
-
-// Own helpers instead of std::vector / std::min: their out-of-line copies would be shared
-// (weak) symbols that the rest of the program might bind to.
-template <typename T>
-inline T min_(T a, T b) {
-  return b < a ? b : a;
-}
-template <typename T>
-struct RowBuf {
-  explicit RowBuf(int64_t n) : p(static_cast<T*>(std::malloc(sizeof(T) * (n > 0 ? n : 1)))) {}
-  ~RowBuf() { std::free(p); }
-  RowBuf(const RowBuf&) = delete;
-  RowBuf& operator=(const RowBuf&) = delete;
-  T* data() { return p; }
-  T& operator[](int64_t i) { return p[i]; }
-  T* p;
-};
-
-// ---- float16 rows through a float buffer ---------------------------------------------------
-// GCC 12 converts _Float16 one element at a time even inside `omp simd` loops (a scalar
-// vcvtph2ps/vcvtps2ph around every value: the float16 kernels ran 7-10x slower than float32,
-// docs/BENCHMARKS.md), so a float16 row is converted whole into a float buffer first (F16C's
-// vector instructions, 8 values each in both builds), the loops run on floats, and a row they
-// wrote goes back the same way; the bits are the per-element conversions' (round to nearest
-// even). bfloat16 stays in place: its integer conversion vectorizes inside the loops, and a
-// buffer made its attention backward slower (softmax gradient: two more passes over the row).
-void to_floats(const Half* s, float* d, int64_t n) {
-  int64_t c = 0;
-  for (; c + 8 <= n; c += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + c));
-    _mm256_storeu_ps(d + c, _mm256_cvtph_ps(h));
-  }
-  for (; c < n; ++c) d[c] = to_float(s[c]);
-}
-void from_floats(const float* s, Half* d, int64_t n) {
-  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-  int64_t c = 0;
-  for (; c + 8 <= n; c += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(s + c), kNearest);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + c), h);
-  }
-  for (; c < n; ++c) d[c] = to_half(s[c]);
-}
-// One row stream of storage S in a kernel accumulating in A: the loops read and write rows of
-// T (S itself, or float for float16), through load() and row()/store().
-template <typename A, typename S>
-class RowIo {
- public:
-  static constexpr bool kBuffered = std::is_same_v<S, Half> && std::is_same_v<A, float>;
-  using T = std::conditional_t<kBuffered, float, S>;
-  explicit RowIo(int64_t n) : buf_(kBuffered ? n : 1) {}
-  // Where a loop writes the row dst[0, n): dst itself, or the buffer until store(dst, n).
-  T* row(S* dst) { return kBuffered ? buf_.data() : reinterpret_cast<T*>(dst); }
-  // The row src[0, n) as T: src itself, or its values converted into the buffer.
-  const T* load(const S* src, int64_t n) { return load(const_cast<S*>(src), n); }
-  T* load(S* src, int64_t n) {
-    if constexpr (kBuffered) to_floats(src, buf_.data(), n);
-    return row(src);
-  }
-  void store(S* dst, int64_t n) {
-    if constexpr (kBuffered) from_floats(buf_.data(), dst, n);
-  }
-
- private:
-  RowBuf<T> buf_;
-};
 
 // ---- residual add + dropout + LayerNorm ----------------------------------------------------
 // The inputs that may be null (kernel_args.h) are template flags, not pointer tests inside the
@@ -355,8 +286,65 @@ void column_sums_(const ColumnSumsArgs& a, int64_t c0, int64_t c1) {
   }
 }
 
+// ---- Adam -------------------------------------------------------------------------------------
+// x[0, n) rounded to R and back into float, into y (R float: copied); float16 through F16C.
+template <typename R>
+void round_row_(const float* x, float* y, int64_t n, Half* halves) {
+  if constexpr (std::is_same_v<R, Half>) {
+    from_floats(x, halves, n);
+    to_floats(halves, y, n);
+  } else {
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c) y[c] = m::rounded_to<R>(x[c]);
+  }
+}
+
+// G: the gradient's storage; C, R: the weight copy's storage and rounding (with_copy_types).
+// A float32 copy of 16-bit values (the float32 GEMM route) has a float32 gradient, read as it
+// is: the float32 GEMM's own result (autograd's cast of the weight rounded it to R, and a
+// float16 gradient past 65504 became inf there, a skipped step).
+template <typename G, typename C, typename R>
+void adam_(const AdamArgs& a, int64_t c0, int64_t c1) {
+  if (a.found_inf != nullptr && *a.found_inf != 0) return;
+  constexpr bool kRoute = std::is_same_v<C, float> && !std::is_same_v<R, float>;
+  const m::AdamCoefs k = m::adam_coefs(a, *a.step);
+  const float scale = a.grad_scale != nullptr ? *a.grad_scale : 1.0f;
+  const int64_t w = a.cols;
+  RowIo<float, G> g_io(w);
+  RowIo<float, C> c_io(w);
+  RowBuf<Half> halves(std::is_same_v<R, Half> ? w : 1);
+  for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
+    const int64_t o = r * w;
+    float* p = static_cast<float*>(a.param) + o;
+    float* mo = static_cast<float*>(a.exp_avg) + o;
+    float* vo = static_cast<float*>(a.exp_avg_sq) + o;
+    const auto* g = g_io.load(static_cast<const G*>(a.grad) + o, w);
+#pragma omp simd
+    for (int64_t c = 0; c < w; ++c) {
+      p[c] = m::adam_param(p[c], ld<float>(g, c) / scale, mo[c], vo[c], k);
+    }
+    if (a.copy == nullptr) continue;
+    C* copy = static_cast<C*>(a.copy) + o;
+    if constexpr (kRoute) {
+      round_row_<R>(p, copy, w, halves.data());
+    } else {
+      auto* cp = c_io.row(copy);
+#pragma omp simd
+      for (int64_t c = 0; c < w; ++c) st(cp, c, p[c]);
+      c_io.store(copy, w);
+    }
+  }
+}
+
 }  // namespace
 
+void rows(const AdamArgs& a, int64_t c0, int64_t c1) {
+  with_storage(a.grad_type, [&](auto g) {
+    with_copy_types(a.copy_type, a.copy_round, [&](auto c, auto r) {
+      adam_<Elem<decltype(g)>, Elem<decltype(c)>, Elem<decltype(r)>>(a, c0, c1);
+    });
+  });
+}
 void rows(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
   with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
     with_storage(a.out_type, [&](auto out) {

@@ -230,8 +230,40 @@ __global__ void head_cross_entropy_kernel(HeadCrossEntropyArgs a) {
   if (threadIdx.x == 0) static_cast<A*>(a.partials)[chunk] = loss;
 }
 
+// One thread per element, grid-stride; G, C, R as the CPU rows' adam_.
+template <typename G, typename C, typename R>
+__global__ void adam_kernel(AdamArgs a) {
+  if (a.found_inf != nullptr && *a.found_inf != 0) return;
+  const m::AdamCoefs k = m::adam_coefs(a, *a.step);
+  const float scale = a.grad_scale != nullptr ? *a.grad_scale : 1.0f;
+  float* p = static_cast<float*>(a.param);
+  float* mo = static_cast<float*>(a.exp_avg);
+  float* vo = static_cast<float*>(a.exp_avg_sq);
+  const int64_t n = a.rows * a.cols;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float mi = mo[i], vi = vo[i];
+    const float g = ld<float>(static_cast<const G*>(a.grad), i);
+    const float pn = m::adam_param(p[i], g / scale, mi, vi, k);
+    mo[i] = mi;
+    vo[i] = vi;
+    p[i] = pn;
+    if (a.copy != nullptr) st(static_cast<C*>(a.copy), i, m::rounded_to<R>(pn));
+  }
+}
+
 }  // namespace
 
+cudaError_t launch(const AdamArgs& a, cudaStream_t stream) {
+  const int64_t blocks = (a.rows * a.cols + kThreads - 1) / kThreads;
+  with_storage(a.grad_type, [&](auto g) {
+    with_copy_types(a.copy_type, a.copy_round, [&](auto c, auto r) {
+      adam_kernel<Elem<decltype(g)>, Elem<decltype(c)>, Elem<decltype(r)>>
+          <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, stream>>>(a);
+    });
+  });
+  return cudaGetLastError();
+}
 cudaError_t launch(const DropAddLnArgs& a, cudaStream_t stream) {
   with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
     with_storage(a.out_type, [&](auto out) {
