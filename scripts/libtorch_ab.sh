@@ -4,7 +4,7 @@
 # another on the same bytes, medians and speed-ups printed (B over the default):
 #   native    --dropout_impl native   (torch::dropout instead of bench's parallel mask kernel)
 #   passive   OMP_WAIT_POLICY=PASSIVE (what bench's 1.13-era re-exec set for float32)
-#   fadam     --fused_adam 1          (at::_fused_adam_, the 2.x CPU kernel)
+#   fadam     --fused_adam 1          (bench's one-pass Adam kernel)
 #   flash     --flash 1               (scaled_dot_product_attention: the CPU flash kernel)
 # Usage: scripts/libtorch_ab.sh OUT_DIR [bench flags...]   (DTYPES="float32 bfloat16")
 # Example: DTYPES=float32 scripts/libtorch_ab.sh runs/ab --num_layer 2 --steps 20

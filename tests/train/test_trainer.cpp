@@ -115,7 +115,9 @@ TEST(Trainer, FusedAdamsWeightCopiesTrainBitForBitAsPerStepCasts) {
         // The route's parameters are not compared element by element: the k projection's bias
         // has a gradient of pure rounding noise (softmax ignores it), which Adam scales to
         // +-lr whatever its size, so any change of rounding moves it by ~lr.
-        if (route == GemmRoute::kNative) EXPECT_TRUE(torch::equal(got[i], want[i])) << i;
+        if (route == GemmRoute::kNative) {
+          EXPECT_TRUE(torch::equal(got[i], want[i])) << "parameter " << i;
+        }
         if (!copies[i].defined()) continue;
         ++with_copy;
         torch::Tensor rounded = got[i].detach().to(scalar_type_of(dtype));

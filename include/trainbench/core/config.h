@@ -79,7 +79,7 @@ struct RunConfig {
 
   // GPU fast paths (rules in sdpa_backend.h, fused_adam.h, cuda_graph.h).
   SdpaBackend sdpa_backend = SdpaBackend::kAuto;  // with --flash 1
-  bool fused_adam = false;                        // Adam as one fused multi-tensor kernel
+  bool fused_adam = false;                        // Adam in one pass (bench's kernel)
   bool cuda_graph = false;                        // the whole step captured once, then replayed
 };
 
