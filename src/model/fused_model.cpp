@@ -36,8 +36,8 @@ Tensor rounded_weight_(const Tensor& w, c10::ScalarType compute_dtype, GemmRoute
 // The GEMM weights as the forward reads them: rounded per step by an autograd cast, or, once
 // make() was called (LanguageModel::make_weight_copies), the copies the optimizer writes: leaves
 // whose values are rounded_weight_'s, refreshed here only when the parameter's version counter
-// moved (a checkpoint, a broadcast, another optimizer: the fused Adam kernel writes both
-// without moving it).
+// moved or its storage changed (a checkpoint, a broadcast, another optimizer: the fused Adam
+// kernel writes both without moving it).
 class WeightCopies {
  public:
   WeightCopies(c10::ScalarType compute_dtype, GemmRoute route)
@@ -46,10 +46,11 @@ class WeightCopies {
   Tensor get(const Tensor& w) {
     if (copies_.empty()) return rounded_weight_(w, dtype_, route_);
     Copy& c = copies_.at(w.unsafeGetTensorImpl());
-    if (c.version != w._version()) {
+    if (c.version != w._version() || c.data != w.const_data_ptr()) {
       torch::NoGradGuard no_grad;
       c.copy.copy_(rounded_weight_(w, dtype_, route_));
       c.version = w._version();
+      c.data = w.const_data_ptr();
     }
     return c.copy;
   }
@@ -61,7 +62,8 @@ class WeightCopies {
     torch::NoGradGuard no_grad;
     for (const Tensor& w : weights) {
       copies_[w.unsafeGetTensorImpl()] = {
-          rounded_weight_(w, dtype_, route_).contiguous().requires_grad_(true), w._version()};
+          rounded_weight_(w, dtype_, route_).contiguous().requires_grad_(true), w._version(),
+          w.const_data_ptr()};
     }
     std::vector<Tensor> out;
     for (const Tensor& p : params) {
@@ -75,6 +77,7 @@ class WeightCopies {
   struct Copy {
     Tensor copy;
     int64_t version = 0;
+    const void* data = nullptr;  // set_data (a load onto another device) keeps the version
   };
   c10::ScalarType dtype_;
   GemmRoute route_;

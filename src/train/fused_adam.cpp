@@ -57,7 +57,18 @@ void FusedAdam::step(const c10::optional<torch::Tensor>& grad_scale,
   for (const auto& g : grads) TORCH_CHECK(g.defined(), "fused Adam: a parameter has no gradient");
   // The step counts are ours (as in PyTorch's _fused_adam): one multi-tensor add.
   at::_foreach_add_(steps_, 1.0);
-  for (size_t i = 0; i < params_.size(); ++i) {
+  bool any_copy = false;
+  for (const auto& c : copies_) any_copy = any_copy || c.defined();
+  const bool libtorch =
+      !any_copy && !params_.empty() && params_[0].is_cpu() && !k::cpu_kernels_unavailable().empty();
+  if (libtorch) {
+    // A CPU without the rows' instruction sets (AVX2/FMA/F16C): LibTorch's fused Adam, which
+    // runs anywhere (copies exist only on the fused path, which such a CPU is refused).
+    at::_fused_adam_(params_, grads, exp_avgs_, exp_avg_sqs_, {}, steps_, options_.lr,
+                     options_.beta1, options_.beta2, 0.0, options_.eps, false, false, grad_scale,
+                     found_inf);
+  }
+  for (size_t i = 0; i < params_.size() && !libtorch; ++i) {
     const torch::Tensor& p = params_[i];
     if (p.numel() == 0) continue;
     const torch::Tensor g = grads[i].contiguous();

@@ -51,7 +51,7 @@ class FusedAdam {
   void step(const c10::optional<torch::Tensor>& grad_scale = c10::nullopt,
             const c10::optional<torch::Tensor>& found_inf = c10::nullopt);
 
-  // The weight copies (one per parameter, undefined where none; empty when none were given).
+  // The weight copies: one per parameter, undefined where none.
   const std::vector<torch::Tensor>& copies() const { return copies_; }
   // Per-parameter state, in parameter order.
   const std::vector<torch::Tensor>& exp_avgs() const { return exp_avgs_; }

@@ -256,6 +256,7 @@ __global__ void adam_kernel(AdamArgs a) {
 
 cudaError_t launch(const AdamArgs& a, cudaStream_t stream) {
   const int64_t blocks = (a.rows * a.cols + kThreads - 1) / kThreads;
+  if (blocks == 0) return cudaSuccess;  // an empty parameter: nothing to launch
   with_storage(a.grad_type, [&](auto g) {
     with_copy_types(a.copy_type, a.copy_round, [&](auto c, auto r) {
       adam_kernel<Elem<decltype(g)>, Elem<decltype(c)>, Elem<decltype(r)>>
