@@ -12,6 +12,7 @@
 #include "trainbench/kernels/fused_math.h"
 #include "trainbench/model/fused_ops.h"
 #include "trainbench/model/model.h"
+#include "trainbench/train/fused_adam.h"
 
 namespace {
 
@@ -236,20 +237,10 @@ void BM_Adam(benchmark::State& s) {
       continue;
     }
     for (size_t i = 0; i < params.size(); ++i) {
-      k::AdamArgs a;
-      a.rows = params[i].size(0);
-      a.cols = params[i].size(1);
-      a.param = params[i].data_ptr();
-      a.exp_avg = m[i].data_ptr();
-      a.exp_avg_sq = v[i].data_ptr();
-      a.grad = grads[i].data_ptr();
-      a.grad_type = k::storage_type_of(grads[i].scalar_type());
-      if (mode >= 2) {
-        a.copy = copies[i].data_ptr();
-        a.copy_type = k::storage_type_of(copies[i].scalar_type());
-        a.copy_round = mode == 2 ? k::StorageType::kBF16 : k::StorageType::kF16;
-      }
-      a.step = steps[i].data_ptr<float>();
+      const k::AdamArgs a =
+          mode >= 2 ? trainbench::adam_args(params[i], m[i], v[i], steps[i], grads[i], copies[i],
+                                            mode == 2 ? torch::kBFloat16 : torch::kHalf)
+                    : trainbench::adam_args(params[i], m[i], v[i], steps[i], grads[i]);
       k::run(a, c10::DeviceType::CPU);
     }
   }

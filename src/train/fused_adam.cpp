@@ -8,6 +8,31 @@ namespace trainbench {
 
 namespace k = trainbench::kernels;
 
+k::AdamArgs adam_args(const torch::Tensor& param, const torch::Tensor& exp_avg,
+                      const torch::Tensor& exp_avg_sq, const torch::Tensor& step,
+                      const torch::Tensor& grad, const torch::Tensor& copy,
+                      c10::ScalarType copy_round, const FusedAdamOptions& options) {
+  k::AdamArgs a;
+  a.cols = param.dim() > 0 ? param.size(-1) : 1;
+  a.rows = a.cols > 0 ? param.numel() / a.cols : 0;
+  a.param = param.data_ptr();
+  a.exp_avg = exp_avg.data_ptr();
+  a.exp_avg_sq = exp_avg_sq.data_ptr();
+  a.grad = grad.data_ptr();
+  a.grad_type = k::storage_type_of(grad.scalar_type());
+  if (copy.defined()) {
+    a.copy = copy.data_ptr();
+    a.copy_type = k::storage_type_of(copy.scalar_type());
+    a.copy_round = k::storage_type_of(copy_round);
+  }
+  a.step = step.data_ptr<float>();
+  a.lr = options.lr;
+  a.beta1 = options.beta1;
+  a.beta2 = options.beta2;
+  a.eps = options.eps;
+  return a;
+}
+
 FusedAdam::FusedAdam(std::vector<torch::Tensor> params, const FusedAdamOptions& options,
                      std::vector<torch::Tensor> copies, c10::ScalarType copy_dtype)
     : params_(std::move(params)),
@@ -55,44 +80,27 @@ void FusedAdam::step(const c10::optional<torch::Tensor>& grad_scale,
   torch::NoGradGuard no_grad;
   const std::vector<torch::Tensor> grads = this->grads();
   for (const auto& g : grads) TORCH_CHECK(g.defined(), "fused Adam: a parameter has no gradient");
-  // The step counts are ours (as in PyTorch's _fused_adam): one multi-tensor add.
-  at::_foreach_add_(steps_, 1.0);
   bool any_copy = false;
   for (const auto& c : copies_) any_copy = any_copy || c.defined();
-  const bool libtorch =
-      !any_copy && !params_.empty() && params_[0].is_cpu() && !k::cpu_kernels_unavailable().empty();
-  if (libtorch) {
+  // The step counts are ours (as in PyTorch's _fused_adam): one multi-tensor add.
+  at::_foreach_add_(steps_, 1.0);
+  if (!any_copy && !params_.empty() && params_[0].is_cpu() &&
+      !k::cpu_kernels_unavailable().empty()) {
     // A CPU without the rows' instruction sets (AVX2/FMA/F16C): LibTorch's fused Adam, which
     // runs anywhere (copies exist only on the fused path, which such a CPU is refused).
     at::_fused_adam_(params_, grads, exp_avgs_, exp_avg_sqs_, {}, steps_, options_.lr,
                      options_.beta1, options_.beta2, 0.0, options_.eps, false, false, grad_scale,
                      found_inf);
-  }
-  for (size_t i = 0; i < params_.size() && !libtorch; ++i) {
-    const torch::Tensor& p = params_[i];
-    if (p.numel() == 0) continue;
-    const torch::Tensor g = grads[i].contiguous();
-    k::AdamArgs a;
-    a.cols = p.dim() > 0 ? p.size(-1) : 1;
-    a.rows = p.numel() / a.cols;
-    a.param = p.data_ptr();
-    a.exp_avg = exp_avgs_[i].data_ptr();
-    a.exp_avg_sq = exp_avg_sqs_[i].data_ptr();
-    a.grad = g.data_ptr();
-    a.grad_type = k::storage_type_of(g.scalar_type());
-    if (const torch::Tensor& c = copies_[i]; c.defined()) {
-      a.copy = c.data_ptr();
-      a.copy_type = k::storage_type_of(c.scalar_type());
-      a.copy_round = k::storage_type_of(copy_rounding_);
+  } else {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (params_[i].numel() == 0) continue;
+      const torch::Tensor g = grads[i].contiguous();
+      k::AdamArgs a = adam_args(params_[i], exp_avgs_[i], exp_avg_sqs_[i], steps_[i], g, copies_[i],
+                                copy_rounding_, options_);
+      a.grad_scale = grad_scale ? grad_scale->data_ptr<float>() : nullptr;
+      a.found_inf = found_inf ? found_inf->data_ptr<float>() : nullptr;
+      k::run(a, params_[i].device().type());
     }
-    a.step = steps_[i].data_ptr<float>();
-    a.grad_scale = grad_scale ? grad_scale->data_ptr<float>() : nullptr;
-    a.found_inf = found_inf ? found_inf->data_ptr<float>() : nullptr;
-    a.lr = options_.lr;
-    a.beta1 = options_.beta1;
-    a.beta2 = options_.beta2;
-    a.eps = options_.eps;
-    k::run(a, p.device().type());
   }
   if (found_inf.has_value()) {
     // A skipped step must not count: subtract found_inf (0 or 1) on the device, no sync.

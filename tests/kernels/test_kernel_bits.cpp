@@ -24,6 +24,7 @@
 #include "kernels/kernel_table.h"
 #include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/kernels/fused_math.h"
+#include "trainbench/train/fused_adam.h"
 
 namespace trainbench {
 namespace {
@@ -264,17 +265,8 @@ std::vector<Output> adam_run(const KernelCase& c, torch::Device dev) {
   const Tensor grad = on((torch::randn({n, w}) * 8).to(c.dtype), dev);
   const Tensor step = on(torch::full({}, 3.0f), dev), scale = on(torch::full({}, 8.0f), dev);
   Tensor copy = empty({n, w}, c.dtype, dev);
-  k::AdamArgs a;
-  a.rows = n;
-  a.cols = w;
-  a.param = param.data_ptr();
-  a.exp_avg = m.data_ptr();
-  a.exp_avg_sq = v.data_ptr();
-  a.grad = grad.data_ptr();
-  a.copy = copy.data_ptr();
-  a.step = step.data_ptr<float>();
+  k::AdamArgs a = adam_args(param, m, v, step, grad, copy, c.dtype);
   a.grad_scale = scale.data_ptr<float>();
-  a.grad_type = a.copy_type = a.copy_round = k::storage_type_of(c.dtype);
   k::run(a, dev.type());
   return on_cpu({{"param", param, false},
                  {"exp_avg", m, false},

@@ -19,6 +19,7 @@
 #include <torch/types.h>
 
 #include "trainbench/core/config.h"
+#include "trainbench/kernels/kernel_args.h"
 
 namespace trainbench {
 
@@ -28,6 +29,15 @@ struct FusedAdamOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
 };
+
+// One parameter's AdamArgs from its tensors (contiguous, on one device; rows of the last
+// dimension), with options' hyperparameters: copy undefined for none, else its values are
+// rounded to copy_round. grad_scale and found_inf stay null (1 and 0) for the caller to set.
+kernels::AdamArgs adam_args(const torch::Tensor& param, const torch::Tensor& exp_avg,
+                            const torch::Tensor& exp_avg_sq, const torch::Tensor& step,
+                            const torch::Tensor& grad, const torch::Tensor& copy = {},
+                            c10::ScalarType copy_round = c10::ScalarType::Float,
+                            const FusedAdamOptions& options = {});
 
 class FusedAdam {
  public:
