@@ -5,6 +5,7 @@
 #include "trainbench/app/validate.h"
 
 #include "run_state.h"
+#include "trainbench/core/host_memory.h"
 #include "trainbench/kernels/fused_kernels.h"
 
 namespace trainbench {
@@ -16,6 +17,7 @@ void Run::set_up_() {
   threads_ = cfg_.threads > 0 ? static_cast<int>(cfg_.threads)
                               : std::max(1, available_cores() / env_.local_world_size);
   at::set_num_threads(threads_);
+  keep_freed_memory(cfg_.keep_memory);
   // float32 on CUDA may use TF32 tensor cores, as in the reference (recorded in env.json).
   if (device_.is_cuda()) at::globalContext().setAllowTF32CuBLAS(true);
 #ifdef TB_WITH_CUDA

@@ -143,6 +143,12 @@ std::vector<FlagSpec> make_table_() {
       choice_flag<DeviceChoice>("device", G::kModel, &C::device, "", ""),
       per_rank(resumable(int_flag("threads", G::kModel, &C::threads, 0,
                                   "intra-op CPU threads; 0: all available cores"))),
+      resumable(switch_flag(
+          "keep_memory", G::kModel, &C::keep_memory,
+          "1: CPU tensors of 128 KiB or more come from a caching allocator that keeps freed "
+          "blocks for the next step (as LibTorch's CUDA allocator does), so a step does not "
+          "fault its buffers in again; 0: LibTorch's own CPU allocator (the C library's "
+          "malloc)")),
       int_flag("seed", G::kModel, &C::seed, 0, "seed for init, dropout and the sampler (>= 0)"),
       resumable(
           int_flag("log_every", G::kResults, &C::log_every, 1, "steps per timing/log window")),

@@ -53,6 +53,7 @@ struct RunConfig {
   int64_t valid_bytes = -1;  // held-out tail; -1: min(5,000,000, 5% of the corpus)
   DeviceChoice device = DeviceChoice::kAuto;
   int64_t threads = 0;        // intra-op threads; 0: all available cores
+  bool keep_memory = true;    // freed memory stays in the process (core/host_memory.h)
   int64_t seed = 1234;        // seeds the model init, dropout and the sampler
   int64_t log_every = 20;     // steps per timing/log window
   int64_t eval_every = 500;   // steps between evaluations (0: only at the end)
