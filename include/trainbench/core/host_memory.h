@@ -2,8 +2,9 @@
 // buffers every step (activations, scores, GEMM outputs: 1-16 MB each at the reference width,
 // hundreds a step). LibTorch's CPU allocator takes them from the C library, and glibc hands
 // such blocks back to the kernel (mmap'd above its threshold, or the heap trimmed), so the next
-// step faults them in again page by page, zero-filled: about 2.7 us a 4 KiB page, 12.7 ms
-// against 1.7 ms to write a fresh 16 MB buffer on a 2-vCPU Zen 3 VM (docs/BENCHMARKS.md).
+// step faults them in again page by page, zero-filled (kernel_bench BM_StepBuffers on a 2-vCPU
+// Zen 3 VM: 8 layers' buffers, 17k page faults and 47-55 ms a step against none and 14-17 ms;
+// docs/BENCHMARKS.md).
 // glibc's own settings do not cure it (with mmap off and no trimming its heap still grows
 // step after step under aligned allocations), so --keep_memory 1 (the default) installs a
 // caching CPU allocator, as LibTorch's CUDA allocator is: a freed block of 128 KiB or more
