@@ -51,6 +51,12 @@ FusedAdam::FusedAdam(std::vector<torch::Tensor> params, const FusedAdamOptions& 
         (!c.sizes().equals(p.sizes()) || !c.is_contiguous() || c.device() != p.device())) {
       throw RunError("fused Adam: a weight copy must be contiguous, of its parameter's shape");
     }
+    if (c.defined() && ((copy_dtype != torch::kBFloat16 && copy_dtype != torch::kHalf) ||
+                        (c.scalar_type() != copy_dtype && c.scalar_type() != torch::kFloat))) {
+      throw RunError(
+          "fused Adam: a weight copy holds bfloat16 or float16 values, stored as such or in "
+          "float32");
+    }
     exp_avgs_.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
     exp_avg_sqs_.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
     // [] float32, as PyTorch keeps them; the kernel reads it on the device.

@@ -256,22 +256,26 @@ std::vector<Output> head_ce_run(const KernelCase& c, torch::Device dev) {
   return on_cpu({{"dlogits", logits, false}, {"loss partials", partials, false}});
 }
 
-// ---- ADAM (AdamArgs): gradient and weight copy in the case's dtype, scaled by 8 ----------------
+// ---- ADAM (AdamArgs): gradient scaled by 8, with values of the case's dtype; the weight copy
+// stored in that dtype (copy=dtype), in float32 as on the float32 GEMM route, the gradient too
+// (copy=f32: variant keep_float32), or none (copy=none: variant bias false) ----------------
 std::vector<Output> adam_run(const KernelCase& c, torch::Device dev) {
   const auto [n, w, u1, u2] = c.shape;
+  const bool has_copy = c.v.bias;
+  const c10::ScalarType stored = c.v.keep_float32 ? torch::kFloat : c.dtype;
   torch::manual_seed(9);
   Tensor param = on(torch::randn({n, w}), dev), m = on(torch::randn({n, w}) * 0.1, dev),
          v = on(torch::rand({n, w}) * 0.01, dev);
-  const Tensor grad = on((torch::randn({n, w}) * 8).to(c.dtype), dev);
+  const Tensor grad = on((torch::randn({n, w}) * 8).to(c.dtype).to(stored), dev);
   const Tensor step = on(torch::full({}, 3.0f), dev), scale = on(torch::full({}, 8.0f), dev);
-  Tensor copy = empty({n, w}, c.dtype, dev);
+  const Tensor copy = has_copy ? empty({n, w}, stored, dev) : Tensor();
   k::AdamArgs a = adam_args(param, m, v, step, grad, copy, c.dtype);
   a.grad_scale = scale.data_ptr<float>();
   k::run(a, dev.type());
-  return on_cpu({{"param", param, false},
-                 {"exp_avg", m, false},
-                 {"exp_avg_sq", v, false},
-                 {"copy", copy, false}});
+  std::vector<Output> out = {
+      {"param", param, false}, {"exp_avg", m, false}, {"exp_avg_sq", v, false}};
+  if (has_copy) out.push_back({"copy", copy, false});
+  return on_cpu(out);
 }
 
 // ---- variants ---------------------------------------------------------------------------------
@@ -285,6 +289,13 @@ const std::vector<KernelRow>& kernel_rows() {
   Variant awkward;
   awkward.text = "values=awkward";
   const std::vector<Variant> awkward_values = {awkward};
+  Variant copy_16bit, copy_f32, copy_none;
+  copy_16bit.text = "copy=dtype";
+  copy_f32.keep_float32 = true;
+  copy_f32.text = "copy=f32";
+  copy_none.bias = false;
+  copy_none.text = "copy=none";
+  const std::vector<Variant> adam_copies = {copy_16bit, copy_f32, copy_none};
   static const std::vector<KernelRow> rows = {
       {"DROP_ADD_LN", "DropAddLnArgs", "n,d", rows_cols,
        testing::drop_add_ln_variants("resid", false), bf16, drop_add_ln_run},
@@ -300,7 +311,7 @@ const std::vector<KernelRow>& kernel_rows() {
        causal_softmax_back_run},
       {"HEAD_CROSS_ENTROPY", "HeadCrossEntropyArgs", "n,v", rows_vocab, one, bf16, head_ce_run},
       {"COLUMN_SUMS", "ColumnSumsArgs", "n,w", rows_cols, one, both_16bit, column_sums_run},
-      {"ADAM", "AdamArgs", "n,w", rows_cols, one, both_16bit, adam_run},
+      {"ADAM", "AdamArgs", "n,w", rows_cols, adam_copies, both_16bit, adam_run},
   };
   return rows;
 }

@@ -112,6 +112,28 @@ TEST(FusedAdam, AWeightCopyTakesItsGradientAndHoldsTheRoundedParameter) {
   }
 }
 
+TEST(FusedAdam, RefusesAWeightCopyOfAnotherTypeOrShape) {
+  const std::vector<torch::Tensor> params = make_params(torch::kCPU);
+  auto refused = [&](const torch::Tensor& copy, c10::ScalarType copy_dtype) {
+    try {
+      FusedAdam adam(params, {}, {copy, torch::Tensor()}, copy_dtype);
+    } catch (const RunError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const torch::Tensor p0 = params[0].detach();
+  EXPECT_EQ(refused(p0.to(torch::kBFloat16), torch::kBFloat16), "");
+  EXPECT_EQ(refused(p0.clone(), torch::kHalf), "");  // the float32 route's copy
+  EXPECT_NE(refused(p0.to(torch::kHalf), torch::kBFloat16).find("bfloat16 or float16 values"),
+            std::string::npos);
+  EXPECT_NE(refused(p0.to(torch::kDouble), torch::kBFloat16).find("stored as such or in float32"),
+            std::string::npos);
+  EXPECT_NE(refused(p0.clone(), torch::kFloat).find("bfloat16 or float16"), std::string::npos);
+  EXPECT_NE(refused(p0.t().to(torch::kBFloat16), torch::kBFloat16).find("parameter's shape"),
+            std::string::npos);
+}
+
 TEST(FusedAdam, StateRoundTripsThroughACheckpointArchive) {
   auto params = make_params(torch::kCPU);
   FusedAdam saved(params);
