@@ -1,8 +1,6 @@
 // Training (train/trainer.h): learning, determinism, bfloat16 and float16 against float32.
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "test_util.h"
 #include "trainbench/train/trainer.h"
 
@@ -124,6 +122,61 @@ TEST(Trainer, FusedAdamsWeightCopiesTrainBitForBitAsPerStepCasts) {
         EXPECT_TRUE(torch::equal(copies[i].detach(), rounded)) << "copy of parameter " << i;
       }
       EXPECT_EQ(with_copy, 1 + 4 * c.num_layer);  // the head; qkv, out, ff1, ff2 per layer
+    }
+  }
+}
+
+// float16 on the float32 GEMM route and natively: a step whose scaled gradients overflow (a
+// loss scale of 1e38) is skipped by the Adam kernel on the device; the parameters, their
+// weight copies and the step counts stay as they were, and the next step (scale 1024) trains
+// them again.
+TEST(Trainer, AFloat16SkippedStepLeavesTheParametersAndTheirCopiesAsTheyWere) {
+  for (const GemmRoute route : {GemmRoute::kNative, GemmRoute::kFloat32}) {
+    SCOPED_TRACE(name_of(route));
+    RunConfig c = testing::tiny_config();
+    c.compile = CompilePath::kFused;
+    c.fused_adam = true;
+    c.dtype = Precision::kFloat16;
+    c.lowp_gemm = route;
+    torch::manual_seed(1);
+    Trainer trainer(make_plan(c));
+    const ByteCorpus corpus = embedded_corpus();
+    auto batch = [&](int64_t i) {
+      return make_batch(corpus, {i * 1000, i * 1000 + 77, 5000 + i, 9000}, c.seq_len, false);
+    };
+    auto snapshot = [](const std::vector<torch::Tensor>& ts) {
+      std::vector<torch::Tensor> out;
+      for (const auto& t : ts) out.push_back(t.defined() ? t.detach().clone() : t);
+      return out;
+    };
+    auto same = [](const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+      int64_t equal = 0;
+      for (size_t i = 0; i < a.size(); ++i) equal += a[i].defined() && torch::equal(a[i], b[i]);
+      return equal;
+    };
+    trainer.step(batch(0));
+    const FusedAdam& adam = *trainer.fused_adam();
+    const auto params = snapshot(trainer.model().parameters()), copies = snapshot(adam.copies());
+    const auto steps = snapshot(adam.steps());
+    const int64_t with_copy = 1 + 4 * c.num_layer;
+    const int64_t skipped = trainer.scaler().skipped_steps();
+    trainer.restore(1, 1e38, 0, skipped);
+    trainer.step(batch(1));
+    EXPECT_EQ(trainer.scaler().skipped_steps(), skipped + 1);
+    EXPECT_EQ(same(snapshot(trainer.model().parameters()), params),
+              static_cast<int64_t>(params.size()));
+    EXPECT_EQ(same(snapshot(adam.copies()), copies), with_copy);
+    EXPECT_EQ(same(snapshot(adam.steps()), steps), static_cast<int64_t>(steps.size()));
+    trainer.restore(2, 1024, 0, skipped + 1);
+    trainer.step(batch(2));
+    EXPECT_EQ(trainer.scaler().skipped_steps(), skipped + 1);
+    EXPECT_EQ(same(snapshot(adam.copies()), copies), 0);  // every copy moved
+    const auto got = trainer.model().parameters();
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (!adam.copies()[i].defined()) continue;
+      torch::Tensor rounded = got[i].detach().to(torch::kHalf);
+      if (route == GemmRoute::kFloat32) rounded = rounded.to(torch::kFloat);
+      EXPECT_TRUE(torch::equal(adam.copies()[i].detach(), rounded)) << "copy of parameter " << i;
     }
   }
 }
