@@ -225,7 +225,11 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
                         double p, int64_t key, GemmRoute r) {
     RECORD_FUNCTION("fused::linear_relu_dropout", std::vector<c10::IValue>());
-    Tensor out = mm_(x, w.t(), r);  // [N, f]
+    // On the float32 route the hidden stays in float32 storage holding values of x's dtype (the
+    // kernel rounds the GEMM's output as it reads it and its result as it stores it): the FF-out
+    // GEMMs read it, and the gradient the kernel writes, without a conversion either way.
+    const bool up = upcast_(r, x);
+    Tensor out = gemm_(up_(x, r), up_(w, r).t(), up ? torch::kFloat : x.scalar_type());  // [N, f]
     k::BiasReluDropoutArgs a;
     a.rows = out.size(0);
     a.cols = out.size(1);
@@ -233,9 +237,11 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.bias = ptr_(b);
     a.acc = k::storage_type_of(b.scalar_type());
     a.type = k::storage_type_of(out.scalar_type());
+    a.round = up ? k::storage_type_of(x.scalar_type()) : k::StorageType::kF32;
     a.drop = k::math::dropout_args(p, static_cast<uint64_t>(key));
     run_(a, out);
     ctx->save_for_backward({x, w, out});
+    ctx->saved_data["round"] = static_cast<int64_t>(a.round);
     ctx->saved_data["scale"] = a.drop.scale;
     ctx->saved_data["bias_dtype"] = static_cast<int64_t>(b.scalar_type());
     save_route_(ctx, r);
@@ -260,6 +266,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.partials = mut_(partials);
     a.acc = k::storage_type_of(acc);
     a.type = k::storage_type_of(out.scalar_type());
+    a.round = static_cast<k::StorageType>(ctx->saved_data["round"].toInt());
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, out);
     const GemmRoute r = route_of_(ctx);

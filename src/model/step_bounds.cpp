@@ -26,14 +26,18 @@ std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t param
     w["attention"].bytes = 5.0 * e * B * H * S * S * L;
   }
   w["normalisation"].bytes = 2.0 * ((8 + 2 * e) + (12 + 2 * e)) * d * N * L;
-  w["pointwise"].bytes = 5.0 * e * ff * N * L;
+  // The FF hidden and its gradient: float32 storage on the float32 route (fused_ops.h).
+  const bool route32 = lowp && plan.gemm_route == GemmRoute::kFloat32;
+  w["pointwise"].bytes = 5.0 * (route32 ? 4.0 : e) * ff * N * L;
   // The float32 parameters rounded every step (4 + e bytes each), but where fused Adam writes
   // the GEMM weights' copies in its pass (the optimizer's bytes below).
   double copy = lowp && !plan.weight_copies() ? (4.0 + e) * static_cast<double>(params) : 0.0;
-  if (plan.gemm_route == GemmRoute::kFloat32) {
-    // qkv (d -> 3d), out (d -> d), FF in (d -> ff), FF out (ff -> d): 3 inputs, 2 outputs each.
-    const double per_layer =
-        (3 * d + 2 * 3 * d) + (3 * d + 2 * d) + (3 * d + 2 * ff) + (3 * ff + 2 * d);
+  if (route32) {
+    // Each GEMM's input read twice (forward, weight gradient) and its input gradient rounded
+    // (3 x in), its output rounded and its output gradient read (2 x out): qkv (d -> 3d), out
+    // (d -> d), FF in (d -> ff: none on the ff side) and FF out (ff -> d: none on the ff side),
+    // whose float32 hidden needs no conversion.
+    const double per_layer = (3 * d + 2 * 3 * d) + (3 * d + 2 * d) + 3 * d + 2 * d;
     copy += (4.0 + e) * N * (per_layer * L + 3 * d + 2 * 256);  // and the head
   }
   w["copy"].bytes = copy;

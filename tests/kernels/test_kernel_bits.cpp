@@ -156,14 +156,18 @@ std::vector<Output> drop_add_ln_back_run(const KernelCase& c, torch::Device dev)
 std::vector<Output> bias_relu_dropout_run(const KernelCase& c, torch::Device dev) {
   const auto [n, f, u1, u2] = c.shape;
   torch::manual_seed(3);
-  Tensor x = on(torch::randn({n, f}).to(c.dtype), dev);
+  // store=f32 (variant keep_float32): the float32 route's unrounded GEMM output, float32
+  // storage of the dtype's values out.
+  const bool f32 = c.v.keep_float32;
+  Tensor x = on(f32 ? torch::randn({n, f}) : torch::randn({n, f}).to(c.dtype), dev);
   const Tensor bias = on(torch::randn({f}) * 0.5, dev);
   k::BiasReluDropoutArgs a;
   a.rows = n;
   a.cols = f;
   a.a = x.data_ptr();
   a.bias = bias.data_ptr();
-  a.type = k::storage_type_of(c.dtype);
+  a.type = k::storage_type_of(x.scalar_type());
+  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
   a.drop = k::math::dropout_args(c.v.p, kBitsDropKey);
   k::run(a, dev.type());
   return on_cpu({{"out", x, true}});
@@ -173,9 +177,13 @@ std::vector<Output> bias_relu_dropout_run(const KernelCase& c, torch::Device dev
 std::vector<Output> bias_relu_dropout_back_run(const KernelCase& c, torch::Device dev) {
   const auto [n, f, u1, u2] = c.shape;
   torch::manual_seed(4);
-  const Tensor dout = on(torch::randn({n, f}).to(c.dtype), dev);
-  const Tensor out = on(torch::relu(torch::randn({n, f})).to(c.dtype), dev);
-  Tensor da = empty({n, f}, c.dtype, dev),
+  // store=f32: dout the next GEMM's unrounded float32 output, out and da float32 storage of
+  // the dtype's values.
+  const bool f32 = c.v.keep_float32;
+  const c10::ScalarType stored = f32 ? torch::kFloat : c.dtype;
+  const Tensor dout = on(f32 ? torch::randn({n, f}) : torch::randn({n, f}).to(c.dtype), dev);
+  const Tensor out = on(torch::relu(torch::randn({n, f})).to(c.dtype).to(stored), dev);
+  Tensor da = empty({n, f}, stored, dev),
          partials = empty({k::num_chunks(n), f}, torch::kFloat, dev);
   k::BiasReluDropoutGradArgs a;
   a.rows = n;
@@ -184,7 +192,8 @@ std::vector<Output> bias_relu_dropout_back_run(const KernelCase& c, torch::Devic
   a.out = out.data_ptr();
   a.da = da.data_ptr();
   a.partials = partials.data_ptr();
-  a.type = k::storage_type_of(c.dtype);
+  a.type = k::storage_type_of(stored);
+  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
   a.scale = c.v.p > 0 ? k::math::dropout_scale(c.v.p) : 1.0;
   k::run(a, dev.type());
   return on_cpu({{"da", da, true}, {"partials", partials, true}});
@@ -296,16 +305,22 @@ const std::vector<KernelRow>& kernel_rows() {
   copy_none.bias = false;
   copy_none.text = "copy=none";
   const std::vector<Variant> adam_copies = {copy_16bit, copy_f32, copy_none};
+  std::vector<Variant> relu_stores = testing::dropout_variants();
+  Variant stored_f32;
+  stored_f32.p = 0.2;
+  stored_f32.keep_float32 = true;
+  stored_f32.text = "p=0.2,store=f32";
+  relu_stores.push_back(stored_f32);
   static const std::vector<KernelRow> rows = {
       {"DROP_ADD_LN", "DropAddLnArgs", "n,d", rows_cols,
        testing::drop_add_ln_variants("resid", false), bf16, drop_add_ln_run},
       {"STORE", "DropAddLnArgs", "", {Shape{}}, awkward_values, both_16bit, store_run},
       {"DROP_ADD_LN_BACK", "DropAddLnGradArgs", "n,d", rows_cols,
        testing::drop_add_ln_variants("d_resid", false), bf16, drop_add_ln_back_run},
-      {"BIAS_RELU_DROPOUT", "BiasReluDropoutArgs", "n,f", rows_cols, testing::dropout_variants(),
-       bf16, bias_relu_dropout_run},
-      {"BIAS_RELU_DROPOUT_BACK", "BiasReluDropoutGradArgs", "n,f", rows_cols,
-       testing::dropout_variants(), bf16, bias_relu_dropout_back_run},
+      {"BIAS_RELU_DROPOUT", "BiasReluDropoutArgs", "n,f", rows_cols, relu_stores, both_16bit,
+       bias_relu_dropout_run},
+      {"BIAS_RELU_DROPOUT_BACK", "BiasReluDropoutGradArgs", "n,f", rows_cols, relu_stores,
+       both_16bit, bias_relu_dropout_back_run},
       {"CAUSAL_SOFT_MAX", "CausalSoftmaxArgs", "bh,s", heads_seq, one, bf16, causal_softmax_run},
       {"CAUSAL_SOFT_MAX_BACK", "CausalSoftmaxGradArgs", "bh,s", heads_seq, one, bf16,
        causal_softmax_back_run},

@@ -8,10 +8,13 @@
 
 #include <cmath>
 #include <functional>
+#include <string>
 
 #include <torch/torch.h>
 
 #include "kernels/kernel_table.h"
+#include "trainbench/kernels/fused_kernels.h"
+#include "trainbench/kernels/fused_math.h"
 #include "trainbench/model/fused_ops.h"
 
 namespace trainbench {
@@ -178,7 +181,11 @@ TEST(FusedOps, BothGemmRoutesAgreeInBfloat16ForEveryOp) {
         in.push_back(leaf(variant > 0 && i < c.low ? c.inputs[i].to(bf) : c.inputs[i]));
       }
       const Tensor out = c.op(in, variant == 2 ? GemmRoute::kFloat32 : GemmRoute::kNative);
-      if (variant > 0 && out.dim() > 0) {
+      if (variant == 2 && std::string(c.name) == "linear_relu_dropout") {
+        // The route's hidden: float32 storage of bfloat16 values.
+        EXPECT_EQ(out.scalar_type(), torch::kFloat);
+        EXPECT_TRUE(torch::equal(out, out.to(bf).to(torch::kFloat)));
+      } else if (variant > 0 && out.dim() > 0) {
         EXPECT_EQ(out.scalar_type(), bf) << c.name;
       }
       torch::manual_seed(11);  // the same upstream gradient for all three
@@ -195,6 +202,53 @@ TEST(FusedOps, BothGemmRoutesAgreeInBfloat16ForEveryOp) {
     for (size_t i = 0; i < n; ++i) {
       EXPECT_LT(rel_err(grads[2 * n + i], grads[n + i]), 5e-2) << c.name << " input " << i;
     }
+  }
+}
+
+// The float32 route's FF hidden in float32 storage: the forward, and the gradients of x, w and
+// b, have the bits of the 16-bit path it replaces (the GEMM's output rounded to the dtype, the
+// kernels on 16-bit rows, the gradient rounded before its GEMMs), in bfloat16 and float16.
+TEST(FusedOps, TheFloat32RoutesHiddenHasTheBitsOfA16BitHidden) {
+  namespace k = kernels;
+  for (const auto dt : {torch::kBFloat16, torch::kHalf}) {
+    SCOPED_TRACE(c10::toString(dt));
+    torch::manual_seed(3);
+    const int64_t n = 70, in = 24, f = 40;
+    const Tensor x = leaf(torch::randn({n, in}).to(dt));
+    const Tensor w = leaf(torch::randn({f, in}).mul(0.2).to(dt).to(torch::kFloat));  // a copy
+    const Tensor b = leaf(torch::randn({f}));
+    const FusedDropout drop{0.2, 9};
+    const Tensor out = linear_relu_dropout(x, w, b, drop, GemmRoute::kFloat32);
+    const Tensor g = torch::randn({n, f});  // the FF-out GEMM's float32 input gradient
+    out.backward(g);
+    // The 16-bit path by hand: the GEMM rounded, the kernels on dt rows, da rounded.
+    const auto run_on = [&](auto args, const Tensor& like) {
+      args.rows = n;
+      args.cols = f;
+      args.acc = k::StorageType::kF32;
+      args.type = k::storage_type_of(dt);
+      k::run(args, like.device().type());
+    };
+    const Tensor h = torch::mm(x.detach().to(torch::kFloat), w.detach().t()).to(dt);
+    k::BiasReluDropoutArgs fa;
+    fa.a = h.data_ptr();
+    fa.bias = b.const_data_ptr();
+    fa.drop = k::math::dropout_args(drop.p, drop.key);
+    run_on(fa, h);
+    EXPECT_TRUE(torch::equal(out.detach(), h.to(torch::kFloat)));
+    const Tensor dout = g.to(dt), da = torch::empty_like(h);
+    const Tensor partials = torch::empty({k::num_chunks(n), f});
+    k::BiasReluDropoutGradArgs ga;
+    ga.dout = dout.const_data_ptr();
+    ga.out = h.const_data_ptr();
+    ga.da = da.data_ptr();
+    ga.partials = partials.data_ptr();
+    ga.scale = fa.drop.scale;
+    run_on(ga, h);
+    const Tensor da32 = da.to(torch::kFloat);
+    EXPECT_TRUE(torch::equal(x.grad(), torch::mm(da32, w.detach()).to(dt)));
+    EXPECT_TRUE(torch::equal(w.grad(), torch::mm(da32.t(), x.detach().to(torch::kFloat))));
+    EXPECT_TRUE(torch::equal(b.grad(), partials.sum(0)));
   }
 }
 

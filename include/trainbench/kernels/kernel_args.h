@@ -69,11 +69,15 @@ struct DropAddLnGradArgs {
 };
 
 // a = dropout(relu(a + bias)) in place, [N, f].
+// round (type float32 only; else kF32): the 16-bit type whose values float32 storage holds
+// (the float32 GEMM route's FF hidden and its gradient): each row is rounded to it as it is
+// read and as it is written, as a 16-bit tensor would be, so the GEMMs on either side read
+// it without a conversion.
 struct BiasReluDropoutArgs {
   int64_t rows = 0, cols = 0;
-  void* a = nullptr;           // [N, f] type
+  void* a = nullptr;           // [N, f] type (on the float32 route: the GEMM's own output)
   const void* bias = nullptr;  // [f] acc
-  StorageType acc = StorageType::kF32, type = StorageType::kF32;
+  StorageType acc = StorageType::kF32, type = StorageType::kF32, round = StorageType::kF32;
   DropoutArgs drop;
 };
 // da = dout * scale where out > 0, else 0; per chunk: sum da (the bias gradient).
@@ -83,7 +87,7 @@ struct BiasReluDropoutGradArgs {
   const void* out = nullptr;   // [N, f] type (the forward's output)
   void* da = nullptr;          // [N, f] type
   void* partials = nullptr;    // [chunks, f] acc
-  StorageType acc = StorageType::kF32, type = StorageType::kF32;
+  StorageType acc = StorageType::kF32, type = StorageType::kF32, round = StorageType::kF32;
   double scale = 1;  // the forward's dropout scale
 };
 

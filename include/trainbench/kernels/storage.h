@@ -143,6 +143,15 @@ TB_HOST void with_copy_types(StorageType type, StorageType round, Fn&& fn) {
   return fn(static_cast<float*>(nullptr), static_cast<float*>(nullptr));
 }
 
+// fn(round_tag) for float32 storage of 16-bit values (BiasReluDropout(Grad)Args::round):
+// Bf16 or Half, else float (no rounding).
+template <typename Fn>
+TB_HOST void with_rounding(StorageType round, Fn&& fn) {
+  if (round == StorageType::kBF16) return fn(static_cast<Bf16*>(nullptr));
+  if (round == StorageType::kF16) return fn(static_cast<Half*>(nullptr));
+  return fn(static_cast<float*>(nullptr));
+}
+
 // fn(std::bool_constant<a>, std::bool_constant<b>): two run-time switches as compile-time
 // constants, so that a loop's optional input is a template flag, not a test inside the loop.
 template <typename Fn>

@@ -50,6 +50,8 @@ std::vector<torch::Tensor> drop_add_layer_norm(const torch::Tensor& resid,
 
 // dropout(relu(x w^T + b)): x [N, in], w [f, in] (same dtype), b [f] accumulation dtype.
 // Saves x, w and the output only (the mask is regenerated, the output tells where ReLU was on).
+// On the float32 route (16-bit x) the output is float32 holding values of x's dtype, and so is
+// the gradient its backward passes on: the GEMMs on either side read them as they are.
 torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& w,
                                   const torch::Tensor& b, FusedDropout drop,
                                   GemmRoute route = GemmRoute::kNative);

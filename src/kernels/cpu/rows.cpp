@@ -129,40 +129,69 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
   }
 }
 
+// x[0, n) rounded to R and back into float, into y (R float: copied); float16 through F16C.
+template <typename R>
+void round_row_(const float* x, float* y, int64_t n, Half* halves) {
+  if constexpr (std::is_same_v<R, Half>) {
+    from_floats(x, halves, n);
+    to_floats(halves, y, n);
+  } else {
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c) y[c] = m::rounded_to<R>(x[c]);
+  }
+}
+
 // ---- bias + ReLU + dropout ---------------------------------------------------------------
-template <typename A, typename S>
+// R: the 16-bit type float32 storage holds (the float32 route; args.round), else R = S and
+// nothing is rounded. The rounding keeps the bits of a 16-bit tensor: the GEMM's output rounded
+// before the math, the result rounded as it is stored.
+template <typename A, typename S, typename R>
 void bias_relu_dropout_(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
+  constexpr bool kRound = std::is_same_v<S, float> && !std::is_same_v<R, float>;
   const int64_t f = a.cols;
   S* x_all = static_cast<S*>(a.a);
   const A* bias = static_cast<const A*>(a.bias);
   const DropoutArgs drop = a.drop;  // a local copy: no store below may alias it
   RowIo<A, S> x_io(f);
+  RowBuf<Half> halves(kRound && std::is_same_v<R, Half> ? f : 1);
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t o = r * f;
     auto* x = x_io.load(x_all + o, f);
+    if constexpr (kRound) round_row_<R>(x, x, f, halves.data());  // in place: a's own row
 #pragma omp simd
     for (int64_t c = 0; c < f; ++c) {
       const A fac = m::dropout_factor<A>(drop, static_cast<uint64_t>(o + c));
       st(x, c, m::bias_relu_dropout(ld<A>(x, c), bias[c], fac));
     }
+    if constexpr (kRound) round_row_<R>(x, x, f, halves.data());
     x_io.store(x_all + o, f);
   }
 }
 
-template <typename A, typename S>
+// R as above: dout (the next GEMM's float32 output) is rounded as it is read, out holds
+// rounded values already, da is rounded as it is stored; the bias sums take the unrounded
+// gradient, as they do for a 16-bit da.
+template <typename A, typename S, typename R>
 void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64_t c1) {
+  constexpr bool kRound = std::is_same_v<S, float> && !std::is_same_v<R, float>;
   const int64_t f = a.cols;
   const S* dout_all = static_cast<const S*>(a.dout);
   const S* out_all = static_cast<const S*>(a.out);
   S* da_all = static_cast<S*>(a.da);
   const A scale = static_cast<A>(a.scale);
   RowIo<A, S> dout_io(f), out_io(f), da_io(f);
+  RowBuf<float> dout_rounded(kRound ? f : 1);
+  RowBuf<Half> halves(kRound && std::is_same_v<R, Half> ? f : 1);
   for (int64_t chunk = c0; chunk < c1; ++chunk) {
     A* pb = static_cast<A*>(a.partials) + chunk * f;
     for (int64_t c = 0; c < f; ++c) pb[c] = 0;
     for (int64_t r = chunk * kChunkRows; r < min_(a.rows, (chunk + 1) * kChunkRows); ++r) {
       const int64_t o = r * f;
       const auto* dout = dout_io.load(dout_all + o, f);
+      if constexpr (kRound) {
+        round_row_<R>(dout, dout_rounded.data(), f, halves.data());
+        dout = dout_rounded.data();
+      }
       const auto* out = out_io.load(out_all + o, f);
       auto* da = da_io.row(da_all + o);
 #pragma omp simd
@@ -171,6 +200,7 @@ void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64
         st(da, c, g);
         pb[c] += g;
       }
+      if constexpr (kRound) round_row_<R>(da, da, f, halves.data());
       da_io.store(da_all + o, f);
     }
   }
@@ -287,18 +317,6 @@ void column_sums_(const ColumnSumsArgs& a, int64_t c0, int64_t c1) {
 }
 
 // ---- Adam -------------------------------------------------------------------------------------
-// x[0, n) rounded to R and back into float, into y (R float: copied); float16 through F16C.
-template <typename R>
-void round_row_(const float* x, float* y, int64_t n, Half* halves) {
-  if constexpr (std::is_same_v<R, Half>) {
-    from_floats(x, halves, n);
-    to_floats(halves, y, n);
-  } else {
-#pragma omp simd
-    for (int64_t c = 0; c < n; ++c) y[c] = m::rounded_to<R>(x[c]);
-  }
-}
-
 // G: the gradient's storage; C, R: the weight copy's storage and rounding (with_copy_types).
 // A float32 copy of 16-bit values (the float32 GEMM route) has a float32 gradient, read as it
 // is: the float32 GEMM's own result (autograd's cast of the weight rounded it to R, and a
@@ -365,14 +383,27 @@ void rows(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
     });
   });
 }
+// Bias + ReLU + dropout and its gradient: a rounding type for float32 storage (args.round).
+#define TB_CPU_ROWS_ROUNDED(Args, body)                                                    \
+  void rows(const Args& a, int64_t c0, int64_t c1) {                                       \
+    with_types(a.acc, a.type, [&](auto acc, auto tag) {                                    \
+      using A = decltype(acc);                                                             \
+      using S = Elem<decltype(tag)>;                                                       \
+      if constexpr (std::is_same_v<A, float> && std::is_same_v<S, float>) {                \
+        with_rounding(a.round, [&](auto r) { body<A, S, Elem<decltype(r)>>(a, c0, c1); }); \
+      } else {                                                                             \
+        body<A, S, S>(a, c0, c1);                                                          \
+      }                                                                                    \
+    });                                                                                    \
+  }
+TB_CPU_ROWS_ROUNDED(BiasReluDropoutArgs, bias_relu_dropout_)
+TB_CPU_ROWS_ROUNDED(BiasReluDropoutGradArgs, bias_relu_dropout_grad_)
 // The other kernels have one accumulation and one storage type.
 #define TB_CPU_ROWS(Args, body)                                                                   \
   void rows(const Args& a, int64_t c0, int64_t c1) {                                              \
     with_types(a.acc, a.type,                                                                     \
                [&](auto acc, auto tag) { body<decltype(acc), Elem<decltype(tag)>>(a, c0, c1); }); \
   }
-TB_CPU_ROWS(BiasReluDropoutArgs, bias_relu_dropout_)
-TB_CPU_ROWS(BiasReluDropoutGradArgs, bias_relu_dropout_grad_)
 TB_CPU_ROWS(CausalSoftmaxArgs, causal_softmax_)
 TB_CPU_ROWS(CausalSoftmaxGradArgs, causal_softmax_grad_)
 TB_CPU_ROWS(HeadCrossEntropyArgs, head_cross_entropy_)

@@ -5,6 +5,8 @@
 // layout and order of addition per chunk. No LibTorch header.
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "rows.h"
 #include "trainbench/kernels/fused_math.h"
 #include "trainbench/kernels/storage.h"
@@ -120,7 +122,18 @@ __global__ void drop_add_ln_grad_kernel(DropAddLnGradArgs a) {
   }
 }
 
-template <typename A, typename S>
+// R: the 16-bit type float32 storage holds (args.round), else R = S: rounded as read and as
+// stored (cpu/rows.cpp says why).
+template <typename A, typename S, typename R>
+__device__ A rounded_(A x) {
+  if constexpr (std::is_same_v<S, float> && !std::is_same_v<R, float>) {
+    return m::rounded_to<R>(x);
+  } else {
+    return x;
+  }
+}
+
+template <typename A, typename S, typename R>
 __global__ void bias_relu_dropout_kernel(BiasReluDropoutArgs a) {
   const int64_t n = a.rows * a.cols;
   S* x = static_cast<S*>(a.a);
@@ -128,11 +141,12 @@ __global__ void bias_relu_dropout_kernel(BiasReluDropoutArgs a) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const A f = m::dropout_factor<A>(a.drop, static_cast<uint64_t>(i));
-    st(x, i, m::bias_relu_dropout(ld<A>(x, i), bias[i % a.cols], f));
+    const A y = m::bias_relu_dropout(rounded_<A, S, R>(ld<A>(x, i)), bias[i % a.cols], f);
+    st(x, i, rounded_<A, S, R>(y));
   }
 }
 
-template <typename A, typename S>
+template <typename A, typename S, typename R>
 __global__ void bias_relu_dropout_grad_kernel(BiasReluDropoutGradArgs a) {
   const int64_t chunk = blockIdx.x, f = a.cols;
   A* pb = static_cast<A*>(a.partials) + chunk * f;
@@ -140,10 +154,10 @@ __global__ void bias_relu_dropout_grad_kernel(BiasReluDropoutGradArgs a) {
   for (int64_t c = threadIdx.x; c < f; c += blockDim.x) {
     A acc = 0;
     for (int64_t r = chunk * kChunkRows; r < r_end; ++r) {
-      const A g = m::bias_relu_dropout_grad(ld<A>(static_cast<const S*>(a.dout), r * f + c),
-                                            ld<A>(static_cast<const S*>(a.out), r * f + c),
+      const A dout = rounded_<A, S, R>(ld<A>(static_cast<const S*>(a.dout), r * f + c));
+      const A g = m::bias_relu_dropout_grad(dout, ld<A>(static_cast<const S*>(a.out), r * f + c),
                                             static_cast<A>(a.scale));
-      st(static_cast<S*>(a.da), r * f + c, g);
+      st(static_cast<S*>(a.da), r * f + c, rounded_<A, S, R>(g));
       acc += g;
     }
     pb[c] = acc;
@@ -283,11 +297,31 @@ cudaError_t launch(const DropAddLnGradArgs& a, cudaStream_t stream) {
   });
   return cudaGetLastError();
 }
+// A storage type and, for float32 storage, the type its values are rounded to (args.round).
+template <typename Args, typename Fn>
+void with_rounded_types(const Args& a, Fn&& fn) {
+  with_types(a.acc, a.type, [&](auto acc, auto tag) {
+    using A = decltype(acc);
+    using S = Elem<decltype(tag)>;
+    if constexpr (std::is_same_v<A, float> && std::is_same_v<S, float>) {
+      with_rounding(a.round, [&](auto r) { fn(A{}, tag, r); });
+    } else {
+      fn(A{}, tag, tag);
+    }
+  });
+}
 cudaError_t launch(const BiasReluDropoutArgs& a, cudaStream_t stream) {
   const int64_t blocks = (a.rows * a.cols + kThreads - 1) / kThreads;
-  with_types(a.acc, a.type, [&](auto acc, auto tag) {
-    bias_relu_dropout_kernel<decltype(acc), Elem<decltype(tag)>>
+  with_rounded_types(a, [&](auto acc, auto tag, auto r) {
+    bias_relu_dropout_kernel<decltype(acc), Elem<decltype(tag)>, Elem<decltype(r)>>
         <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, stream>>>(a);
+  });
+  return cudaGetLastError();
+}
+cudaError_t launch(const BiasReluDropoutGradArgs& a, cudaStream_t stream) {
+  with_rounded_types(a, [&](auto acc, auto tag, auto r) {
+    bias_relu_dropout_grad_kernel<decltype(acc), Elem<decltype(tag)>, Elem<decltype(r)>>
+        <<<num_chunks(a.rows), kThreads, 0, stream>>>(a);
   });
   return cudaGetLastError();
 }
@@ -299,7 +333,6 @@ cudaError_t launch(const BiasReluDropoutArgs& a, cudaStream_t stream) {
     });                                                                                 \
     return cudaGetLastError();                                                          \
   }
-TB_CUDA_LAUNCH(BiasReluDropoutGradArgs, bias_relu_dropout_grad_kernel, num_chunks(a.rows))
 TB_CUDA_LAUNCH(CausalSoftmaxArgs, causal_softmax_kernel, a.rows)
 TB_CUDA_LAUNCH(CausalSoftmaxGradArgs, causal_softmax_grad_kernel, a.rows)
 TB_CUDA_LAUNCH(HeadCrossEntropyArgs, head_cross_entropy_kernel, num_chunks(a.rows))
