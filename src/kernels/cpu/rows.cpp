@@ -148,22 +148,28 @@ void round_row_(const float* x, float* y, int64_t n, Half* halves) {
 template <typename A, typename S, typename R>
 void bias_relu_dropout_(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
   constexpr bool kRound = std::is_same_v<S, float> && !std::is_same_v<R, float>;
+  // bfloat16 rounds inside the loop (integer ops that vectorize); float16 through F16C passes.
+  constexpr bool kHalves = kRound && std::is_same_v<R, Half>;
+  const auto inline_round_ = [](A v) {
+    if constexpr (kRound && !kHalves) return static_cast<A>(m::rounded_to<R>(v));
+    return v;
+  };
   const int64_t f = a.cols;
   S* x_all = static_cast<S*>(a.a);
   const A* bias = static_cast<const A*>(a.bias);
   const DropoutArgs drop = a.drop;  // a local copy: no store below may alias it
   RowIo<A, S> x_io(f);
-  RowBuf<Half> halves(kRound && std::is_same_v<R, Half> ? f : 1);
+  RowBuf<Half> halves(kHalves ? f : 1);
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t o = r * f;
     auto* x = x_io.load(x_all + o, f);
-    if constexpr (kRound) round_row_<R>(x, x, f, halves.data());  // in place: a's own row
+    if constexpr (kHalves) round_row_<R>(x, x, f, halves.data());  // in place: a's own row
 #pragma omp simd
     for (int64_t c = 0; c < f; ++c) {
       const A fac = m::dropout_factor<A>(drop, static_cast<uint64_t>(o + c));
-      st(x, c, m::bias_relu_dropout(ld<A>(x, c), bias[c], fac));
+      st(x, c, inline_round_(m::bias_relu_dropout(inline_round_(ld<A>(x, c)), bias[c], fac)));
     }
-    if constexpr (kRound) round_row_<R>(x, x, f, halves.data());
+    if constexpr (kHalves) round_row_<R>(x, x, f, halves.data());
     x_io.store(x_all + o, f);
   }
 }
@@ -174,21 +180,26 @@ void bias_relu_dropout_(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
 template <typename A, typename S, typename R>
 void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64_t c1) {
   constexpr bool kRound = std::is_same_v<S, float> && !std::is_same_v<R, float>;
+  constexpr bool kHalves = kRound && std::is_same_v<R, Half>;  // as in the forward
+  const auto inline_round_ = [](A v) {
+    if constexpr (kRound && !kHalves) return static_cast<A>(m::rounded_to<R>(v));
+    return v;
+  };
   const int64_t f = a.cols;
   const S* dout_all = static_cast<const S*>(a.dout);
   const S* out_all = static_cast<const S*>(a.out);
   S* da_all = static_cast<S*>(a.da);
   const A scale = static_cast<A>(a.scale);
   RowIo<A, S> dout_io(f), out_io(f), da_io(f);
-  RowBuf<float> dout_rounded(kRound ? f : 1);
-  RowBuf<Half> halves(kRound && std::is_same_v<R, Half> ? f : 1);
+  RowBuf<float> dout_rounded(kHalves ? f : 1);
+  RowBuf<Half> halves(kHalves ? f : 1);
   for (int64_t chunk = c0; chunk < c1; ++chunk) {
     A* pb = static_cast<A*>(a.partials) + chunk * f;
     for (int64_t c = 0; c < f; ++c) pb[c] = 0;
     for (int64_t r = chunk * kChunkRows; r < min_(a.rows, (chunk + 1) * kChunkRows); ++r) {
       const int64_t o = r * f;
       const auto* dout = dout_io.load(dout_all + o, f);
-      if constexpr (kRound) {
+      if constexpr (kHalves) {
         round_row_<R>(dout, dout_rounded.data(), f, halves.data());
         dout = dout_rounded.data();
       }
@@ -196,11 +207,11 @@ void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64
       auto* da = da_io.row(da_all + o);
 #pragma omp simd
       for (int64_t c = 0; c < f; ++c) {
-        const A g = m::bias_relu_dropout_grad(ld<A>(dout, c), ld<A>(out, c), scale);
-        st(da, c, g);
+        const A g = m::bias_relu_dropout_grad(inline_round_(ld<A>(dout, c)), ld<A>(out, c), scale);
+        st(da, c, inline_round_(g));
         pb[c] += g;
       }
-      if constexpr (kRound) round_row_<R>(da, da, f, halves.data());
+      if constexpr (kHalves) round_row_<R>(da, da, f, halves.data());
       da_io.store(da_all + o, f);
     }
   }
