@@ -143,13 +143,19 @@ TB_HOST void with_copy_types(StorageType type, StorageType round, Fn&& fn) {
   return fn(static_cast<float*>(nullptr), static_cast<float*>(nullptr));
 }
 
-// fn(round_tag) for float32 storage of 16-bit values (BiasReluDropout(Grad)Args::round):
-// Bf16 or Half, else float (no rounding).
-template <typename Fn>
-TB_HOST void with_rounding(StorageType round, Fn&& fn) {
-  if (round == StorageType::kBF16) return fn(static_cast<Bf16*>(nullptr));
-  if (round == StorageType::kF16) return fn(static_cast<Half*>(nullptr));
-  return fn(static_cast<float*>(nullptr));
+// fn(acc, tag, round_tag) for args with acc, type and round (BiasReluDropout(Grad)Args): as
+// with_types, and for float32 storage with a float accumulation the 16-bit type its values are
+// rounded to (Bf16, Half, or float for none); any other storage is its own round_tag.
+template <typename Args, typename Fn>
+TB_HOST void with_rounded_types(const Args& a, Fn&& fn) {
+  with_types(a.acc, a.type, [&](auto acc, auto tag) {
+    using A = decltype(acc);
+    if constexpr (std::is_same_v<A, float> && std::is_same_v<Elem<decltype(tag)>, float>) {
+      if (a.round == StorageType::kBF16) return fn(acc, tag, static_cast<Bf16*>(nullptr));
+      if (a.round == StorageType::kF16) return fn(acc, tag, static_cast<Half*>(nullptr));
+    }
+    fn(acc, tag, tag);
+  });
 }
 
 // fn(std::bool_constant<a>, std::bool_constant<b>): two run-time switches as compile-time

@@ -141,19 +141,26 @@ void round_row_(const float* x, float* y, int64_t n, Half* halves) {
   }
 }
 
+// Float32 storage of R's values (R != float; else R = S: nothing is rounded). bfloat16 rounds
+// inside a kernel's loop (integer ops that vectorize), float16 in F16C passes over the row.
+template <typename A, typename S, typename R>
+struct Rounding {
+  static constexpr bool kOn = std::is_same_v<S, float> && !std::is_same_v<R, float>;
+  static constexpr bool kHalves = kOn && std::is_same_v<R, Half>;
+  static A in_loop(A v) {
+    if constexpr (kOn && !kHalves) return static_cast<A>(m::rounded_to<R>(v));
+    return v;
+  }
+};
+
 // ---- bias + ReLU + dropout ---------------------------------------------------------------
 // R: the 16-bit type float32 storage holds (the float32 route; args.round), else R = S and
 // nothing is rounded. The rounding keeps the bits of a 16-bit tensor: the GEMM's output rounded
 // before the math, the result rounded as it is stored.
 template <typename A, typename S, typename R>
 void bias_relu_dropout_(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
-  constexpr bool kRound = std::is_same_v<S, float> && !std::is_same_v<R, float>;
-  // bfloat16 rounds inside the loop (integer ops that vectorize); float16 through F16C passes.
-  constexpr bool kHalves = kRound && std::is_same_v<R, Half>;
-  const auto inline_round_ = [](A v) {
-    if constexpr (kRound && !kHalves) return static_cast<A>(m::rounded_to<R>(v));
-    return v;
-  };
+  using Round = Rounding<A, S, R>;
+  constexpr bool kHalves = Round::kHalves;
   const int64_t f = a.cols;
   S* x_all = static_cast<S*>(a.a);
   const A* bias = static_cast<const A*>(a.bias);
@@ -167,7 +174,7 @@ void bias_relu_dropout_(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
 #pragma omp simd
     for (int64_t c = 0; c < f; ++c) {
       const A fac = m::dropout_factor<A>(drop, static_cast<uint64_t>(o + c));
-      st(x, c, inline_round_(m::bias_relu_dropout(inline_round_(ld<A>(x, c)), bias[c], fac)));
+      st(x, c, Round::in_loop(m::bias_relu_dropout(Round::in_loop(ld<A>(x, c)), bias[c], fac)));
     }
     if constexpr (kHalves) round_row_<R>(x, x, f, halves.data());
     x_io.store(x_all + o, f);
@@ -179,12 +186,8 @@ void bias_relu_dropout_(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
 // gradient, as they do for a 16-bit da.
 template <typename A, typename S, typename R>
 void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64_t c1) {
-  constexpr bool kRound = std::is_same_v<S, float> && !std::is_same_v<R, float>;
-  constexpr bool kHalves = kRound && std::is_same_v<R, Half>;  // as in the forward
-  const auto inline_round_ = [](A v) {
-    if constexpr (kRound && !kHalves) return static_cast<A>(m::rounded_to<R>(v));
-    return v;
-  };
+  using Round = Rounding<A, S, R>;
+  constexpr bool kHalves = Round::kHalves;
   const int64_t f = a.cols;
   const S* dout_all = static_cast<const S*>(a.dout);
   const S* out_all = static_cast<const S*>(a.out);
@@ -207,8 +210,8 @@ void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64
       auto* da = da_io.row(da_all + o);
 #pragma omp simd
       for (int64_t c = 0; c < f; ++c) {
-        const A g = m::bias_relu_dropout_grad(inline_round_(ld<A>(dout, c)), ld<A>(out, c), scale);
-        st(da, c, inline_round_(g));
+        const A g = m::bias_relu_dropout_grad(Round::in_loop(ld<A>(dout, c)), ld<A>(out, c), scale);
+        st(da, c, Round::in_loop(g));
         pb[c] += g;
       }
       if constexpr (kHalves) round_row_<R>(da, da, f, halves.data());
@@ -395,20 +398,16 @@ void rows(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
   });
 }
 // Bias + ReLU + dropout and its gradient: a rounding type for float32 storage (args.round).
-#define TB_CPU_ROWS_ROUNDED(Args, body)                                                    \
-  void rows(const Args& a, int64_t c0, int64_t c1) {                                       \
-    with_types(a.acc, a.type, [&](auto acc, auto tag) {                                    \
-      using A = decltype(acc);                                                             \
-      using S = Elem<decltype(tag)>;                                                       \
-      if constexpr (std::is_same_v<A, float> && std::is_same_v<S, float>) {                \
-        with_rounding(a.round, [&](auto r) { body<A, S, Elem<decltype(r)>>(a, c0, c1); }); \
-      } else {                                                                             \
-        body<A, S, S>(a, c0, c1);                                                          \
-      }                                                                                    \
-    });                                                                                    \
-  }
-TB_CPU_ROWS_ROUNDED(BiasReluDropoutArgs, bias_relu_dropout_)
-TB_CPU_ROWS_ROUNDED(BiasReluDropoutGradArgs, bias_relu_dropout_grad_)
+void rows(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
+  with_rounded_types(a, [&](auto acc, auto tag, auto r) {
+    bias_relu_dropout_<decltype(acc), Elem<decltype(tag)>, Elem<decltype(r)>>(a, c0, c1);
+  });
+}
+void rows(const BiasReluDropoutGradArgs& a, int64_t c0, int64_t c1) {
+  with_rounded_types(a, [&](auto acc, auto tag, auto r) {
+    bias_relu_dropout_grad_<decltype(acc), Elem<decltype(tag)>, Elem<decltype(r)>>(a, c0, c1);
+  });
+}
 // The other kernels have one accumulation and one storage type.
 #define TB_CPU_ROWS(Args, body)                                                                   \
   void rows(const Args& a, int64_t c0, int64_t c1) {                                              \

@@ -297,19 +297,6 @@ cudaError_t launch(const DropAddLnGradArgs& a, cudaStream_t stream) {
   });
   return cudaGetLastError();
 }
-// A storage type and, for float32 storage, the type its values are rounded to (args.round).
-template <typename Args, typename Fn>
-void with_rounded_types(const Args& a, Fn&& fn) {
-  with_types(a.acc, a.type, [&](auto acc, auto tag) {
-    using A = decltype(acc);
-    using S = Elem<decltype(tag)>;
-    if constexpr (std::is_same_v<A, float> && std::is_same_v<S, float>) {
-      with_rounding(a.round, [&](auto r) { fn(A{}, tag, r); });
-    } else {
-      fn(A{}, tag, tag);
-    }
-  });
-}
 cudaError_t launch(const BiasReluDropoutArgs& a, cudaStream_t stream) {
   const int64_t blocks = (a.rows * a.cols + kThreads - 1) / kThreads;
   with_rounded_types(a, [&](auto acc, auto tag, auto r) {
