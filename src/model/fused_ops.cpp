@@ -287,50 +287,58 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // [BH, S, S] scores, then probabilities; in float32 only the blocks at or below the
     // diagonal are multiplied (causal_gemm.h), and the softmax writes zeros above the mask.
     // On the float32 route the float32 copies of q, k and v ([BH, S, hd], small beside the
-    // scores) are what backward keeps, so each is converted once per step.
+    // scores) are what backward keeps, so each is converted once per step; the scores, the
+    // probabilities and their gradients stay in float32 storage of q's dtype's values (the
+    // softmax kernels round them as they read and store them, as the FF hidden's do), so the
+    // GEMMs on either side read them without a conversion.
+    const bool up = upcast_(r, q);
     const Tensor q_up = up_(q, r), k_up = up_(kk, r), v_up = up_(v, r);
     if (block <= 0) block = causal_block_for(q_up.scalar_type(), s, q.is_cuda());
-    Tensor prob = causal_scores(q_up, k_up, q.scalar_type(), block);
+    Tensor prob = causal_scores(q_up, k_up, q_up.scalar_type(), block);
     k::CausalSoftmaxArgs a;
     a.rows = bh * s;
     a.seq = s;
     a.x = mut_(prob);
     a.acc = k::storage_type_of(acc_of_(prob.scalar_type()));
     a.type = k::storage_type_of(prob.scalar_type());
+    a.round = up ? k::storage_type_of(q.scalar_type()) : k::StorageType::kF32;
     a.scale = scale;
     run_(a, prob);
     ctx->save_for_backward({q_up, k_up, v_up, prob});
     ctx->saved_data["scale"] = scale;
-    save_route_(ctx, r);
+    ctx->saved_data["dtype"] = static_cast<int64_t>(q.scalar_type());
+    ctx->saved_data["round"] = static_cast<int64_t>(a.round);
     ctx->saved_data["block"] = block;
-    return gemm_(up_(prob, r), v_up, q.scalar_type());  // [BH, S, hd]
+    save_route_(ctx, r);
+    return gemm_(prob, v_up, q.scalar_type());  // [BH, S, hd]
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     RECORD_FUNCTION("fused::causal_attention_backward", std::vector<c10::IValue>());
     const auto saved = ctx->get_saved_variables();
-    // q, k, v as the route's GEMMs read them (float32 copies on the float32 route).
+    // q, k, v and the probabilities as the route's GEMMs read them (float32 on the float32
+    // route).
     const Tensor &q = saved[0], &kk = saved[1], &v = saved[2], &prob = saved[3];
-    const GemmRoute r = route_of_(ctx);
-    const auto dt = prob.scalar_type();
+    const auto dt = static_cast<c10::ScalarType>(ctx->saved_data["dtype"].toInt());
+    const auto stored = prob.scalar_type();
     // The gradient rounded to the dtype (as the native route reads it; no copy when it is),
     // then in the GEMMs' dtype and dense in one copy.
-    const Tensor dout_up = dense_(grads[0].to(dt), upcast_(r, prob) ? torch::kFloat : dt);
+    const Tensor dout_up = dense_(grads[0].to(dt), stored);
     const int64_t block = ctx->saved_data["block"].toInt();
-    Tensor ds = causal_scores(dout_up, v, dt, block);  // dP, then the score gradient
+    Tensor ds = causal_scores(dout_up, v, stored, block);  // dP, then the score gradient
     k::CausalSoftmaxGradArgs a;
     a.rows = prob.size(0) * prob.size(1);
     a.seq = prob.size(1);
     a.p = ptr_(prob);
     a.dp = mut_(ds);
-    a.acc = k::storage_type_of(acc_of_(prob.scalar_type()));
-    a.type = k::storage_type_of(prob.scalar_type());
+    a.acc = k::storage_type_of(acc_of_(stored));
+    a.type = k::storage_type_of(stored);
+    a.round = static_cast<k::StorageType>(ctx->saved_data["round"].toInt());
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, prob);
-    const Tensor ds_up = up_(ds, r);
-    Tensor dq = gemm_(ds_up, kk, dt);
-    Tensor dk = gemm_(ds_up.transpose(1, 2), q, dt);
-    Tensor dv = gemm_(up_(prob, r).transpose(1, 2), dout_up, dt);
+    Tensor dq = gemm_(ds, kk, dt);
+    Tensor dk = gemm_(ds.transpose(1, 2), q, dt);
+    Tensor dv = gemm_(prob.transpose(1, 2), dout_up, dt);
     return {dq, dk, dv, Tensor(), Tensor()};
   }
 };

@@ -18,16 +18,18 @@ std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t param
   const double e = lowp ? 2.0 : 4.0;
   std::map<std::string, CategoryWork> w;
   const double attention_flops = 12.0 * L * S * d * N;
+  // The FF hidden, the attention scores and their gradients: float32 storage on the float32
+  // route (fused_ops.h).
+  const bool route32 = lowp && plan.gemm_route == GemmRoute::kFloat32;
   w["gemm"].flops =
       6.0 * static_cast<double>(matmul_weight_count(cfg)) * N + (cfg.flash ? 0.0 : attention_flops);
   if (cfg.flash) {
     w["attention"].flops = attention_flops;
   } else {
-    w["attention"].bytes = 5.0 * e * B * H * S * S * L;
+    // The scores: float32 storage on the float32 route (fused_ops.h), as the FF hidden.
+    w["attention"].bytes = 5.0 * (route32 ? 4.0 : e) * B * H * S * S * L;
   }
   w["normalisation"].bytes = 2.0 * ((8 + 2 * e) + (12 + 2 * e)) * d * N * L;
-  // The FF hidden and its gradient: float32 storage on the float32 route (fused_ops.h).
-  const bool route32 = lowp && plan.gemm_route == GemmRoute::kFloat32;
   w["pointwise"].bytes = 5.0 * (route32 ? 4.0 : e) * ff * N * L;
   // The float32 parameters rounded every step (4 + e bytes each), but where fused Adam writes
   // the GEMM weights' copies in its pass (the optimizer's bytes below).

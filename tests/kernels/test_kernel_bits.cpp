@@ -215,31 +215,40 @@ std::vector<Output> column_sums_run(const KernelCase& c, torch::Device dev) {
   return on_cpu({{"partials", partials, true}});
 }
 
-// ---- CAUSAL_SOFT_MAX (CausalSoftmaxArgs) and its backward --------------------------------------
+// ---- CAUSAL_SOFT_MAX (CausalSoftmaxArgs) and its backward: store=f32 (variant keep_float32)
+// as for the bias-ReLU-dropout rows (the score GEMMs' unrounded float32 outputs, float32
+// storage of the dtype's values) ----------------------------------------------------------------
 std::vector<Output> causal_softmax_run(const KernelCase& c, torch::Device dev) {
   const auto [bh, s, u1, u2] = c.shape;
+  const bool f32 = c.v.keep_float32;
   torch::manual_seed(5);
-  Tensor x = on((torch::randn({bh * s, s}) * 3).to(c.dtype), dev);
+  const Tensor scores = torch::randn({bh * s, s}) * 3;
+  Tensor x = on(f32 ? scores : scores.to(c.dtype), dev);
   k::CausalSoftmaxArgs a;
   a.rows = bh * s;
   a.seq = s;
   a.x = x.data_ptr();
-  a.type = k::storage_type_of(c.dtype);
+  a.type = k::storage_type_of(x.scalar_type());
+  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
   a.scale = 0.35;
   k::run(a, dev.type());
   return on_cpu({{"p", x, false}});
 }
 std::vector<Output> causal_softmax_back_run(const KernelCase& c, torch::Device dev) {
   const auto [bh, s, u1, u2] = c.shape;
+  const bool f32 = c.v.keep_float32;
+  const c10::ScalarType stored = f32 ? torch::kFloat : c.dtype;
   torch::manual_seed(6);
-  const Tensor p = on(torch::softmax(torch::randn({bh * s, s}), 1).to(c.dtype), dev);
-  Tensor dp = on(torch::randn({bh * s, s}).to(c.dtype), dev);
+  const Tensor p = on(torch::softmax(torch::randn({bh * s, s}), 1).to(c.dtype).to(stored), dev);
+  const Tensor grad = torch::randn({bh * s, s});
+  Tensor dp = on(f32 ? grad : grad.to(c.dtype), dev);
   k::CausalSoftmaxGradArgs a;
   a.rows = bh * s;
   a.seq = s;
   a.p = p.data_ptr();
   a.dp = dp.data_ptr();
-  a.type = k::storage_type_of(c.dtype);
+  a.type = k::storage_type_of(stored);
+  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
   a.scale = 0.35;
   k::run(a, dev.type());
   return on_cpu({{"ds", dp, false}});
@@ -311,6 +320,10 @@ const std::vector<KernelRow>& kernel_rows() {
   stored_f32.keep_float32 = true;
   stored_f32.text = "p=0.2,store=f32";
   relu_stores.push_back(stored_f32);
+  Variant scores_f32;
+  scores_f32.keep_float32 = true;
+  scores_f32.text = "store=f32";
+  const std::vector<Variant> softmax_stores = {Variant{}, scores_f32};
   static const std::vector<KernelRow> rows = {
       {"DROP_ADD_LN", "DropAddLnArgs", "n,d", rows_cols,
        testing::drop_add_ln_variants("resid", false), bf16, drop_add_ln_run},
@@ -321,9 +334,10 @@ const std::vector<KernelRow>& kernel_rows() {
        bias_relu_dropout_run},
       {"BIAS_RELU_DROPOUT_BACK", "BiasReluDropoutGradArgs", "n,f", rows_cols, relu_stores,
        both_16bit, bias_relu_dropout_back_run},
-      {"CAUSAL_SOFT_MAX", "CausalSoftmaxArgs", "bh,s", heads_seq, one, bf16, causal_softmax_run},
-      {"CAUSAL_SOFT_MAX_BACK", "CausalSoftmaxGradArgs", "bh,s", heads_seq, one, bf16,
-       causal_softmax_back_run},
+      {"CAUSAL_SOFT_MAX", "CausalSoftmaxArgs", "bh,s", heads_seq, softmax_stores, both_16bit,
+       causal_softmax_run},
+      {"CAUSAL_SOFT_MAX_BACK", "CausalSoftmaxGradArgs", "bh,s", heads_seq, softmax_stores,
+       both_16bit, causal_softmax_back_run},
       {"HEAD_CROSS_ENTROPY", "HeadCrossEntropyArgs", "n,v", rows_vocab, one, bf16, head_ce_run},
       {"COLUMN_SUMS", "ColumnSumsArgs", "n,w", rows_cols, one, both_16bit, column_sums_run},
       {"ADAM", "AdamArgs", "n,w", rows_cols, adam_copies, both_16bit, adam_run},

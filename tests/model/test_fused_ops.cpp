@@ -252,6 +252,54 @@ TEST(FusedOps, TheFloat32RoutesHiddenHasTheBitsOfA16BitHidden) {
   }
 }
 
+// The float32 route's attention scores in float32 storage: the output and the q, k, v gradients
+// have the bits of the 16-bit score path it replaces (each score product rounded to the dtype,
+// the softmax kernels on 16-bit rows, the probabilities and score gradient widened exactly for
+// the next GEMMs), in bfloat16 and float16, as one product and in blocks of query rows.
+TEST(FusedOps, TheFloat32RoutesAttentionScoresHaveTheBitsOf16BitScores) {
+  namespace k = kernels;
+  const int64_t b = 2, h = 2, s = 9, hd = 8;
+  for (const auto dt : {torch::kBFloat16, torch::kHalf}) {
+    for (const int64_t block : {s, int64_t{4}}) {
+      SCOPED_TRACE(std::string(c10::toString(dt)) + " block " + std::to_string(block));
+      torch::manual_seed(5);
+      auto make = [&] { return leaf(torch::randn({b, h, s, hd}).to(dt)); };
+      const Tensor q = make(), kk = make(), v = make(), g = torch::randn({b, h, s, hd}).to(dt);
+      causal_attention(q, kk, v, GemmRoute::kFloat32, block).backward(g);
+      const Tensor out = causal_attention(q, kk, v, GemmRoute::kFloat32, block).detach();
+      // The 16-bit path by hand: float32 products of the dtype's values, rounded scores.
+      auto wide = [&](const Tensor& t) {
+        return t.detach().reshape({b * h, s, hd}).to(torch::kFloat);
+      };
+      const Tensor q32 = wide(q), k32 = wide(kk), v32 = wide(v), g32 = wide(g);
+      Tensor p = causal_scores(q32, k32, dt, block);
+      k::CausalSoftmaxArgs sa;
+      sa.rows = b * h * s;
+      sa.seq = s;
+      sa.x = p.data_ptr();
+      sa.type = k::storage_type_of(dt);
+      sa.scale = 1.0 / std::sqrt(static_cast<double>(hd));
+      k::run(sa, c10::DeviceType::CPU);
+      const Tensor p32 = p.to(torch::kFloat);
+      auto as_q = [&](const Tensor& t) { return t.to(dt).view({b, h, s, hd}); };
+      EXPECT_TRUE(torch::equal(out, as_q(torch::bmm(p32, v32))));
+      Tensor ds = causal_scores(g32, v32, dt, block);
+      k::CausalSoftmaxGradArgs ga;
+      ga.rows = sa.rows;
+      ga.seq = s;
+      ga.p = p.const_data_ptr();
+      ga.dp = ds.data_ptr();
+      ga.type = sa.type;
+      ga.scale = sa.scale;
+      k::run(ga, c10::DeviceType::CPU);
+      const Tensor ds32 = ds.to(torch::kFloat);
+      EXPECT_TRUE(torch::equal(q.grad(), as_q(torch::bmm(ds32, k32))));
+      EXPECT_TRUE(torch::equal(kk.grad(), as_q(torch::bmm(ds32.transpose(1, 2), q32))));
+      EXPECT_TRUE(torch::equal(v.grad(), as_q(torch::bmm(p32.transpose(1, 2), g32))));
+    }
+  }
+}
+
 // Central differences of a scalar function of `x` (float64) against x's analytic gradient.
 double max_fd_error(const std::function<Tensor()>& f, const Tensor& x) {
   x.mutable_grad() = Tensor();

@@ -69,10 +69,11 @@ struct DropAddLnGradArgs {
 };
 
 // a = dropout(relu(a + bias)) in place, [N, f].
-// round (type float32 only; else kF32): the 16-bit type whose values float32 storage holds
-// (the float32 GEMM route's FF hidden and its gradient): each row is rounded to it as it is
-// read and as it is written, as a 16-bit tensor would be, so the GEMMs on either side read
-// it without a conversion.
+// round (type float32 only; else kF32), here and in the causal softmax: the 16-bit type whose
+// values float32 storage holds (the float32 GEMM route's FF hidden, attention scores and
+// probabilities, and their gradients): each row is rounded to it as it is read and as it is
+// written, as a 16-bit tensor would be, so the GEMMs on either side read it without a
+// conversion.
 struct BiasReluDropoutArgs {
   int64_t rows = 0, cols = 0;
   void* a = nullptr;           // [N, f] type (on the float32 route: the GEMM's own output)
@@ -92,19 +93,21 @@ struct BiasReluDropoutGradArgs {
 };
 
 // Causal softmax of attention scores in place: rows are (batch*head, query t), columns keys j;
-// p_j = softmax_j(scale * x_j) over j <= t, 0 above the diagonal. [BH * S, S].
+// p_j = softmax_j(scale * x_j) over j <= t, 0 above the diagonal. [BH * S, S]. round: as for
+// BiasReluDropoutArgs (x the score GEMM's own float32 output).
 struct CausalSoftmaxArgs {
   int64_t rows = 0, seq = 0;
   void* x = nullptr;  // [BH * S, S] type; p on return
-  StorageType acc = StorageType::kF32, type = StorageType::kF32;
+  StorageType acc = StorageType::kF32, type = StorageType::kF32, round = StorageType::kF32;
   double scale = 1;
 };
-// dx = scale * p * (dp - sum_k p_k dp_k), in place over dp.
+// dx = scale * p * (dp - sum_k p_k dp_k), in place over dp; round: p holds rounded values
+// already, dp (a GEMM's float32 output) is rounded as it is read, dx as it is stored.
 struct CausalSoftmaxGradArgs {
   int64_t rows = 0, seq = 0;
   const void* p = nullptr;  // [BH * S, S] type
   void* dp = nullptr;       // [BH * S, S] type; the score gradient on return
-  StorageType acc = StorageType::kF32, type = StorageType::kF32;
+  StorageType acc = StorageType::kF32, type = StorageType::kF32, round = StorageType::kF32;
   double scale = 1;
 };
 

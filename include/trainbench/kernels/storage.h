@@ -143,9 +143,10 @@ TB_HOST void with_copy_types(StorageType type, StorageType round, Fn&& fn) {
   return fn(static_cast<float*>(nullptr), static_cast<float*>(nullptr));
 }
 
-// fn(acc, tag, round_tag) for args with acc, type and round (BiasReluDropout(Grad)Args): as
-// with_types, and for float32 storage with a float accumulation the 16-bit type its values are
-// rounded to (Bf16, Half, or float for none); any other storage is its own round_tag.
+// fn(acc, tag, round_tag) for args with acc, type and round (the bias-ReLU-dropout and causal
+// softmax args): as with_types, and for float32 storage with a float accumulation the 16-bit type
+// its values are rounded to (Bf16, Half, or float for none); any other storage is its own
+// round_tag.
 template <typename Args, typename Fn>
 TB_HOST void with_rounded_types(const Args& a, Fn&& fn) {
   with_types(a.acc, a.type, [&](auto acc, auto tag) {

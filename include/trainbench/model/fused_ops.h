@@ -20,8 +20,9 @@
 namespace trainbench {
 
 // Each GEMM op runs on a GemmRoute (core/choices.h: the dtype's own GEMM, or a float32 GEMM of
-// the same operands rounded once to the dtype). Tensors kept for backward stay in the dtype
-// either way; only the GEMMs' own operand copies are float32. kAuto is refused.
+// the same operands rounded once to the dtype). Tensors kept for backward hold the dtype's
+// values either way; on the float32 route the GEMMs' operand copies, the FF hidden and the
+// attention scores are float32 storage of them. kAuto is refused.
 
 // Dropout as the fused kernels apply it: probability p, key from dropout_key() (p == 0: off).
 struct FusedDropout {
@@ -58,7 +59,9 @@ torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& w
 
 // Causal attention with explicit scores in the activation dtype: q, k, v [B, H, S, hd] →
 // [B, H, S, hd]; scores and probabilities [B*H, S, S] in one buffer, softmax fused with the
-// scale and the causal mask (no mask tensor) in one pass each way. The score products multiply
+// scale and the causal mask (no mask tensor) in one pass each way; on the float32 route (16-bit
+// q, k, v) that buffer and its gradient are float32 holding values of q's dtype, as the FF
+// hidden above, and the output is in q's dtype. The score products multiply
 // only the blocks of `block` query rows at or below the diagonal (causal_gemm.h; 0: the block
 // for the GEMM dtype, causal_block_for; >= S: the whole product).
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,

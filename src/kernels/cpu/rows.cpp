@@ -221,54 +221,69 @@ void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64
 }
 
 // ---- causal softmax ------------------------------------------------------------------------
-template <typename A, typename S>
+// R as for bias + ReLU + dropout: the scores (the GEMM's float32 output) rounded as they are
+// read, the probabilities as they are stored.
+template <typename A, typename S, typename R>
 void causal_softmax_(const CausalSoftmaxArgs& a, int64_t c0, int64_t c1) {
+  using Round = Rounding<A, S, R>;
+  constexpr bool kHalves = Round::kHalves;
   const int64_t n = a.seq;
   S* x_all = static_cast<S*>(a.x);
   const A scale = static_cast<A>(a.scale);
   RowBuf<A> e(n);
   RowIo<A, S> x_io(n);
+  RowBuf<Half> halves(kHalves ? n : 1);
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t o = r * n, valid = r % n + 1;  // query t sees keys 0..t
     auto* x = x_io.load(x_all + o, valid);
-    A mx = ld<A>(x, 0) * scale;
+    if constexpr (kHalves) round_row_<R>(x, x, valid, halves.data());
+    A mx = Round::in_loop(ld<A>(x, 0)) * scale;
 #pragma omp simd reduction(max : mx)
     for (int64_t j = 1; j < valid; ++j) {
-      const A v = ld<A>(x, j) * scale;
+      const A v = Round::in_loop(ld<A>(x, j)) * scale;
       mx = v > mx ? v : mx;
     }
     A sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < valid; ++j) {
-      e[j] = m::exp_nonpos(ld<A>(x, j) * scale - mx);
+      e[j] = m::exp_nonpos(Round::in_loop(ld<A>(x, j)) * scale - mx);
       sum += e[j];
     }
     const A inv = A(1) / sum;
 #pragma omp simd
-    for (int64_t j = 0; j < valid; ++j) st(x, j, e[j] * inv);
+    for (int64_t j = 0; j < valid; ++j) st(x, j, Round::in_loop(e[j] * inv));
+    if constexpr (kHalves) round_row_<R>(x, x, valid, halves.data());
     for (int64_t j = valid; j < n; ++j) st(x, j, A(0));
     x_io.store(x_all + o, n);
   }
 }
 
-template <typename A, typename S>
+// R as above: p holds rounded values already, dp (a GEMM's float32 output) is rounded as it
+// is read, the score gradient as it is stored.
+template <typename A, typename S, typename R>
 void causal_softmax_grad_(const CausalSoftmaxGradArgs& a, int64_t c0, int64_t c1) {
+  using Round = Rounding<A, S, R>;
+  constexpr bool kHalves = Round::kHalves;
   const int64_t n = a.seq;
   const S* p_all = static_cast<const S*>(a.p);
   S* dp_all = static_cast<S*>(a.dp);
   const A scale = static_cast<A>(a.scale);
   RowIo<A, S> p_io(n), dp_io(n);
+  RowBuf<Half> halves(kHalves ? n : 1);
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t o = r * n, valid = r % n + 1;
     const auto* p = p_io.load(p_all + o, valid);
     auto* dp = dp_io.load(dp_all + o, valid);
+    if constexpr (kHalves) round_row_<R>(dp, dp, valid, halves.data());
     A dot = 0;
 #pragma omp simd reduction(+ : dot)
-    for (int64_t j = 0; j < valid; ++j) dot += ld<A>(p, j) * ld<A>(dp, j);
+    for (int64_t j = 0; j < valid; ++j) dot += ld<A>(p, j) * Round::in_loop(ld<A>(dp, j));
 #pragma omp simd
     for (int64_t j = 0; j < valid; ++j) {
-      st(dp, j, scale * m::softmax_grad(ld<A>(p, j), ld<A>(dp, j), dot));
+      const A g = m::softmax_grad(ld<A>(p, j), Round::in_loop(ld<A>(dp, j)), dot);
+      st(dp, j, Round::in_loop(scale * g));
     }
+    if constexpr (kHalves) round_row_<R>(dp, dp, valid, halves.data());
     for (int64_t j = valid; j < n; ++j) st(dp, j, A(0));
     dp_io.store(dp_all + o, n);
   }
@@ -397,25 +412,25 @@ void rows(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
     });
   });
 }
-// Bias + ReLU + dropout and its gradient: a rounding type for float32 storage (args.round).
-void rows(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
-  with_rounded_types(a, [&](auto acc, auto tag, auto r) {
-    bias_relu_dropout_<decltype(acc), Elem<decltype(tag)>, Elem<decltype(r)>>(a, c0, c1);
-  });
-}
-void rows(const BiasReluDropoutGradArgs& a, int64_t c0, int64_t c1) {
-  with_rounded_types(a, [&](auto acc, auto tag, auto r) {
-    bias_relu_dropout_grad_<decltype(acc), Elem<decltype(tag)>, Elem<decltype(r)>>(a, c0, c1);
-  });
-}
+// Bias + ReLU + dropout, the causal softmax and their gradients: a rounding type for float32
+// storage (args.round).
+#define TB_CPU_ROUNDED_ROWS(Args, body)                                       \
+  void rows(const Args& a, int64_t c0, int64_t c1) {                          \
+    with_rounded_types(a, [&](auto acc, auto tag, auto r) {                   \
+      body<decltype(acc), Elem<decltype(tag)>, Elem<decltype(r)>>(a, c0, c1); \
+    });                                                                       \
+  }
+TB_CPU_ROUNDED_ROWS(BiasReluDropoutArgs, bias_relu_dropout_)
+TB_CPU_ROUNDED_ROWS(BiasReluDropoutGradArgs, bias_relu_dropout_grad_)
+TB_CPU_ROUNDED_ROWS(CausalSoftmaxArgs, causal_softmax_)
+TB_CPU_ROUNDED_ROWS(CausalSoftmaxGradArgs, causal_softmax_grad_)
+#undef TB_CPU_ROUNDED_ROWS
 // The other kernels have one accumulation and one storage type.
 #define TB_CPU_ROWS(Args, body)                                                                   \
   void rows(const Args& a, int64_t c0, int64_t c1) {                                              \
     with_types(a.acc, a.type,                                                                     \
                [&](auto acc, auto tag) { body<decltype(acc), Elem<decltype(tag)>>(a, c0, c1); }); \
   }
-TB_CPU_ROWS(CausalSoftmaxArgs, causal_softmax_)
-TB_CPU_ROWS(CausalSoftmaxGradArgs, causal_softmax_grad_)
 TB_CPU_ROWS(HeadCrossEntropyArgs, head_cross_entropy_)
 TB_CPU_ROWS(ColumnSumsArgs, column_sums_)
 #undef TB_CPU_ROWS

@@ -178,38 +178,37 @@ __global__ void column_sums_kernel(ColumnSumsArgs a) {
   }
 }
 
-template <typename A, typename S>
+template <typename A, typename S, typename R>
 __global__ void causal_softmax_kernel(CausalSoftmaxArgs a) {
   __shared__ A shm[32];
   const int64_t r = blockIdx.x, n = a.seq, o = r * n, valid = r % n + 1;
   S* x = static_cast<S*>(a.x);
   const A scale = static_cast<A>(a.scale);
+  const auto score = [&](int64_t j) { return rounded_<A, S, R>(ld<A>(x, o + j)) * scale; };
   A mx = -1e30;
-  for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) mx = max(mx, ld<A>(x, o + j) * scale);
+  for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) mx = max(mx, score(j));
   mx = block_max(mx, shm);
   A sum = 0;
-  for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) {
-    sum += m::exp_nonpos(ld<A>(x, o + j) * scale - mx);
-  }
+  for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) sum += m::exp_nonpos(score(j) - mx);
   const A inv = A(1) / block_sum(sum, shm);
   for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    st(x, o + j, j < valid ? m::exp_nonpos(ld<A>(x, o + j) * scale - mx) * inv : A(0));
+    st(x, o + j, j < valid ? rounded_<A, S, R>(m::exp_nonpos(score(j) - mx) * inv) : A(0));
   }
 }
 
-template <typename A, typename S>
+template <typename A, typename S, typename R>
 __global__ void causal_softmax_grad_kernel(CausalSoftmaxGradArgs a) {
   __shared__ A shm[32];
   const int64_t r = blockIdx.x, n = a.seq, o = r * n, valid = r % n + 1;
   const S* p = static_cast<const S*>(a.p);
   S* dp = static_cast<S*>(a.dp);
+  const auto grad_in = [&](int64_t j) { return rounded_<A, S, R>(ld<A>(dp, o + j)); };
   A dot = 0;
-  for (int64_t j = threadIdx.x; j < valid; j += blockDim.x)
-    dot += ld<A>(p, o + j) * ld<A>(dp, o + j);
+  for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) dot += ld<A>(p, o + j) * grad_in(j);
   dot = block_sum(dot, shm);
   for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    const A g = j < valid ? m::softmax_grad(ld<A>(p, o + j), ld<A>(dp, o + j), dot) : A(0);
-    st(dp, o + j, static_cast<A>(a.scale) * g);
+    const A g = j < valid ? m::softmax_grad(ld<A>(p, o + j), grad_in(j), dot) : A(0);
+    st(dp, o + j, rounded_<A, S, R>(static_cast<A>(a.scale) * g));
   }
 }
 
@@ -305,13 +304,19 @@ cudaError_t launch(const BiasReluDropoutArgs& a, cudaStream_t stream) {
   });
   return cudaGetLastError();
 }
-cudaError_t launch(const BiasReluDropoutGradArgs& a, cudaStream_t stream) {
-  with_rounded_types(a, [&](auto acc, auto tag, auto r) {
-    bias_relu_dropout_grad_kernel<decltype(acc), Elem<decltype(tag)>, Elem<decltype(r)>>
-        <<<num_chunks(a.rows), kThreads, 0, stream>>>(a);
-  });
-  return cudaGetLastError();
-}
+// The kernels with a rounding type for float32 storage (args.round), a block per row or chunk.
+#define TB_CUDA_ROUNDED_LAUNCH(Args, kernel, blocks)                \
+  cudaError_t launch(const Args& a, cudaStream_t stream) {          \
+    with_rounded_types(a, [&](auto acc, auto tag, auto r) {         \
+      kernel<decltype(acc), Elem<decltype(tag)>, Elem<decltype(r)>> \
+          <<<(blocks), kThreads, 0, stream>>>(a);                   \
+    });                                                             \
+    return cudaGetLastError();                                      \
+  }
+TB_CUDA_ROUNDED_LAUNCH(BiasReluDropoutGradArgs, bias_relu_dropout_grad_kernel, num_chunks(a.rows))
+TB_CUDA_ROUNDED_LAUNCH(CausalSoftmaxArgs, causal_softmax_kernel, a.rows)
+TB_CUDA_ROUNDED_LAUNCH(CausalSoftmaxGradArgs, causal_softmax_grad_kernel, a.rows)
+#undef TB_CUDA_ROUNDED_LAUNCH
 // The other kernels: one accumulation and one storage type, a block per row or per chunk.
 #define TB_CUDA_LAUNCH(Args, kernel, blocks)                                            \
   cudaError_t launch(const Args& a, cudaStream_t stream) {                              \
@@ -320,8 +325,6 @@ cudaError_t launch(const BiasReluDropoutGradArgs& a, cudaStream_t stream) {
     });                                                                                 \
     return cudaGetLastError();                                                          \
   }
-TB_CUDA_LAUNCH(CausalSoftmaxArgs, causal_softmax_kernel, a.rows)
-TB_CUDA_LAUNCH(CausalSoftmaxGradArgs, causal_softmax_grad_kernel, a.rows)
 TB_CUDA_LAUNCH(HeadCrossEntropyArgs, head_cross_entropy_kernel, num_chunks(a.rows))
 TB_CUDA_LAUNCH(ColumnSumsArgs, column_sums_kernel, num_chunks(a.rows))
 #undef TB_CUDA_LAUNCH
