@@ -2,6 +2,7 @@
 // on a small model), the bound it gives at a GEMM rate and a bandwidth, and their sum.
 #include <gtest/gtest.h>
 
+#include "trainbench/app/validate.h"
 #include "trainbench/model/flops.h"
 #include "trainbench/model/step_bounds.h"
 

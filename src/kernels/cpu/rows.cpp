@@ -221,6 +221,18 @@ void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64
 }
 
 // ---- causal softmax ------------------------------------------------------------------------
+// The sum of x[0, n) in the one order this function's loop adds it, whatever the storage type
+// of the row the terms came from: a reduction inside each kernel's own loop is vectorized per
+// instantiation (bfloat16 rows, float32 storage rounded to bfloat16), and its order, so the
+// probabilities' last bit, could differ between them (measured: a few elements per 10^5).
+template <typename A>
+__attribute__((noinline)) A row_sum_(const A* x, int64_t n) {
+  A sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < n; ++j) sum += x[j];
+  return sum;
+}
+
 // R as for bias + ReLU + dropout: the scores (the GEMM's float32 output) rounded as they are
 // read, the probabilities as they are stored.
 template <typename A, typename S, typename R>
@@ -243,13 +255,11 @@ void causal_softmax_(const CausalSoftmaxArgs& a, int64_t c0, int64_t c1) {
       const A v = Round::in_loop(ld<A>(x, j)) * scale;
       mx = v > mx ? v : mx;
     }
-    A sum = 0;
-#pragma omp simd reduction(+ : sum)
+#pragma omp simd
     for (int64_t j = 0; j < valid; ++j) {
       e[j] = m::exp_nonpos(Round::in_loop(ld<A>(x, j)) * scale - mx);
-      sum += e[j];
     }
-    const A inv = A(1) / sum;
+    const A inv = A(1) / row_sum_(e.data(), valid);
 #pragma omp simd
     for (int64_t j = 0; j < valid; ++j) st(x, j, Round::in_loop(e[j] * inv));
     if constexpr (kHalves) round_row_<R>(x, x, valid, halves.data());
@@ -269,15 +279,16 @@ void causal_softmax_grad_(const CausalSoftmaxGradArgs& a, int64_t c0, int64_t c1
   S* dp_all = static_cast<S*>(a.dp);
   const A scale = static_cast<A>(a.scale);
   RowIo<A, S> p_io(n), dp_io(n);
+  RowBuf<A> terms(n);
   RowBuf<Half> halves(kHalves ? n : 1);
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t o = r * n, valid = r % n + 1;
     const auto* p = p_io.load(p_all + o, valid);
     auto* dp = dp_io.load(dp_all + o, valid);
     if constexpr (kHalves) round_row_<R>(dp, dp, valid, halves.data());
-    A dot = 0;
-#pragma omp simd reduction(+ : dot)
-    for (int64_t j = 0; j < valid; ++j) dot += ld<A>(p, j) * Round::in_loop(ld<A>(dp, j));
+#pragma omp simd
+    for (int64_t j = 0; j < valid; ++j) terms[j] = ld<A>(p, j) * Round::in_loop(ld<A>(dp, j));
+    const A dot = row_sum_(terms.data(), valid);
 #pragma omp simd
     for (int64_t j = 0; j < valid; ++j) {
       const A g = m::softmax_grad(ld<A>(p, j), Round::in_loop(ld<A>(dp, j)), dot);
