@@ -52,11 +52,6 @@ Tensor gemm_(const Tensor& a, const Tensor& b, c10::ScalarType out) {
   const Tensor y = a.dim() == 3 ? torch::bmm(a, b) : torch::mm(a, b);
   return y.scalar_type() == out ? y : y.to(out);
 }
-// a @ b in a's dtype (b may be a float32 copy of rounded values already: the fused model's
-// weights on the float32 route, whose gradient autograd then rounds as it casts it back).
-Tensor mm_(const Tensor& a, const Tensor& b, GemmRoute r) {
-  return gemm_(up_(a, r), up_(b, r), a.scalar_type());
-}
 // The route a backward takes: its forward's, kept in the node's saved data (which holds
 // IValues, so the enum is stored as its index, here and nowhere else).
 void save_route_(AutogradContext* ctx, GemmRoute r) {
@@ -65,6 +60,16 @@ void save_route_(AutogradContext* ctx, GemmRoute r) {
 }
 GemmRoute route_of_(AutogradContext* ctx) {
   return static_cast<GemmRoute>(ctx->saved_data["route"].toInt());
+}
+// An op's input x as backward keeps it: on the float32 route its float32 copy (exact; made once
+// for the forward GEMM, so the weight gradient's GEMM does not convert it again), with x's own
+// dtype beside it for the input gradient.
+Tensor save_input_(AutogradContext* ctx, const Tensor& x, GemmRoute r) {
+  ctx->saved_data["dtype"] = static_cast<int64_t>(x.scalar_type());
+  return up_(x, r);
+}
+c10::ScalarType input_dtype_(AutogradContext* ctx) {
+  return static_cast<c10::ScalarType>(ctx->saved_data["dtype"].toInt());
 }
 
 // t in `dtype`, contiguous, in one copy where both a conversion and a new layout are needed
@@ -101,15 +106,16 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
     RECORD_FUNCTION("fused::linear", std::vector<c10::IValue>());
     const bool up = upcast_(r, x);
     const auto out = up && keep_float32 ? torch::kFloat : x.scalar_type();
+    const Tensor x_up = save_input_(ctx, x, r);
     Tensor y;
     if (!present_(b)) {
-      y = gemm_(up_(x, r), up_(w, r).t(), out);  // [N, out]
+      y = gemm_(x_up, up_(w, r).t(), out);  // [N, out]
     } else if (up) {
-      y = torch::addmm(b.to(torch::kFloat), x.to(torch::kFloat), w.t().to(torch::kFloat)).to(out);
+      y = torch::addmm(b.to(torch::kFloat), x_up, w.t().to(torch::kFloat)).to(out);
     } else {
       y = torch::addmm(b.to(x.scalar_type()), x, w.t());
     }
-    ctx->save_for_backward({x, w});
+    ctx->save_for_backward({x_up, w});
     save_route_(ctx, r);
     ctx->saved_data["has_bias"] = present_(b);
     ctx->saved_data["bias_dtype"] = static_cast<int64_t>(b.scalar_type());
@@ -119,13 +125,13 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     RECORD_FUNCTION("fused::linear_backward", std::vector<c10::IValue>());
     const auto saved = ctx->get_saved_variables();
-    const Tensor &x = saved[0], &w = saved[1];
+    const Tensor &x = saved[0], &w = saved[1];  // x as the route's GEMMs read it
     const GemmRoute r = route_of_(ctx);
+    const auto dt = input_dtype_(ctx);
     // The float32 route reads the output gradient in float32 (exact for a rounded one).
-    const Tensor dy =
-        dense_(grads[0], upcast_(r, x) ? torch::kFloat : x.scalar_type());             // [N, out]
-    Tensor dx = x.requires_grad() ? gemm_(dy, up_(w, r), x.scalar_type()) : Tensor();  // [N, in]
-    Tensor dw = gemm_(dy.t(), up_(x, r), w.scalar_type());                             // [out, in]
+    const Tensor dy = dense_(grads[0], x.scalar_type());                         // [N, out]
+    Tensor dx = ctx->needs_input_grad(0) ? gemm_(dy, up_(w, r), dt) : Tensor();  // [N, in]
+    Tensor dw = gemm_(dy.t(), x, w.scalar_type());                               // [out, in]
     const auto bias_dtype = static_cast<c10::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
     Tensor db = ctx->saved_data["has_bias"].toBool() ? column_sums_(dy, bias_dtype) : Tensor();
     return {dx, dw, db, Tensor(), Tensor()};
@@ -229,7 +235,8 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     // kernel rounds the GEMM's output as it reads it and its result as it stores it): the FF-out
     // GEMMs read it, and the gradient the kernel writes, without a conversion either way.
     const bool up = upcast_(r, x);
-    Tensor out = gemm_(up_(x, r), up_(w, r).t(), up ? torch::kFloat : x.scalar_type());  // [N, f]
+    const Tensor x_up = save_input_(ctx, x, r);
+    Tensor out = gemm_(x_up, up_(w, r).t(), up ? torch::kFloat : x.scalar_type());  // [N, f]
     k::BiasReluDropoutArgs a;
     a.rows = out.size(0);
     a.cols = out.size(1);
@@ -240,7 +247,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.round = up ? k::storage_type_of(x.scalar_type()) : k::StorageType::kF32;
     a.drop = k::math::dropout_args(p, static_cast<uint64_t>(key));
     run_(a, out);
-    ctx->save_for_backward({x, w, out});
+    ctx->save_for_backward({x_up, w, out});
     ctx->saved_data["round"] = static_cast<int64_t>(a.round);
     ctx->saved_data["scale"] = a.drop.scale;
     ctx->saved_data["bias_dtype"] = static_cast<int64_t>(b.scalar_type());
@@ -271,8 +278,8 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     run_(a, out);
     const GemmRoute r = route_of_(ctx);
     const Tensor da_up = up_(da, r);
-    Tensor dx = x.requires_grad() ? gemm_(da_up, up_(w, r), x.scalar_type()) : Tensor();  // [N, in]
-    Tensor dw = gemm_(da_up.t(), up_(x, r), w.scalar_type());                             // [f, in]
+    Tensor dx = ctx->needs_input_grad(0) ? gemm_(da_up, up_(w, r), input_dtype_(ctx)) : Tensor();
+    Tensor dw = gemm_(da_up.t(), x, w.scalar_type());  // [f, in]
     return {dx, dw, chunk_sums_(partials), Tensor(), Tensor(), Tensor()};
   }
 };
@@ -348,7 +355,8 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
                         const Tensor& targets_in, GemmRoute r) {
     RECORD_FUNCTION("fused::head_cross_entropy", std::vector<c10::IValue>());
     const Tensor targets = targets_in.contiguous();
-    Tensor logits = mm_(x, w.t(), r);  // [N, V], the loss gradient
+    const Tensor x_up = save_input_(ctx, x, r);
+    Tensor logits = gemm_(x_up, up_(w, r).t(), x.scalar_type());  // [N, V], the loss gradient
     const int64_t n = logits.size(0);
     Tensor partials = torch::empty({k::num_chunks(n)}, logits.options().dtype(b.scalar_type()));
     k::HeadCrossEntropyArgs a;
@@ -361,7 +369,7 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     a.acc = k::storage_type_of(b.scalar_type());
     a.type = k::storage_type_of(logits.scalar_type());
     run_(a, logits);
-    ctx->save_for_backward({x, w, logits});
+    ctx->save_for_backward({x_up, w, logits});
     save_route_(ctx, r);
     return partials.sum() / static_cast<double>(n);
   }
@@ -374,8 +382,8 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     const Tensor dl = dlogits * grads[0].to(dlogits.scalar_type());
     const GemmRoute r = route_of_(ctx);
     const Tensor dl_up = up_(dl, r);
-    Tensor dx = x.requires_grad() ? gemm_(dl_up, up_(w, r), x.scalar_type()) : Tensor();  // [N, d]
-    Tensor dw = gemm_(dl_up.t(), up_(x, r), w.scalar_type());                             // [V, d]
+    Tensor dx = ctx->needs_input_grad(0) ? gemm_(dl_up, up_(w, r), input_dtype_(ctx)) : Tensor();
+    Tensor dw = gemm_(dl_up.t(), x, w.scalar_type());  // [V, d]
     Tensor db = column_sums_(dl, grads[0].scalar_type());
     return {dx, dw, db, Tensor(), Tensor()};
   }

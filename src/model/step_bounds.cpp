@@ -35,12 +35,12 @@ std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t param
   // the GEMM weights' copies in its pass (the optimizer's bytes below).
   double copy = lowp && !plan.weight_copies() ? (4.0 + e) * static_cast<double>(params) : 0.0;
   if (route32) {
-    // Each GEMM's input read twice (forward, weight gradient) and its input gradient rounded
-    // (3 x in), its output rounded and its output gradient read (2 x out): qkv (d -> 3d), out
-    // (d -> d), FF in (d -> ff: none on the ff side) and FF out (ff -> d: none on the ff side),
-    // whose float32 hidden needs no conversion.
-    const double per_layer = (3 * d + 2 * 3 * d) + (3 * d + 2 * d) + 3 * d + 2 * d;
-    copy += (4.0 + e) * N * (per_layer * L + 3 * d + 2 * 256);  // and the head
+    // Each GEMM's input converted once (backward keeps the float32 copy) and its input gradient
+    // rounded (2 x in), its output rounded and its output gradient read (2 x out): qkv (d ->
+    // 3d), out (d -> d), FF in (d -> ff: none on the ff side) and FF out (ff -> d: none on the
+    // ff side), whose float32 hidden needs no conversion.
+    const double per_layer = (2 * d + 2 * 3 * d) + (2 * d + 2 * d) + 2 * d + 2 * d;
+    copy += (4.0 + e) * N * (per_layer * L + 2 * d + 2 * 256);  // and the head
   }
   w["copy"].bytes = copy;
   w["loss"].bytes = 3.0 * e * 256 * N;

@@ -6,10 +6,12 @@
 // float64 finite-difference gradient check on tiny sizes.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <string>
 
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include "kernels/kernel_table.h"
@@ -297,6 +299,57 @@ TEST(FusedOps, TheFloat32RoutesAttentionScoresHaveTheBitsOf16BitScores) {
       EXPECT_TRUE(torch::equal(q.grad(), as_q(torch::bmm(ds32, k32))));
       EXPECT_TRUE(torch::equal(kk.grad(), as_q(torch::bmm(ds32.transpose(1, 2), q32))));
       EXPECT_TRUE(torch::equal(v.grad(), as_q(torch::bmm(p32.transpose(1, 2), g32))));
+    }
+  }
+}
+
+// LibTorch's conversions of a tensor of one shape and dtype, counted by a RecordFunction
+// callback (a plain function: what it counts is in these globals).
+std::atomic<int> g_conversions{0};
+c10::ScalarType g_counted_dtype = torch::kFloat;
+std::vector<int64_t> g_counted_shape;
+std::unique_ptr<at::ObserverContext> count_conversion(const at::RecordFunction& fn) {
+  const auto inputs = fn.inputs();
+  if (std::string(fn.name()) == "aten::_to_copy" && !inputs.empty() && inputs[0].isTensor() &&
+      inputs[0].toTensor().scalar_type() == g_counted_dtype &&
+      inputs[0].toTensor().sizes() == c10::IntArrayRef(g_counted_shape)) {
+    ++g_conversions;
+  }
+  return nullptr;
+}
+
+// The float32 route converts each GEMM op's 16-bit input to float32 once: backward keeps the
+// copy its forward made (fused_ops.h). Counted over a forward and backward of each op.
+TEST(FusedOps, TheFloat32RouteConvertsEachGemmInputOnce) {
+  const int64_t n = 6, in = 8, out = 12;
+  for (const auto dt : {torch::kBFloat16, torch::kHalf}) {
+    SCOPED_TRACE(c10::toString(dt));
+    torch::manual_seed(4);
+    const Tensor x = leaf(torch::randn({n, in}).to(dt));
+    const Tensor w = leaf(torch::randn({out, in}).to(dt).to(torch::kFloat));
+    const Tensor head_w = leaf(torch::randn({256, in}).to(dt).to(torch::kFloat));
+    const Tensor b = leaf(torch::randn({out})), head_b = leaf(torch::randn({256}));
+    const Tensor targets = torch::randint(0, 256, {n}, torch::kLong);
+    const std::vector<std::pair<const char*, std::function<Tensor()>>> ops = {
+        {"linear", [&] { return fused_linear(x, w, b, GemmRoute::kFloat32).sum(); }},
+        {"linear_relu_dropout",
+         [&] {
+           return linear_relu_dropout(x, w, b, {0.1, 3}, GemmRoute::kFloat32).sum();
+         }},
+        {"head_cross_entropy",
+         [&] { return head_cross_entropy(x, head_w, head_b, targets, GemmRoute::kFloat32); }},
+    };
+    g_counted_dtype = dt;
+    g_counted_shape = {n, in};
+    for (const auto& [name, loss] : ops) {
+      g_conversions = 0;
+      const auto handle = at::addThreadLocalCallback(
+          at::RecordFunctionCallback(count_conversion).needsInputs(true));
+      loss().backward();
+      at::removeCallback(handle);
+      EXPECT_EQ(g_conversions.load(), 1) << name;
+      EXPECT_TRUE(x.grad().defined() && x.grad().scalar_type() == dt) << name;
+      grads_of({x, w, b, head_w, head_b});
     }
   }
 }

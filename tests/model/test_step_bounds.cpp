@@ -43,10 +43,11 @@ TEST(StepBounds, TheWorkOfEachCategoryIsTheHandCalculation) {
   EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("pointwise").bytes, 5.0 * 2 * 16 * 8);
   EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("copy").bytes, 6000);
   EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("normalisation").bytes, 2.0 * (12 + 16) * 64);
-  // The float32 route converts each Linear's 3 inputs and 2 outputs but the FF hidden's (float32
-  // storage): qkv 3*8 + 2*24, out 3*8 + 2*8, FF in 3*8, FF out 2*8, head 3*8 + 2*256; 6 bytes an
-  // element. The FF kernels move the hidden as float32 (4 bytes), the softmax the scores.
-  const double elements = (24 + 48) + (24 + 16) + 24 + 16 + (24 + 512);
+  // The float32 route converts each Linear's input and input gradient and its output and
+  // output gradient but the FF hidden's (float32 storage): qkv 2*8 + 2*24, out 2*8 + 2*8, FF in
+  // 2*8, FF out 2*8, head 2*8 + 2*256; 6 bytes an element. The FF kernels move the hidden as
+  // float32 (4 bytes), the softmax the scores.
+  const double elements = (16 + 48) + (16 + 16) + 16 + 16 + (16 + 512);
   RunPlan routed = make_plan(b);
   routed.gemm_route = GemmRoute::kFloat32;
   EXPECT_DOUBLE_EQ(step_work(routed, 1000).at("copy").bytes, 6000 + 6.0 * 8 * elements);

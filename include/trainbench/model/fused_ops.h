@@ -21,8 +21,8 @@ namespace trainbench {
 
 // Each GEMM op runs on a GemmRoute (core/choices.h: the dtype's own GEMM, or a float32 GEMM of
 // the same operands rounded once to the dtype). Tensors kept for backward hold the dtype's
-// values either way; on the float32 route the GEMMs' operand copies, the FF hidden and the
-// attention scores are float32 storage of them. kAuto is refused.
+// values either way; on the float32 route the GEMMs' inputs, the FF hidden and the attention
+// scores are kept as float32 storage of them. kAuto is refused.
 
 // Dropout as the fused kernels apply it: probability p, key from dropout_key() (p == 0: off).
 struct FusedDropout {
@@ -32,9 +32,11 @@ struct FusedDropout {
 
 // x w^T (+ b): x [N, in], w [out, in] (x's dtype, or on the float32 route float32 holding
 // values of x's dtype), b [out] accumulation dtype or undefined → [N, out] in x's dtype.
-// Saves x and w as they are. The other GEMM ops take w the same way. keep_float32: on the
-// float32 route the product is returned unrounded in float32 (a residual branch, which the next
-// drop_add_layer_norm reads in any dtype and nothing keeps), and its gradient is read so.
+// Saves w, and x as its GEMMs read it (on the float32 route a float32 copy, so that the weight
+// gradient does not convert it again). The other GEMM ops take w and keep x the same way.
+// keep_float32: on the float32 route the product is returned unrounded in float32 (a residual
+// branch, which the next drop_add_layer_norm reads in any dtype and nothing keeps), and its
+// gradient is read so.
 torch::Tensor fused_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                            GemmRoute route = GemmRoute::kNative, bool keep_float32 = false);
 
@@ -50,7 +52,8 @@ std::vector<torch::Tensor> drop_add_layer_norm(const torch::Tensor& resid,
                                                c10::ScalarType out_dtype);
 
 // dropout(relu(x w^T + b)): x [N, in], w [f, in] (same dtype), b [f] accumulation dtype.
-// Saves x, w and the output only (the mask is regenerated, the output tells where ReLU was on).
+// Saves x (as above), w and the output only (the mask is regenerated, the output tells where
+// ReLU was on).
 // On the float32 route (16-bit x) the output is float32 holding values of x's dtype, and so is
 // the gradient its backward passes on: the GEMMs on either side read them as they are.
 torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& w,
