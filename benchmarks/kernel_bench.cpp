@@ -32,6 +32,21 @@ const char* dtype_name_(const benchmark::State& s) {
   return names[s.range(0)];
 }
 void label_(benchmark::State& s) { s.SetLabel(dtype_name_(s)); }
+// The second argument of the kernels that round (kernel_args.h): with float32 storage, the
+// 16-bit type its values are rounded to (1 bfloat16, 2 float16: the float32 GEMM route), or 0.
+k::StorageType round_(const benchmark::State& s) {
+  const k::StorageType types[] = {k::StorageType::kF32, k::StorageType::kBF16,
+                                  k::StorageType::kF16};
+  return types[s.range(1)];
+}
+void round_label_(benchmark::State& s) {
+  const char* names[] = {"", " rounded to bfloat16", " rounded to float16"};
+  s.SetLabel(std::string(dtype_name_(s)) + names[s.range(1)]);
+}
+void rounding_args_(benchmark::internal::Benchmark* b) {
+  for (const auto& a : std::vector<std::vector<int64_t>>{{0, 0}, {1, 0}, {2, 0}, {0, 1}, {0, 2}})
+    b->Args(a);
+}
 
 // The copy bandwidth the kernels are measured against: 64 MiB read + 64 MiB written.
 void BM_MemoryCopy(benchmark::State& s) {
@@ -104,12 +119,13 @@ void BM_KernelBiasReluDropout(benchmark::State& s) {
   a.a = x.data_ptr();
   a.bias = bias.data_ptr();
   a.type = k::storage_type_of(t);
+  a.round = round_(s);
   a.drop = k::math::dropout_args(0.1, 2);
   for (auto _ : s) k::run(a, c10::DeviceType::CPU);
   s.SetBytesProcessed(s.iterations() * kRows * kFF * 2 * bytes_(t));
-  label_(s);
+  round_label_(s);
 }
-BENCHMARK(BM_KernelBiasReluDropout)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_KernelBiasReluDropout)->Apply(rounding_args_)->UseRealTime();
 
 void BM_KernelCausalSoftmax(benchmark::State& s) {
   const auto t = dtype_(s);
@@ -120,13 +136,14 @@ void BM_KernelCausalSoftmax(benchmark::State& s) {
   a.seq = kSeq;
   a.x = x.data_ptr();
   a.type = k::storage_type_of(t);
+  a.round = round_(s);
   a.scale = 0.125;
   for (auto _ : s)
     k::run(a, c10::DeviceType::CPU);  // rows become probabilities: same work every time
   s.SetBytesProcessed(s.iterations() * x.numel() * 2 * bytes_(t));
-  label_(s);
+  round_label_(s);
 }
-BENCHMARK(BM_KernelCausalSoftmax)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_KernelCausalSoftmax)->Apply(rounding_args_)->UseRealTime();
 
 void BM_KernelHeadCrossEntropy(benchmark::State& s) {
   const auto t = dtype_(s);
