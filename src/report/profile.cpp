@@ -2,11 +2,13 @@
 #include "trainbench/report/profile.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <vector>
 
+#include <ATen/Context.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include "trainbench/core/errors.h"
@@ -103,6 +105,10 @@ StepProfiler::~StepProfiler() {
 }
 
 void StepProfiler::start() {
+  // Kineto looks for a GPU as it starts and logs an ERROR line where there is none
+  // ("gpuGetDeviceCount failed with code 35"): on such a machine its log is off, unless the
+  // user set KINETO_LOG_LEVEL.
+  if (!at::hasCUDA()) setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
   const ProfilerConfig config(ProfilerState::KINETO);
   const std::set<ActivityType> activities{ActivityType::CPU};
   prof::prepareProfiler(config, activities);

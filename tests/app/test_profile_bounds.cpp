@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <torch/cuda.h>
+
 #include "test_util.h"
 #include "trainbench/report/report.h"
 #include "trainbench/report/results.h"
@@ -25,6 +27,11 @@ nlohmann::json profiled_(const testing::TempDir& dir, const std::string& flags,
       testing::run_bench(std::string(kShape) + " " + flags + " --save_dir " + (dir / name));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("profile bounds: GEMMs at "), std::string::npos) << r.output;
+  // Without a GPU the profiler's own log is off (Kineto's ERROR line about the GPU it looked
+  // for told a CPU user nothing).
+  if (!torch::cuda::is_available()) {
+    EXPECT_EQ(r.output.find("ERROR"), std::string::npos) << r.output;
+  }
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
     if (e.path().filename().string().rfind(name + "_", 0) == 0) {
       return read_json_file(e.path().string() + "/summary.json");
