@@ -288,12 +288,11 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
 };
 
 struct CausalAttention : torch::autograd::Function<CausalAttention> {
-  // q, k, v: [B, H, S, hd], any strides (the fused model's are views of the qkv rows) →
-  // [B, H, S, hd] contiguous.
+  // q, k, v: [BH, S, hd] contiguous.
   static Tensor forward(AutogradContext* ctx, const Tensor& q, const Tensor& kk, const Tensor& v,
                         GemmRoute r, int64_t block) {
     RECORD_FUNCTION("fused::causal_attention", std::vector<c10::IValue>());
-    const int64_t b = q.size(0), h = q.size(1), s = q.size(2), hd = q.size(3), bh = b * h;
+    const int64_t bh = q.size(0), s = q.size(1), hd = q.size(2);
     const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
     // [BH, S, S] scores, then probabilities; in float32 only the blocks at or below the
     // diagonal are multiplied (causal_gemm.h), and the softmax writes zeros above the mask.
@@ -302,13 +301,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // probabilities and their gradients stay in float32 storage of q's dtype's values (the
     // softmax kernels round them as they read and store them, as the FF hidden's do), so the
     // GEMMs on either side read them without a conversion.
-    // Each of q, k, v dense [BH, S, hd] in the GEMMs' dtype: one copy for the layout and the
-    // route's conversion together.
     const bool up = upcast_(r, q);
-    auto dense_rows = [&](const Tensor& t) {
-      return dense_(t, up ? torch::kFloat : t.scalar_type()).view({bh, s, hd});
-    };
-    const Tensor q_up = dense_rows(q), k_up = dense_rows(kk), v_up = dense_rows(v);
+    const Tensor q_up = up_(q, r), k_up = up_(kk, r), v_up = up_(v, r);
     if (block <= 0) block = causal_block_for(q_up.scalar_type(), s, q.is_cuda());
     Tensor prob = causal_scores(q_up, k_up, q_up.scalar_type(), block);
     k::CausalSoftmaxArgs a;
@@ -325,9 +319,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     ctx->saved_data["dtype"] = static_cast<int64_t>(q.scalar_type());
     ctx->saved_data["round"] = static_cast<int64_t>(a.round);
     ctx->saved_data["block"] = block;
-    ctx->saved_data["heads"] = h;
     save_route_(ctx, r);
-    return gemm_(prob, v_up, q.scalar_type()).view({b, h, s, hd});
+    return gemm_(prob, v_up, q.scalar_type());  // [BH, S, hd]
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -340,7 +333,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const auto stored = prob.scalar_type();
     // The gradient rounded to the dtype (as the native route reads it; no copy when it is),
     // then in the GEMMs' dtype and dense in one copy.
-    const Tensor dout_up = dense_(grads[0].to(dt), stored).view(q.sizes());
+    const Tensor dout_up = dense_(grads[0].to(dt), stored);
     const int64_t block = ctx->saved_data["block"].toInt();
     Tensor ds = causal_scores(dout_up, v, stored, block);  // dP, then the score gradient
     k::CausalSoftmaxGradArgs a;
@@ -356,9 +349,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     Tensor dq = gemm_(ds, kk, dt);
     Tensor dk = gemm_(ds.transpose(1, 2), q, dt);
     Tensor dv = gemm_(prob.transpose(1, 2), dout_up, dt);
-    const int64_t h = ctx->saved_data["heads"].toInt(), b = q.size(0) / h;
-    auto heads = [&](const Tensor& t) { return t.view({b, h, t.size(1), t.size(2)}); };
-    return {heads(dq), heads(dk), heads(dv), Tensor(), Tensor()};
+    return {dq, dk, dv, Tensor(), Tensor()};
   }
 };
 
@@ -422,7 +413,9 @@ Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, Fu
 
 Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, GemmRoute route,
                         int64_t block) {
-  return CausalAttention::apply(q, k, v, route, block);
+  const int64_t b = q.size(0), h = q.size(1), s = q.size(2), hd = q.size(3);
+  auto flat = [&](const Tensor& t) { return t.reshape({b * h, s, hd}).contiguous(); };
+  return CausalAttention::apply(flat(q), flat(k), flat(v), route, block).view({b, h, s, hd});
 }
 
 Tensor head_cross_entropy(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& targets,

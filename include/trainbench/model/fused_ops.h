@@ -60,14 +60,13 @@ torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& w
                                   const torch::Tensor& b, FusedDropout drop,
                                   GemmRoute route = GemmRoute::kNative);
 
-// Causal attention with explicit scores in the activation dtype: q, k, v [B, H, S, hd], any
-// strides (each made dense in the GEMMs' dtype in one copy) → [B, H, S, hd]; scores and
-// probabilities [B*H, S, S] in one buffer, softmax fused with the scale and the causal mask (no
-// mask tensor) in one pass each way; on the float32 route (16-bit q, k, v) that buffer and its
-// gradient are float32 holding values of q's dtype, as the FF hidden above, and the output is in
-// q's dtype. The score products multiply only the blocks of `block` query rows at or below the
-// diagonal (causal_gemm.h; 0: the block for the GEMM dtype, causal_block_for; >= S: the whole
-// product).
+// Causal attention with explicit scores in the activation dtype: q, k, v [B, H, S, hd] →
+// [B, H, S, hd]; scores and probabilities [B*H, S, S] in one buffer, softmax fused with the
+// scale and the causal mask (no mask tensor) in one pass each way; on the float32 route (16-bit
+// q, k, v) that buffer and its gradient are float32 holding values of q's dtype, as the FF
+// hidden above, and the output is in q's dtype. The score products multiply
+// only the blocks of `block` query rows at or below the diagonal (causal_gemm.h; 0: the block
+// for the GEMM dtype, causal_block_for; >= S: the whole product).
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, GemmRoute route = GemmRoute::kNative,
                                int64_t block = 0);
