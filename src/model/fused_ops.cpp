@@ -71,6 +71,11 @@ Tensor save_input_(AutogradContext* ctx, const Tensor& x, GemmRoute r) {
 c10::ScalarType input_dtype_(AutogradContext* ctx) {
   return static_cast<c10::ScalarType>(ctx->saved_data["dtype"].toInt());
 }
+// The kernels' rounding (kernel_args.h) of a tensor stored as `stored` holding values of
+// `dtype`: float32 storage of 16-bit values on the float32 route, else none.
+k::StorageType round_of_(c10::ScalarType stored, c10::ScalarType dtype) {
+  return stored != dtype ? k::storage_type_of(dtype) : k::StorageType::kF32;
+}
 
 // t in `dtype`, contiguous, in one copy where both a conversion and a new layout are needed
 // (to() keeps the strides, so .to().contiguous() would copy twice; and to() in the same dtype
@@ -237,9 +242,8 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     // On the float32 route the hidden stays in float32 storage holding values of x's dtype (the
     // kernel rounds the GEMM's output as it reads it and its result as it stores it): the FF-out
     // GEMMs read it, and the gradient the kernel writes, without a conversion either way.
-    const bool up = upcast_(r, x);
     const Tensor x_up = save_input_(ctx, x, r);
-    Tensor out = gemm_(x_up, up_(w, r).t(), up ? torch::kFloat : x.scalar_type());  // [N, f]
+    Tensor out = gemm_(x_up, up_(w, r).t(), x_up.scalar_type());  // [N, f]
     k::BiasReluDropoutArgs a;
     a.rows = out.size(0);
     a.cols = out.size(1);
@@ -247,11 +251,10 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.bias = ptr_(b);
     a.acc = k::storage_type_of(b.scalar_type());
     a.type = k::storage_type_of(out.scalar_type());
-    a.round = up ? k::storage_type_of(x.scalar_type()) : k::StorageType::kF32;
+    a.round = round_of_(out.scalar_type(), x.scalar_type());
     a.drop = k::math::dropout_args(p, static_cast<uint64_t>(key));
     run_(a, out);
     ctx->save_for_backward({x_up, w, out});
-    ctx->saved_data["round"] = static_cast<int64_t>(a.round);
     ctx->saved_data["scale"] = a.drop.scale;
     ctx->saved_data["bias_dtype"] = static_cast<int64_t>(b.scalar_type());
     save_route_(ctx, r);
@@ -276,7 +279,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.partials = mut_(partials);
     a.acc = k::storage_type_of(acc);
     a.type = k::storage_type_of(out.scalar_type());
-    a.round = static_cast<k::StorageType>(ctx->saved_data["round"].toInt());
+    a.round = round_of_(out.scalar_type(), input_dtype_(ctx));
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, out);
     const GemmRoute r = route_of_(ctx);
@@ -301,8 +304,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // probabilities and their gradients stay in float32 storage of q's dtype's values (the
     // softmax kernels round them as they read and store them, as the FF hidden's do), so the
     // GEMMs on either side read them without a conversion.
-    const bool up = upcast_(r, q);
-    const Tensor q_up = up_(q, r), k_up = up_(kk, r), v_up = up_(v, r);
+    const Tensor q_up = save_input_(ctx, q, r), k_up = up_(kk, r), v_up = up_(v, r);
     if (block <= 0) block = causal_block_for(q_up.scalar_type(), s, q.is_cuda());
     Tensor prob = causal_scores(q_up, k_up, q_up.scalar_type(), block);
     k::CausalSoftmaxArgs a;
@@ -311,13 +313,11 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     a.x = mut_(prob);
     a.acc = k::storage_type_of(acc_of_(prob.scalar_type()));
     a.type = k::storage_type_of(prob.scalar_type());
-    a.round = up ? k::storage_type_of(q.scalar_type()) : k::StorageType::kF32;
+    a.round = round_of_(prob.scalar_type(), q.scalar_type());
     a.scale = scale;
     run_(a, prob);
     ctx->save_for_backward({q_up, k_up, v_up, prob});
     ctx->saved_data["scale"] = scale;
-    ctx->saved_data["dtype"] = static_cast<int64_t>(q.scalar_type());
-    ctx->saved_data["round"] = static_cast<int64_t>(a.round);
     ctx->saved_data["block"] = block;
     save_route_(ctx, r);
     return gemm_(prob, v_up, q.scalar_type());  // [BH, S, hd]
@@ -329,7 +329,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // q, k, v and the probabilities as the route's GEMMs read them (float32 on the float32
     // route).
     const Tensor &q = saved[0], &kk = saved[1], &v = saved[2], &prob = saved[3];
-    const auto dt = static_cast<c10::ScalarType>(ctx->saved_data["dtype"].toInt());
+    const auto dt = input_dtype_(ctx);
     const auto stored = prob.scalar_type();
     // The gradient rounded to the dtype (as the native route reads it; no copy when it is),
     // then in the GEMMs' dtype and dense in one copy.
@@ -343,7 +343,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     a.dp = mut_(ds);
     a.acc = k::storage_type_of(acc_of_(stored));
     a.type = k::storage_type_of(stored);
-    a.round = static_cast<k::StorageType>(ctx->saved_data["round"].toInt());
+    a.round = round_of_(stored, dt);
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, prob);
     Tensor dq = gemm_(ds, kk, dt);
