@@ -207,18 +207,24 @@ BENCHMARK(BM_OpLinearReluDropout)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime();
 void BM_OpCausalAttention(benchmark::State& s) {
   const auto t = dtype_(s);
   const bool fused = s.range(1) >= 1;
-  auto make = [&] { return torch::randn({8, kHeads, kSeq, kD / kHeads}).to(t).requires_grad_(); };
-  const Tensor q = make(), kk = make(), v = make();
+  // The qkv linear's rows [B*S, 3d], as the models attend from them.
+  const Tensor qkv = torch::randn({8 * kSeq, 3 * kD}).to(t).requires_grad_();
   const Tensor mask = trainbench::causal_mask(kSeq, torch::TensorOptions());
   for (auto _ : s) {
     Tensor o;
     if (fused) {
       // 1: the whole S x S products (block = S), 2: only the blocks at or below the diagonal.
-      o = trainbench::causal_attention(q, kk, v, trainbench::GemmRoute::kNative,
-                                       s.range(1) == 1 ? q.size(2) : trainbench::kCausalBlock);
+      o = trainbench::causal_attention(qkv, kSeq, kHeads, t, trainbench::GemmRoute::kNative,
+                                       s.range(1) == 1 ? kSeq : trainbench::kCausalBlock);
     } else {
+      // The eager model's heads: views of the rows [B, S, 3, H, hd] → [B, H, S, hd].
+      const auto parts = qkv.view({8, kSeq, 3, kHeads, kD / kHeads}).unbind(2);
+      const Tensor q = parts[0].transpose(1, 2), kk = parts[1].transpose(1, 2),
+                   v = parts[2].transpose(1, 2);
       const Tensor scores = torch::matmul(q, kk.transpose(-2, -1)) * 0.125;
-      o = torch::matmul(torch::softmax(scores + mask, -1).to(t), v);
+      o = torch::matmul(torch::softmax(scores + mask, -1).to(t), v)
+              .transpose(1, 2)
+              .reshape({8 * kSeq, kD});
     }
     o.sum().backward();
   }

@@ -102,8 +102,10 @@ class FusedBlockImpl : public BlockLayers {
     auto h1 =
         drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias, fused_dropout_(p),
                             compute_dtype);  // {r [N, d] f32, y [N, d] compute_dtype}
-    const Tensor qkv_rows = fused_linear(h1[1], weights.get(qkv->weight), qkv->bias, route_);
-    const Tensor attn = attention_(qkv_rows, seq);  // [N, d] compute_dtype
+    // Without flash, the float32 route's qkv rows stay float32 (the attention rounds them).
+    const Tensor qkv_rows =
+        fused_linear(h1[1], weights.get(qkv->weight), qkv->bias, route_, !flash_);
+    const Tensor attn = attention_(qkv_rows, seq, compute_dtype);  // [N, d], the GEMMs' dtype
     const Tensor proj =
         fused_linear(attn, weights.get(out->weight), Tensor(), route_, true);  // bias later
     auto h2 = drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p),
@@ -115,21 +117,21 @@ class FusedBlockImpl : public BlockLayers {
   }
 
  private:
-  // qkv rows [N, 3d] (batch-major) → attention output rows [N, d].
-  Tensor attention_(const Tensor& qkv_rows, int64_t seq) const {
+  // qkv rows [N, 3d] (batch-major) → attention output rows [N, d] (dtype, or float32 on the
+  // float32 route without flash).
+  Tensor attention_(const Tensor& qkv_rows, int64_t seq, c10::ScalarType dtype) const {
+    // The fused causal softmax over explicit scores, heads split and merged by its kernel.
+    if (!flash_) return causal_attention(qkv_rows, seq, heads_, dtype, route_);
+    // Flash: LibTorch's CPU flash kernel (blockwise, no [B, H, S, S] tensor) on q, k, v views
+    // [B, H, S, hd] of the rows [B, S, 3, H, hd]; in float32 on the float32 GEMM route (its
+    // bfloat16 blocks would run LibTorch's reference GEMM; autograd then keeps float32 q, k, v).
     const int64_t n = qkv_rows.size(0), d = qkv_rows.size(1) / 3, hd = d / heads_, b = n / seq;
-    // [B, S, 3, H, hd] → q, k, v [B, H, S, hd] (views)
     const auto parts = qkv_rows.view({b, seq, 3, heads_, hd}).unbind(2);
     const Tensor q = parts[0].transpose(1, 2), k = parts[1].transpose(1, 2),
                  v = parts[2].transpose(1, 2);
-    // Flash: LibTorch's CPU flash kernel (blockwise, no [B, H, S, S] tensor), in float32 on the
-    // float32 GEMM route (its bfloat16 blocks would run LibTorch's reference GEMM; autograd then
-    // keeps float32 q, k, v); else the fused causal softmax over scores in the compute dtype.
     Tensor o;
-    if (!flash_) {
-      o = causal_attention(q, k, v, route_);  // [B, H, S, hd]
-    } else if (route_ == GemmRoute::kFloat32 && q.scalar_type() != torch::kFloat &&
-               q.scalar_type() != torch::kDouble) {
+    if (route_ == GemmRoute::kFloat32 && q.scalar_type() != torch::kFloat &&
+        q.scalar_type() != torch::kDouble) {
       o = at::scaled_dot_product_attention(q.to(torch::kFloat), k.to(torch::kFloat),
                                            v.to(torch::kFloat), {}, 0.0, true)
               .to(q.scalar_type());

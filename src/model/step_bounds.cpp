@@ -35,12 +35,18 @@ std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t param
   // the GEMM weights' copies in its pass (the optimizer's bytes below).
   double copy = lowp && !plan.weight_copies() ? (4.0 + e) * static_cast<double>(params) : 0.0;
   if (route32) {
-    // Each GEMM's input converted once (backward keeps the float32 copy) and its input gradient
-    // rounded (2 x in), its output rounded and its output gradient read (2 x out): qkv (d ->
-    // 3d), out (d -> d), FF in (d -> ff: none on the ff side) and FF out (ff -> d: none on the
-    // ff side), whose float32 hidden needs no conversion.
-    const double per_layer = (2 * d + 2 * 3 * d) + (2 * d + 2 * d) + 2 * d + 2 * d;
-    copy += (4.0 + e) * N * (per_layer * L + 2 * d + 2 * 256);  // and the head
+    // The GEMMs whose input is a LayerNorm's 16-bit output (qkv and FF in: d each) convert it
+    // once (backward keeps the float32 copy) and round their input gradient; the head converts
+    // its input and rounds its input gradient, and rounds the logits and converts their
+    // gradient (256 wide). The qkv rows, the attention output, the FF hidden and both residual
+    // branches are float32 already (the heads, bias-ReLU-dropout and LayerNorm kernels round).
+    copy += (4.0 + e) * N * (2 * 2 * d * L + 2 * d + 2 * 256);
+  }
+  if (!cfg.flash) {
+    // The attention's heads passes (HeadsArgs): q, k, v split from the qkv rows and their
+    // gradients merged back (3d each way), the output merged into rows and its gradient split
+    // (d each way): float32 on both sides on the float32 route, else the dtype.
+    copy += N * L * (2 * 3 * d + 2 * d) * (route32 ? 8.0 : 2 * e);
   }
   w["copy"].bytes = copy;
   w["loss"].bytes = 3.0 * e * 256 * N;

@@ -35,6 +35,7 @@ const std::vector<std::pair<const char*, const char*>>& rules_() {
       {"cross_entropy", "loss"},
       {"nll_loss", "loss"},
       {"log_softmax", "loss"},
+      {"fused::heads", "copy"},  // the attention's layout passes, inside causal_attention
       {"causal_attention", "attention"},
       {"CausalAttention", "attention"},
       {"scaled_dot_product", "attention"},

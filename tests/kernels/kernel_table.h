@@ -24,6 +24,7 @@
 #include <torch/torch.h>
 
 #include "trainbench/kernels/fused_math.h"
+#include "trainbench/model/fused_ops.h"
 
 namespace trainbench::testing {
 
@@ -40,6 +41,19 @@ inline constexpr DtypeRow kFloat32Row = {torch::kFloat, "f32", 1e-6, 1e-5};
 inline constexpr DtypeRow kBfloat16Row = {torch::kBFloat16, "bf16", 0x1p-6, 0x1p-6};
 inline constexpr DtypeRow kFloat16Row = {torch::kHalf, "f16", 0x1p-9, 0x1p-9};
 inline constexpr const DtypeRow* kTableDtypes[] = {&kFloat32Row, &kBfloat16Row, &kFloat16Row};
+
+// causal_attention (fused_ops.h) on q, k, v [B, H, S, hd]: the qkv rows [B*S, 3*H*hd] made from
+// them, the output back as [B, H, S, hd] (autograd through both).
+inline torch::Tensor attention_of(const torch::Tensor& q, const torch::Tensor& k,
+                                  const torch::Tensor& v, GemmRoute route = GemmRoute::kNative,
+                                  int64_t block = 0) {
+  const int64_t b = q.size(0), h = q.size(1), s = q.size(2), hd = q.size(3);
+  const torch::Tensor rows =
+      torch::stack({q, k, v}, 1).permute({0, 3, 1, 2, 4}).reshape({b * s, 3 * h * hd});
+  return causal_attention(rows, s, h, q.scalar_type(), route, block)
+      .view({b, s, h, hd})
+      .transpose(1, 2);
+}
 
 inline bool is_16bit(c10::ScalarType t) { return t == torch::kBFloat16 || t == torch::kHalf; }
 

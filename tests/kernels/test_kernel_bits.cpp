@@ -254,6 +254,38 @@ std::vector<Output> causal_softmax_back_run(const KernelCase& c, torch::Device d
   return on_cpu({{"ds", dp, false}});
 }
 
+// ---- HEADS (HeadsArgs): to=heads splits q, k, v from rows [b*s, 3*h*hd] (the dtype's, or
+// store=f32: float32 rows rounded into float32 heads), to=rows merges one [b*h, s, hd] float32
+// tensor into rows of the dtype (store=f32: three, into float32 rows rounded to the dtype) ----
+std::vector<Output> heads_run(const KernelCase& c, torch::Device dev) {
+  const auto [b, s, h, hd] = c.shape;
+  const bool to_heads = c.v.bias, f32 = c.v.keep_float32;
+  const int64_t parts = to_heads || f32 ? 3 : 1;
+  const c10::ScalarType rows_type = f32 ? torch::kFloat : c.dtype;
+  const c10::ScalarType heads_type = to_heads && !f32 ? c.dtype : torch::kFloat;
+  torch::manual_seed(8);
+  Tensor rows = on(torch::randn({b * s, parts * h * hd}).to(rows_type), dev);
+  std::vector<Tensor> heads;
+  for (int64_t p = 0; p < parts; ++p) {
+    heads.push_back(on(torch::randn({b * h, s, hd}).to(heads_type), dev));
+  }
+  k::HeadsArgs a;
+  a.rows = b * s;
+  a.seq = s;
+  a.heads = h;
+  a.hd = hd;
+  a.parts = parts;
+  a.row_data = rows.data_ptr();
+  for (int64_t p = 0; p < parts; ++p) a.head_data[p] = heads[p].data_ptr();
+  a.rows_type = k::storage_type_of(rows_type);
+  a.heads_type = k::storage_type_of(heads_type);
+  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
+  a.to_heads = to_heads;
+  k::run(a, dev.type());
+  if (!to_heads) return on_cpu({{"rows", rows, true}});
+  return on_cpu({{"q", heads[0], true}, {"k", heads[1], true}, {"v", heads[2], true}});
+}
+
 // ---- HEAD_CROSS_ENTROPY (HeadCrossEntropyArgs) -------------------------------------------------
 std::vector<Output> head_ce_run(const KernelCase& c, torch::Device dev) {
   const auto [n, v, u1, u2] = c.shape;
@@ -324,6 +356,16 @@ const std::vector<KernelRow>& kernel_rows() {
   scores_f32.keep_float32 = true;
   scores_f32.text = "store=f32";
   const std::vector<Variant> softmax_stores = {Variant{}, scores_f32};
+  std::vector<Variant> heads_ways;
+  for (bool to_heads : {true, false}) {
+    for (bool f32 : {false, true}) {
+      Variant v;
+      v.bias = to_heads;
+      v.keep_float32 = f32;
+      v.text = std::string(to_heads ? "to=heads" : "to=rows") + (f32 ? ",store=f32" : "");
+      heads_ways.push_back(v);
+    }
+  }
   static const std::vector<KernelRow> rows = {
       {"DROP_ADD_LN", "DropAddLnArgs", "n,d", rows_cols,
        testing::drop_add_ln_variants("resid", false), bf16, drop_add_ln_run},
@@ -338,6 +380,13 @@ const std::vector<KernelRow>& kernel_rows() {
        causal_softmax_run},
       {"CAUSAL_SOFT_MAX_BACK", "CausalSoftmaxGradArgs", "bh,s", heads_seq, softmax_stores,
        both_16bit, causal_softmax_back_run},
+      {"HEADS",
+       "HeadsArgs",
+       "b,s,h,hd",
+       {{1, 1, 1, 8}, {2, 33, 3, 8}, {3, 7, 2, 5}},
+       heads_ways,
+       both_16bit,
+       heads_run},
       {"HEAD_CROSS_ENTROPY", "HeadCrossEntropyArgs", "n,v", rows_vocab, one, bf16, head_ce_run},
       {"COLUMN_SUMS", "ColumnSumsArgs", "n,w", rows_cols, one, both_16bit, column_sums_run},
       {"ADAM", "AdamArgs", "n,w", rows_cols, adam_copies, both_16bit, adam_run},

@@ -125,6 +125,73 @@ TEST(KernelRun, CausalSoftmaxRowsSumToOneBelowTheDiagonal) {
   EXPECT_TRUE(torch::allclose(x, want, 1e-6, 1e-6));
 }
 
+// The heads layout (HeadsArgs) against LibTorch's permute and conversions, bit for bit: q, k, v
+// split from rows [b*s, 3*h*hd] and merged back, in each storage pair the attention uses (the
+// dtype's own, float32 rounded to it, widened from it, narrowed to it) and float32/float64
+// copies; hd = 13 leaves a tail after the 8-wide F16C passes.
+TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
+  const int64_t b = 2, s = 5, h = 3, hd = 13;
+  torch::manual_seed(4);
+  // Magnitudes from 1e-8 (float16's subnormals and below) to 1e2.
+  const torch::Tensor rows32 =
+      torch::randn({b * s, 3 * h * hd}) *
+      torch::pow(10.0, torch::randint(-8, 3, {b * s, 3 * h * hd}).to(torch::kFloat));
+  // [b*s, 3*h*hd] → [3, b*h, s, hd]
+  auto split = [&](const torch::Tensor& r) {
+    return r.view({b, s, 3, h, hd}).permute({2, 0, 3, 1, 4}).reshape({3, b * h, s, hd});
+  };
+  auto run = [&](const torch::Tensor& rows, const std::vector<torch::Tensor>& heads, bool to_heads,
+                 k::StorageType round) {
+    k::HeadsArgs a;
+    a.rows = b * s;
+    a.seq = s;
+    a.heads = h;
+    a.hd = hd;
+    a.parts = static_cast<int64_t>(heads.size());
+    a.row_data = rows.data_ptr();
+    for (size_t p = 0; p < heads.size(); ++p) a.head_data[p] = heads[p].data_ptr();
+    a.rows_type = k::storage_type_of(rows.scalar_type());
+    a.heads_type = k::storage_type_of(heads[0].scalar_type());
+    a.round = round;
+    a.to_heads = to_heads;
+    k::run(a, c10::DeviceType::CPU);
+  };
+  auto empties = [&](c10::ScalarType t, int64_t n) {
+    std::vector<torch::Tensor> out;
+    for (int64_t p = 0; p < n; ++p) out.push_back(torch::full({b * h, s, hd}, 7.0, t));
+    return out;
+  };
+  for (const auto dt : {torch::kBFloat16, torch::kHalf, torch::kFloat, torch::kDouble}) {
+    SCOPED_TRACE(c10::toString(dt));
+    const bool narrow = dt == torch::kBFloat16 || dt == torch::kHalf;
+    const auto round = narrow ? k::storage_type_of(dt) : k::StorageType::kF32;
+    const torch::Tensor want = split(rows32.to(dt));  // the dtype's values, [3, b*h, s, hd]
+    // Split: the dtype's rows into its heads; float32 rows rounded into float32 heads; the
+    // dtype's rows widened into float32 heads.
+    auto same = empties(dt, 3);
+    run(rows32.to(dt), same, true, k::StorageType::kF32);
+    auto rounded = empties(torch::kFloat, 3);
+    run(rows32, rounded, true, round);
+    auto widened = empties(torch::kFloat, 3);
+    run(rows32.to(dt), widened, true, k::StorageType::kF32);
+    for (int p = 0; p < 3; ++p) {
+      EXPECT_TRUE(torch::equal(same[p], want[p])) << p;
+      EXPECT_TRUE(torch::equal(rounded[p], want[p].to(torch::kFloat))) << p;
+      EXPECT_TRUE(torch::equal(widened[p], want[p].to(torch::kFloat))) << p;
+    }
+    // Merge: three float32 parts into float32 rows rounded to the dtype; one float32 part
+    // narrowed into rows of the dtype.
+    const auto parts32 = split(rows32).unbind(0);
+    const torch::Tensor merged = torch::full({b * s, 3 * h * hd}, 7.0);
+    run(merged, {parts32[0].contiguous(), parts32[1].contiguous(), parts32[2].contiguous()}, false,
+        round);
+    EXPECT_TRUE(torch::equal(merged, rows32.to(dt).to(torch::kFloat)));
+    const torch::Tensor one = torch::full({b * s, h * hd}, 7.0, dt);
+    run(one, {parts32[1].contiguous()}, false, k::StorageType::kF32);
+    EXPECT_TRUE(torch::equal(one, rows32.narrow(1, h * hd, h * hd).to(dt)));
+  }
+}
+
 TEST(KernelRun, DtypesOutsideTheStorageTypesAreRefusedByName) {
   try {
     k::storage_type_of(torch::kInt32);

@@ -22,6 +22,7 @@
 namespace trainbench {
 namespace {
 
+using testing::attention_of;
 using testing::DtypeRow;
 using testing::Shape;
 using testing::Variant;
@@ -123,14 +124,17 @@ std::vector<Tensor> attention_inputs(const OpCase& c) {
           torch::randn({b, h, s, hd}).to(c.dt())};
 }
 std::vector<Tensor> attention_fused(const OpCase& c, const std::vector<Tensor>& in) {
-  return {causal_attention(in[0], in[1], in[2], c.route, c.v.block)};
+  return {attention_of(in[0], in[1], in[2], c.route, c.v.block)};
 }
 std::vector<Tensor> attention_reference(const OpCase& c, const std::vector<Tensor>& in) {
   const int64_t s = in[0].size(2), hd = in[0].size(3);
   const Tensor scores = stored(torch::matmul(f32(in[0]), f32(in[1]).transpose(-2, -1)), c.dt());
   const Tensor mask = causal_mask(s, scores.options());
   const Tensor p = stored(torch::softmax(scores / std::sqrt(double(hd)) + mask, -1), c.dt());
-  return {torch::matmul(p, f32(in[2])).to(c.dt())};
+  // The float32 route returns float32 rows of the dtype's values (fused_ops.h).
+  const bool route32 = c.route == GemmRoute::kFloat32 && testing::is_16bit(c.dt());
+  const Tensor out = torch::matmul(p, f32(in[2]));
+  return {route32 ? stored(out, c.dt()) : out.to(c.dt())};
 }
 
 // ---- HEAD_CROSS_ENTROPY: mean cross-entropy of x w^T + b, x [n, d], w [v, d], b [v] --------

@@ -22,6 +22,7 @@
 namespace trainbench {
 namespace {
 
+using testing::attention_of;
 using testing::rel_err;
 using torch::Tensor;
 
@@ -88,9 +89,9 @@ TEST(FusedOps, Bfloat16OpsTrackTheirFloat32ValuesWithinBfloat16Tolerance) {
       head_cross_entropy(x.to(torch::kBFloat16), w.to(torch::kBFloat16), hb, t).item<double>();
   EXPECT_NEAR(l16, l32, 2e-2 * l32);
   const Tensor q = torch::randn({1, 2, 40, 16});
-  const Tensor a32 = causal_attention(q, q, q);
+  const Tensor a32 = attention_of(q, q, q);
   const Tensor qb = q.to(torch::kBFloat16);
-  EXPECT_LT(rel_err(causal_attention(qb, qb, qb), a32), 3e-2);
+  EXPECT_LT(rel_err(attention_of(qb, qb, qb), a32), 3e-2);
 }
 
 // The score products in blocks below the diagonal (causal_gemm.h) give what the whole products
@@ -100,11 +101,11 @@ TEST(FusedOps, CausalBlocksGiveTheWholeProductsValuesAndGradients) {
   for (int64_t seq : {1, 3, 7, 130}) {
     auto make = [&] { return leaf(torch::randn({2, 2, seq, 8})); };
     const Tensor q = make(), k = make(), v = make(), up = torch::randn({2, 2, seq, 8});
-    (causal_attention(q, k, v, GemmRoute::kNative, seq) * up).sum().backward();
+    (attention_of(q, k, v, GemmRoute::kNative, seq) * up).sum().backward();
     const auto whole = grads_of({q, k, v});
-    const Tensor out_whole = causal_attention(q, k, v, GemmRoute::kNative, seq).detach();
+    const Tensor out_whole = attention_of(q, k, v, GemmRoute::kNative, seq).detach();
     for (int64_t block : {1, 2, 64, 128}) {
-      const Tensor out = causal_attention(q, k, v, GemmRoute::kNative, block);
+      const Tensor out = attention_of(q, k, v, GemmRoute::kNative, block);
       EXPECT_LT(rel_err(out, out_whole), 1e-6) << "seq " << seq << " block " << block;
       (out * up).sum().backward();
       const auto g = grads_of({q, k, v});
@@ -165,9 +166,7 @@ TEST(FusedOps, BothGemmRoutesAgreeInBfloat16ForEveryOp) {
       {"causal_attention",
        {torch::randn({2, 2, 24, 8}), torch::randn({2, 2, 24, 8}), torch::randn({2, 2, 24, 8})},
        3,
-       [](const std::vector<Tensor>& v, GemmRoute r) {
-         return causal_attention(v[0], v[1], v[2], r);
-       }},
+       [](const std::vector<Tensor>& v, GemmRoute r) { return attention_of(v[0], v[1], v[2], r); }},
       {"head_cross_entropy",
        {torch::randn({48, 24}), torch::randn({256, 24}) * 0.2, torch::zeros({256})},
        2,
@@ -183,8 +182,9 @@ TEST(FusedOps, BothGemmRoutesAgreeInBfloat16ForEveryOp) {
         in.push_back(leaf(variant > 0 && i < c.low ? c.inputs[i].to(bf) : c.inputs[i]));
       }
       const Tensor out = c.op(in, variant == 2 ? GemmRoute::kFloat32 : GemmRoute::kNative);
-      if (variant == 2 && std::string(c.name) == "linear_relu_dropout") {
-        // The route's hidden: float32 storage of bfloat16 values.
+      const std::string name = c.name;
+      if (variant == 2 && (name == "linear_relu_dropout" || name == "causal_attention")) {
+        // The route's hidden and attention output: float32 storage of bfloat16 values.
         EXPECT_EQ(out.scalar_type(), torch::kFloat);
         EXPECT_TRUE(torch::equal(out, out.to(bf).to(torch::kFloat)));
       } else if (variant > 0 && out.dim() > 0) {
@@ -268,8 +268,10 @@ TEST(FusedOps, TheFloat32RoutesAttentionScoresHaveTheBitsOf16BitScores) {
       torch::manual_seed(5);
       auto make = [&] { return leaf(torch::randn({b, h, s, hd}).to(dt)); };
       const Tensor q = make(), kk = make(), v = make(), g = torch::randn({b, h, s, hd}).to(dt);
-      causal_attention(q, kk, v, GemmRoute::kFloat32, block).backward(g);
-      const Tensor out = causal_attention(q, kk, v, GemmRoute::kFloat32, block).detach();
+      // The output is float32 holding the dtype's values, its gradient float32 (fused_ops.h).
+      attention_of(q, kk, v, GemmRoute::kFloat32, block).backward(g.to(torch::kFloat));
+      const Tensor out = attention_of(q, kk, v, GemmRoute::kFloat32, block).detach();
+      EXPECT_EQ(out.scalar_type(), torch::kFloat);
       // The 16-bit path by hand: float32 products of the dtype's values, rounded scores.
       auto wide = [&](const Tensor& t) {
         return t.detach().reshape({b * h, s, hd}).to(torch::kFloat);
@@ -285,7 +287,7 @@ TEST(FusedOps, TheFloat32RoutesAttentionScoresHaveTheBitsOf16BitScores) {
       k::run(sa, c10::DeviceType::CPU);
       const Tensor p32 = p.to(torch::kFloat);
       auto as_q = [&](const Tensor& t) { return t.to(dt).view({b, h, s, hd}); };
-      EXPECT_TRUE(torch::equal(out, as_q(torch::bmm(p32, v32))));
+      EXPECT_TRUE(torch::equal(out, as_q(torch::bmm(p32, v32)).to(torch::kFloat)));
       Tensor ds = causal_scores(g32, v32, dt, block);
       k::CausalSoftmaxGradArgs ga;
       ga.rows = sa.rows;
@@ -300,6 +302,32 @@ TEST(FusedOps, TheFloat32RoutesAttentionScoresHaveTheBitsOf16BitScores) {
       EXPECT_TRUE(torch::equal(kk.grad(), as_q(torch::bmm(ds32.transpose(1, 2), q32))));
       EXPECT_TRUE(torch::equal(v.grad(), as_q(torch::bmm(p32.transpose(1, 2), g32))));
     }
+  }
+}
+
+// The float32 route's qkv rows as the model gives them (the qkv GEMM's float32 output,
+// unrounded) and its output gradient as the output projection gives it (a float32 GEMM's
+// output, unrounded): the attention rounds both as it splits the heads, so its output, float32
+// holding the dtype's values, is the one the dtype's rows give bit for bit, and the gradient it
+// returns is float32 holding the dtype's rows' gradient exactly.
+TEST(FusedOps, TheFloat32RoutesQkvRowsAreRoundedAsTheHeadsAreSplit) {
+  const int64_t b = 2, h = 4, s = 33, hd = 16;
+  for (const auto dt : {torch::kBFloat16, torch::kHalf}) {
+    SCOPED_TRACE(c10::toString(dt));
+    torch::manual_seed(12);
+    const Tensor rows32 = leaf(torch::randn({b * s, 3 * h * hd}));
+    const Tensor rows16 = leaf(rows32.detach().to(dt));
+    const Tensor g = torch::randn({b * s, h * hd});
+    const Tensor out32 = causal_attention(rows32, s, h, dt, GemmRoute::kFloat32);
+    const Tensor out16 = causal_attention(rows16, s, h, dt, GemmRoute::kFloat32);
+    EXPECT_EQ(out32.scalar_type(), torch::kFloat);
+    EXPECT_TRUE(torch::equal(out32, out16));
+    EXPECT_TRUE(torch::equal(out32, out32.to(dt).to(torch::kFloat)));
+    out32.backward(g);
+    out16.backward(g.to(dt).to(torch::kFloat));
+    EXPECT_EQ(rows32.grad().scalar_type(), torch::kFloat);
+    EXPECT_EQ(rows16.grad().scalar_type(), dt);
+    EXPECT_TRUE(torch::equal(rows32.grad(), rows16.grad().to(torch::kFloat)));
   }
 }
 
@@ -392,9 +420,9 @@ TEST(FusedOps, Float64GradientsMatchFiniteDifferences) {
   for (const Tensor& t : {x, w, fb}) EXPECT_LT(max_fd_error(ff, t), 1e-6);
   const Tensor q = leaf(torch::randn({1, 2, 4, 3}, o)), k = leaf(torch::randn({1, 2, 4, 3}, o)),
                v = leaf(torch::randn({1, 2, 4, 3}, o)), up3 = torch::randn({1, 2, 4, 3}, o);
-  auto at = [&] { return (causal_attention(q, k, v) * up3).sum(); };
+  auto at = [&] { return (attention_of(q, k, v) * up3).sum(); };
   for (const Tensor& t : {q, k, v}) EXPECT_LT(max_fd_error(at, t), 1e-6);
-  auto at_blocks = [&] { return (causal_attention(q, k, v, GemmRoute::kNative, 3) * up3).sum(); };
+  auto at_blocks = [&] { return (attention_of(q, k, v, GemmRoute::kNative, 3) * up3).sum(); };
   for (const Tensor& t : {q, k, v}) EXPECT_LT(max_fd_error(at_blocks, t), 1e-6);
   const Tensor hx = leaf(torch::randn({5, 4}, o)), hw = leaf(torch::randn({256, 4}, o)),
                hb = leaf(torch::randn({256}, o));

@@ -29,7 +29,11 @@ TEST(StepBounds, TheWorkOfEachCategoryIsTheHandCalculation) {
   EXPECT_DOUBLE_EQ(w.at("attention").flops, 0.0);
   EXPECT_DOUBLE_EQ(w.at("normalisation").bytes, 2.0 * (16 + 20) * 8 * 8);
   EXPECT_DOUBLE_EQ(w.at("pointwise").bytes, 5.0 * 4 * 16 * 8);
-  EXPECT_DOUBLE_EQ(w.at("copy").bytes, 0.0);  // float32 converts nothing
+  // float32 converts nothing; the attention's heads passes move q, k, v and their gradients
+  // (3d each way) and the output and its gradient (d each way): N = 8 rows of 2*24 + 2*8
+  // elements, each read and written (4 + 4 bytes).
+  const double heads = 8 * (2 * 24 + 2 * 8);
+  EXPECT_DOUBLE_EQ(w.at("copy").bytes, heads * 4 * 2);
   EXPECT_DOUBLE_EQ(w.at("loss").bytes, 3.0 * 4 * 256 * 8);
   EXPECT_DOUBLE_EQ(w.at("optimizer").bytes, 28.0 * 1000);
   RunConfig f = c;
@@ -38,19 +42,20 @@ TEST(StepBounds, TheWorkOfEachCategoryIsTheHandCalculation) {
   EXPECT_DOUBLE_EQ(wf.at("gemm").flops, 122880.0);
   EXPECT_DOUBLE_EQ(wf.at("attention").flops, 3072.0);
   EXPECT_DOUBLE_EQ(wf.at("attention").bytes, 0.0);
+  EXPECT_DOUBLE_EQ(wf.at("copy").bytes, 0.0);  // flash: no heads passes
   RunConfig b = c;
   b.dtype = Precision::kBFloat16;  // e = 2, the weights rounded each step (6 bytes a parameter)
   EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("pointwise").bytes, 5.0 * 2 * 16 * 8);
-  EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("copy").bytes, 6000);
+  EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("copy").bytes, 6000 + heads * 2 * 2);
   EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("normalisation").bytes, 2.0 * (12 + 16) * 64);
-  // The float32 route converts each Linear's input and input gradient and its output and
-  // output gradient but the FF hidden's (float32 storage): qkv 2*8 + 2*24, out 2*8 + 2*8, FF in
-  // 2*8, FF out 2*8, head 2*8 + 2*256; 6 bytes an element. The FF kernels move the hidden as
-  // float32 (4 bytes), the softmax the scores.
-  const double elements = (16 + 48) + (16 + 16) + 16 + 16 + (16 + 512);
+  // The float32 route converts the input of qkv and FF in (LayerNorm outputs) and rounds their
+  // input gradients (2*8 each), and the head's input, input gradient, logits and their
+  // gradient (2*8 + 2*256); 6 bytes an element. The heads passes are float32 on both sides (8
+  // bytes). The FF kernels move the hidden as float32 (4 bytes), the softmax the scores.
+  const double elements = 16 + 16 + (16 + 512);
   RunPlan routed = make_plan(b);
   routed.gemm_route = GemmRoute::kFloat32;
-  EXPECT_DOUBLE_EQ(step_work(routed, 1000).at("copy").bytes, 6000 + 6.0 * 8 * elements);
+  EXPECT_DOUBLE_EQ(step_work(routed, 1000).at("copy").bytes, 6000 + 6.0 * 8 * elements + heads * 8);
   EXPECT_DOUBLE_EQ(step_work(routed, 1000).at("pointwise").bytes, 5.0 * 4 * 16 * 8);
   EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("attention").bytes, 5.0 * 2 * 2 * 2 * 16);
   EXPECT_DOUBLE_EQ(step_work(routed, 1000).at("attention").bytes, 5.0 * 4 * 2 * 2 * 16);
@@ -58,22 +63,24 @@ TEST(StepBounds, TheWorkOfEachCategoryIsTheHandCalculation) {
 
 TEST(StepBounds, EachBoundIsItsWorkAtTheRatesAndTheStepsIsTheirSum) {
   const auto w = step_work(make_plan(small_()), 1000);
-  const nlohmann::json ms = {{"gemm", 0.5},      {"attention", 0.1}, {"normalisation", 0.2},
-                             {"pointwise", 0.1}, {"loss", 0.05},     {"optimizer", 0.05},
-                             {"data", 0.01},     {"other", 0.0},     {"untraced", 0.09}};
+  const nlohmann::json ms = {{"gemm", 0.5},       {"attention", 0.1}, {"normalisation", 0.2},
+                             {"pointwise", 0.1},  {"copy", 0.02},     {"loss", 0.05},
+                             {"optimizer", 0.05}, {"data", 0.01},     {"other", 0.0},
+                             {"untraced", 0.09}};
   const nlohmann::json b = step_bounds(ms, w, 1e9, 2e9);
   EXPECT_DOUBLE_EQ(b["gemm"]["bound_ms"].get<double>(), 125952.0 / 1e9 * 1e3);
   EXPECT_DOUBLE_EQ(b["loss"]["bound_ms"].get<double>(), 3.0 * 4 * 256 * 8 / 2e9 * 1e3);
   EXPECT_DOUBLE_EQ(b["gemm"]["times"].get<double>(), 0.5 / (125952.0 / 1e6));
   EXPECT_FALSE(b.contains("data"));  // no work modelled: no bound
   double sum = 0;
-  for (const char* c : {"gemm", "attention", "normalisation", "pointwise", "loss", "optimizer"}) {
+  for (const char* c :
+       {"gemm", "attention", "normalisation", "pointwise", "copy", "loss", "optimizer"}) {
     sum += b[c]["bound_ms"].get<double>();
     EXPECT_DOUBLE_EQ(b[c]["bound_ms"].get<double>(),
                      (b[c]["flops"].get<double>() / 1e9 + b[c]["bytes"].get<double>() / 2e9) * 1e3);
   }
   EXPECT_DOUBLE_EQ(b["step"]["bound_ms"].get<double>(), sum);
-  EXPECT_DOUBLE_EQ(b["step"]["ms"].get<double>(), 1.1);
+  EXPECT_DOUBLE_EQ(b["step"]["ms"].get<double>(), 1.12);
   EXPECT_EQ(b["gemm_flops_per_s"], 1e9);
   EXPECT_EQ(b["memory_bytes_per_s"], 2e9);
 }

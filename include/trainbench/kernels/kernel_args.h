@@ -111,6 +111,22 @@ struct CausalSoftmaxGradArgs {
   double scale = 1;
 };
 
+// Attention heads between a linear's rows and the attention GEMMs' layout: rows [N = B*S,
+// P*H*hd] (row b*S + s holds part p's head h in columns (p*H + h)*hd: q, k, v for P = 3) and
+// P tensors heads[p] [B*H, S, hd]. to_heads: the rows are read and the heads written, else the
+// reverse. Each element goes from the source's storage to the destination's (rounded to it when
+// it is 16-bit); where the destination is float32 storage of 16-bit values (round, as in
+// BiasReluDropoutArgs) a float32 source is rounded to that type: one pass where the layout
+// copy, the rounding of a GEMM's output and the next GEMM's conversion were three.
+struct HeadsArgs {
+  int64_t rows = 0, seq = 1, heads = 1, hd = 0, parts = 1;
+  void* row_data = nullptr;                          // [N, P*H*hd] rows_type
+  void* head_data[3] = {nullptr, nullptr, nullptr};  // P x [B*H, S, hd] heads_type
+  StorageType rows_type = StorageType::kF32, heads_type = StorageType::kF32,
+              round = StorageType::kF32;
+  bool to_heads = true;
+};
+
 // Output head + cross-entropy over the vocabulary: per row, z = logits + bias, loss = lse(z) -
 // z[target]; logits are overwritten with the loss gradient (softmax(z) - onehot) / rows.
 struct HeadCrossEntropyArgs {
@@ -163,6 +179,7 @@ struct AdamArgs {
   X(BiasReluDropoutGradArgs) \
   X(CausalSoftmaxArgs)       \
   X(CausalSoftmaxGradArgs)   \
+  X(HeadsArgs)               \
   X(HeadCrossEntropyArgs)    \
   X(ColumnSumsArgs)          \
   X(AdamArgs)

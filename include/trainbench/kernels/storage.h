@@ -159,6 +159,24 @@ TB_HOST void with_rounded_types(const Args& a, Fn&& fn) {
   });
 }
 
+// fn(src_tag, dst_tag, round_tag) for HeadsArgs: the storages read and written, and for a
+// float32 copy of float32 values the 16-bit type they are rounded to (bf16, f16); any other
+// pair is its own round_tag (dst's: a 16-bit destination rounds as it stores).
+template <typename Fn>
+TB_HOST void with_heads_types(const HeadsArgs& a, Fn&& fn) {
+  with_storage(a.to_heads ? a.rows_type : a.heads_type, [&](auto src) {
+    // Named here: GCC 12 took decltype(src) in the inner lambda's `if constexpr` as false.
+    constexpr bool kFloatSrc = std::is_same_v<Elem<decltype(src)>, float>;
+    with_storage(a.to_heads ? a.heads_type : a.rows_type, [&](auto dst) {
+      if constexpr (kFloatSrc && std::is_same_v<Elem<decltype(dst)>, float>) {
+        if (a.round == StorageType::kBF16) return fn(src, dst, static_cast<Bf16*>(nullptr));
+        if (a.round == StorageType::kF16) return fn(src, dst, static_cast<Half*>(nullptr));
+      }
+      fn(src, dst, dst);
+    });
+  });
+}
+
 // fn(std::bool_constant<a>, std::bool_constant<b>): two run-time switches as compile-time
 // constants, so that a loop's optional input is a template flag, not a test inside the loop.
 template <typename Fn>

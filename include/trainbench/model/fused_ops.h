@@ -35,8 +35,8 @@ struct FusedDropout {
 // Saves w, and x as its GEMMs read it (on the float32 route a float32 copy, so that the weight
 // gradient does not convert it again). The other GEMM ops take w and keep x the same way.
 // keep_float32: on the float32 route the product is returned unrounded in float32 (a residual
-// branch, which the next drop_add_layer_norm reads in any dtype and nothing keeps), and its
-// gradient is read so.
+// branch, which the next drop_add_layer_norm reads in any dtype and nothing keeps; the qkv rows,
+// which causal_attention rounds as it splits them), and its gradient is read so.
 torch::Tensor fused_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                            GemmRoute route = GemmRoute::kNative, bool keep_float32 = false);
 
@@ -60,15 +60,20 @@ torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& w
                                   const torch::Tensor& b, FusedDropout drop,
                                   GemmRoute route = GemmRoute::kNative);
 
-// Causal attention with explicit scores in the activation dtype: q, k, v [B, H, S, hd] →
-// [B, H, S, hd]; scores and probabilities [B*H, S, S] in one buffer, softmax fused with the
-// scale and the causal mask (no mask tensor) in one pass each way; on the float32 route (16-bit
-// q, k, v) that buffer and its gradient are float32 holding values of q's dtype, as the FF
-// hidden above, and the output is in q's dtype. The score products multiply
-// only the blocks of `block` query rows at or below the diagonal (causal_gemm.h; 0: the block
-// for the GEMM dtype, causal_block_for; >= S: the whole product).
-torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, GemmRoute route = GemmRoute::kNative,
+// Causal attention of a qkv linear's rows, with explicit scores: qkv [N = B*S, 3*H*hd] (row
+// b*S + s holds q, k, v, each H heads of hd) → [N, H*hd] in the GEMMs' dtype (`dtype`, or
+// float32 on the float32 route). q, k, v are split from the rows and the output merged back by
+// one kernel pass each (HeadsArgs: no layout copy, no stack); scores and probabilities
+// [B*H, S, S] in one buffer, softmax fused with the scale and the causal mask (no mask tensor)
+// in one pass each way. On the float32 route (16-bit dtype) qkv may be the qkv GEMM's float32
+// output (rounded to dtype as it is split; its gradient is then float32 holding dtype's
+// values), the output is float32 holding dtype's values and its gradient may be a GEMM's
+// unrounded float32 output (rounded as it is read), and q, k, v, the scores, the probabilities
+// and their gradients are float32 holding dtype's values, as the FF hidden above. The score
+// products multiply only the blocks of `block` query rows at or below the diagonal
+// (causal_gemm.h; 0: the block for the GEMM dtype, causal_block_for; >= S: the whole product).
+torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t seq, int64_t heads,
+                               c10::ScalarType dtype, GemmRoute route = GemmRoute::kNative,
                                int64_t block = 0);
 
 // Mean cross-entropy of x w^T + b against targets: x [N, d], w [V, d] (same dtype), b [V]

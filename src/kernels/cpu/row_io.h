@@ -1,7 +1,8 @@
-// What the two builds of the CPU rows (rows.cpp) share around the math: row buffers and
-// float16 rows through a float buffer. Included by rows.cpp only, after it has named its build
-// (TB_ROWS_ISA): everything here lands in that build's unnamed namespace, so no function
-// compiled with the rows' flags is shared with the rest of the program (rows.cpp says why).
+// What the two builds of the CPU rows (rows.cpp) share around the math: row buffers, float16
+// rows through a float buffer, and the rounding of float32 storage to 16-bit values. Included by
+// rows.cpp only, after it has named its build (TB_ROWS_ISA): everything here lands in that build's
+// unnamed namespace, so no function compiled with the rows' flags is shared with the rest of the
+// program (rows.cpp says why).
 #pragma once
 
 #include <immintrin.h>  // F16C: its functions are always inlined, never a shared symbol
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <type_traits>
 
+#include "trainbench/kernels/fused_math.h"
 #include "trainbench/kernels/storage.h"
 
 namespace trainbench::kernels::cpu::TB_ROWS_ISA {
@@ -78,6 +80,38 @@ class RowIo {
 
  private:
   RowBuf<T> buf_;
+};
+
+// ---- float32 storage of 16-bit values -------------------------------------------------
+namespace m = trainbench::kernels::math;
+
+// x[0, n) rounded to R and back into float, into y (may be x; R float: copied); float16 by
+// F16C both ways in one pass, 8 values at a time.
+template <typename R>
+void round_row_(const float* x, float* y, int64_t n) {
+  if constexpr (std::is_same_v<R, Half>) {
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+      _mm256_storeu_ps(y + c, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + c), kNearest)));
+    }
+    for (; c < n; ++c) y[c] = to_float(to_half(x[c]));
+  } else {
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c) y[c] = m::rounded_to<R>(x[c]);
+  }
+}
+
+// Float32 storage of R's values (R != float; else R = S: nothing is rounded). bfloat16 rounds
+// inside a kernel's loop (integer ops that vectorize), float16 in F16C passes over the row.
+template <typename A, typename S, typename R>
+struct Rounding {
+  static constexpr bool kOn = std::is_same_v<S, float> && !std::is_same_v<R, float>;
+  static constexpr bool kHalves = kOn && std::is_same_v<R, Half>;
+  static A in_loop(A v) {
+    if constexpr (kOn && !kHalves) return static_cast<A>(m::rounded_to<R>(v));
+    return v;
+  }
 };
 
 }  // namespace

@@ -19,11 +19,11 @@
 #endif
 
 #include "row_io.h"
+// After row_io.h: the causal softmax and the heads layout (attention_rows.h).
+#include "attention_rows.h"
 
 namespace trainbench::kernels::cpu::TB_ROWS_ISA {
 namespace {
-
-namespace m = trainbench::kernels::math;
 
 // ---- residual add + dropout + LayerNorm ----------------------------------------------------
 // The inputs that may be null (kernel_args.h) are template flags, not pointer tests inside the
@@ -129,30 +129,6 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
   }
 }
 
-// x[0, n) rounded to R and back into float, into y (R float: copied); float16 through F16C.
-template <typename R>
-void round_row_(const float* x, float* y, int64_t n, Half* halves) {
-  if constexpr (std::is_same_v<R, Half>) {
-    from_floats(x, halves, n);
-    to_floats(halves, y, n);
-  } else {
-#pragma omp simd
-    for (int64_t c = 0; c < n; ++c) y[c] = m::rounded_to<R>(x[c]);
-  }
-}
-
-// Float32 storage of R's values (R != float; else R = S: nothing is rounded). bfloat16 rounds
-// inside a kernel's loop (integer ops that vectorize), float16 in F16C passes over the row.
-template <typename A, typename S, typename R>
-struct Rounding {
-  static constexpr bool kOn = std::is_same_v<S, float> && !std::is_same_v<R, float>;
-  static constexpr bool kHalves = kOn && std::is_same_v<R, Half>;
-  static A in_loop(A v) {
-    if constexpr (kOn && !kHalves) return static_cast<A>(m::rounded_to<R>(v));
-    return v;
-  }
-};
-
 // ---- bias + ReLU + dropout ---------------------------------------------------------------
 // R: the 16-bit type float32 storage holds (the float32 route; args.round), else R = S and
 // nothing is rounded. The rounding keeps the bits of a 16-bit tensor: the GEMM's output rounded
@@ -166,17 +142,16 @@ void bias_relu_dropout_(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
   const A* bias = static_cast<const A*>(a.bias);
   const DropoutArgs drop = a.drop;  // a local copy: no store below may alias it
   RowIo<A, S> x_io(f);
-  RowBuf<Half> halves(kHalves ? f : 1);
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t o = r * f;
     auto* x = x_io.load(x_all + o, f);
-    if constexpr (kHalves) round_row_<R>(x, x, f, halves.data());  // in place: a's own row
+    if constexpr (kHalves) round_row_<R>(x, x, f);  // in place: a's own row
 #pragma omp simd
     for (int64_t c = 0; c < f; ++c) {
       const A fac = m::dropout_factor<A>(drop, static_cast<uint64_t>(o + c));
       st(x, c, Round::in_loop(m::bias_relu_dropout(Round::in_loop(ld<A>(x, c)), bias[c], fac)));
     }
-    if constexpr (kHalves) round_row_<R>(x, x, f, halves.data());
+    if constexpr (kHalves) round_row_<R>(x, x, f);
     x_io.store(x_all + o, f);
   }
 }
@@ -195,7 +170,6 @@ void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64
   const A scale = static_cast<A>(a.scale);
   RowIo<A, S> dout_io(f), out_io(f), da_io(f);
   RowBuf<float> dout_rounded(kHalves ? f : 1);
-  RowBuf<Half> halves(kHalves ? f : 1);
   for (int64_t chunk = c0; chunk < c1; ++chunk) {
     A* pb = static_cast<A*>(a.partials) + chunk * f;
     for (int64_t c = 0; c < f; ++c) pb[c] = 0;
@@ -203,7 +177,7 @@ void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64
       const int64_t o = r * f;
       const auto* dout = dout_io.load(dout_all + o, f);
       if constexpr (kHalves) {
-        round_row_<R>(dout, dout_rounded.data(), f, halves.data());
+        round_row_<R>(dout, dout_rounded.data(), f);
         dout = dout_rounded.data();
       }
       const auto* out = out_io.load(out_all + o, f);
@@ -214,89 +188,9 @@ void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64
         st(da, c, Round::in_loop(g));
         pb[c] += g;
       }
-      if constexpr (kHalves) round_row_<R>(da, da, f, halves.data());
+      if constexpr (kHalves) round_row_<R>(da, da, f);
       da_io.store(da_all + o, f);
     }
-  }
-}
-
-// ---- causal softmax ------------------------------------------------------------------------
-// The sum of x[0, n) in the one order this function's loop adds it, whatever the storage type
-// of the row the terms came from: a reduction inside each kernel's own loop is vectorized per
-// instantiation (bfloat16 rows, float32 storage rounded to bfloat16), and its order, so the
-// probabilities' last bit, could differ between them (measured: a few elements per 10^5).
-template <typename A>
-__attribute__((noinline)) A row_sum_(const A* x, int64_t n) {
-  A sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < n; ++j) sum += x[j];
-  return sum;
-}
-
-// R as for bias + ReLU + dropout: the scores (the GEMM's float32 output) rounded as they are
-// read, the probabilities as they are stored.
-template <typename A, typename S, typename R>
-void causal_softmax_(const CausalSoftmaxArgs& a, int64_t c0, int64_t c1) {
-  using Round = Rounding<A, S, R>;
-  constexpr bool kHalves = Round::kHalves;
-  const int64_t n = a.seq;
-  S* x_all = static_cast<S*>(a.x);
-  const A scale = static_cast<A>(a.scale);
-  RowBuf<A> e(n);
-  RowIo<A, S> x_io(n);
-  RowBuf<Half> halves(kHalves ? n : 1);
-  for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
-    const int64_t o = r * n, valid = r % n + 1;  // query t sees keys 0..t
-    auto* x = x_io.load(x_all + o, valid);
-    if constexpr (kHalves) round_row_<R>(x, x, valid, halves.data());
-    A mx = Round::in_loop(ld<A>(x, 0)) * scale;
-#pragma omp simd reduction(max : mx)
-    for (int64_t j = 1; j < valid; ++j) {
-      const A v = Round::in_loop(ld<A>(x, j)) * scale;
-      mx = v > mx ? v : mx;
-    }
-#pragma omp simd
-    for (int64_t j = 0; j < valid; ++j) {
-      e[j] = m::exp_nonpos(Round::in_loop(ld<A>(x, j)) * scale - mx);
-    }
-    const A inv = A(1) / row_sum_(e.data(), valid);
-#pragma omp simd
-    for (int64_t j = 0; j < valid; ++j) st(x, j, Round::in_loop(e[j] * inv));
-    if constexpr (kHalves) round_row_<R>(x, x, valid, halves.data());
-    for (int64_t j = valid; j < n; ++j) st(x, j, A(0));
-    x_io.store(x_all + o, n);
-  }
-}
-
-// R as above: p holds rounded values already, dp (a GEMM's float32 output) is rounded as it
-// is read, the score gradient as it is stored.
-template <typename A, typename S, typename R>
-void causal_softmax_grad_(const CausalSoftmaxGradArgs& a, int64_t c0, int64_t c1) {
-  using Round = Rounding<A, S, R>;
-  constexpr bool kHalves = Round::kHalves;
-  const int64_t n = a.seq;
-  const S* p_all = static_cast<const S*>(a.p);
-  S* dp_all = static_cast<S*>(a.dp);
-  const A scale = static_cast<A>(a.scale);
-  RowIo<A, S> p_io(n), dp_io(n);
-  RowBuf<A> terms(n);
-  RowBuf<Half> halves(kHalves ? n : 1);
-  for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
-    const int64_t o = r * n, valid = r % n + 1;
-    const auto* p = p_io.load(p_all + o, valid);
-    auto* dp = dp_io.load(dp_all + o, valid);
-    if constexpr (kHalves) round_row_<R>(dp, dp, valid, halves.data());
-#pragma omp simd
-    for (int64_t j = 0; j < valid; ++j) terms[j] = ld<A>(p, j) * Round::in_loop(ld<A>(dp, j));
-    const A dot = row_sum_(terms.data(), valid);
-#pragma omp simd
-    for (int64_t j = 0; j < valid; ++j) {
-      const A g = m::softmax_grad(ld<A>(p, j), Round::in_loop(ld<A>(dp, j)), dot);
-      st(dp, j, Round::in_loop(scale * g));
-    }
-    if constexpr (kHalves) round_row_<R>(dp, dp, valid, halves.data());
-    for (int64_t j = valid; j < n; ++j) st(dp, j, A(0));
-    dp_io.store(dp_all + o, n);
   }
 }
 
@@ -370,7 +264,6 @@ void adam_(const AdamArgs& a, int64_t c0, int64_t c1) {
   const int64_t w = a.cols;
   RowIo<float, G> g_io(w);
   RowIo<float, C> c_io(w);
-  RowBuf<Half> halves(std::is_same_v<R, Half> ? w : 1);
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t o = r * w;
     float* p = static_cast<float*>(a.param) + o;
@@ -384,7 +277,7 @@ void adam_(const AdamArgs& a, int64_t c0, int64_t c1) {
     if (a.copy == nullptr) continue;
     C* copy = static_cast<C*>(a.copy) + o;
     if constexpr (kRoute) {
-      round_row_<R>(p, copy, w, halves.data());
+      round_row_<R>(p, copy, w);
     } else {
       auto* cp = c_io.row(copy);
 #pragma omp simd
@@ -436,6 +329,11 @@ TB_CPU_ROUNDED_ROWS(BiasReluDropoutGradArgs, bias_relu_dropout_grad_)
 TB_CPU_ROUNDED_ROWS(CausalSoftmaxArgs, causal_softmax_)
 TB_CPU_ROUNDED_ROWS(CausalSoftmaxGradArgs, causal_softmax_grad_)
 #undef TB_CPU_ROUNDED_ROWS
+void rows(const HeadsArgs& a, int64_t c0, int64_t c1) {
+  with_heads_types(a, [&](auto src, auto dst, auto r) {
+    heads_<Elem<decltype(src)>, Elem<decltype(dst)>, Elem<decltype(r)>>(a, c0, c1);
+  });
+}
 // The other kernels have one accumulation and one storage type.
 #define TB_CPU_ROWS(Args, body)                                                                   \
   void rows(const Args& a, int64_t c0, int64_t c1) {                                              \

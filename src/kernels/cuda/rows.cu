@@ -212,6 +212,27 @@ __global__ void causal_softmax_grad_kernel(CausalSoftmaxGradArgs a) {
   }
 }
 
+// Heads layout (HeadsArgs): a thread per element of the rows layout.
+template <typename Src, typename Dst, typename R>
+__global__ void heads_kernel(HeadsArgs a) {
+  using A =
+      std::conditional_t<std::is_same_v<Src, double> || std::is_same_v<Dst, double>, double, float>;
+  const int64_t hd = a.hd, heads = a.heads, seq = a.seq, width = a.parts * heads * hd;
+  const int64_t n = a.rows * width;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / width, col = i % width, p = col / (heads * hd), h = (col / hd) % heads;
+    const int64_t ho = (((r / seq) * heads + h) * seq + r % seq) * hd + col % hd;
+    if (a.to_heads) {
+      const A v = ld<A>(static_cast<const Src*>(a.row_data), i);
+      st(static_cast<Dst*>(a.head_data[p]), ho, rounded_<A, Dst, R>(v));
+    } else {
+      const A v = ld<A>(static_cast<const Src*>(a.head_data[p]), ho);
+      st(static_cast<Dst*>(a.row_data), i, rounded_<A, Dst, R>(v));
+    }
+  }
+}
+
 template <typename A, typename S>
 __global__ void head_cross_entropy_kernel(HeadCrossEntropyArgs a) {
   __shared__ A shm[32];
@@ -300,6 +321,15 @@ cudaError_t launch(const BiasReluDropoutArgs& a, cudaStream_t stream) {
   const int64_t blocks = (a.rows * a.cols + kThreads - 1) / kThreads;
   with_rounded_types(a, [&](auto acc, auto tag, auto r) {
     bias_relu_dropout_kernel<decltype(acc), Elem<decltype(tag)>, Elem<decltype(r)>>
+        <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, stream>>>(a);
+  });
+  return cudaGetLastError();
+}
+cudaError_t launch(const HeadsArgs& a, cudaStream_t stream) {
+  const int64_t blocks = (a.rows * a.parts * a.heads * a.hd + kThreads - 1) / kThreads;
+  if (blocks == 0) return cudaSuccess;
+  with_heads_types(a, [&](auto src, auto dst, auto r) {
+    heads_kernel<Elem<decltype(src)>, Elem<decltype(dst)>, Elem<decltype(r)>>
         <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, stream>>>(a);
   });
   return cudaGetLastError();

@@ -1,0 +1,129 @@
+// The attention's CPU rows (see rows.cpp, which includes this after row_io.h, once per build):
+// the causal softmax and its gradient over the [B*H*S, S] scores, and the heads layout between a
+// linear's rows and the attention GEMMs' [B*H, S, hd] tensors.
+#pragma once
+
+#include "row_io.h"
+
+namespace trainbench::kernels::cpu::TB_ROWS_ISA {
+namespace {
+
+// ---- causal softmax ------------------------------------------------------------------------
+// The sum of x[0, n) in the one order this function's loop adds it, whatever the storage type
+// of the row the terms came from: a reduction inside each kernel's own loop is vectorized per
+// instantiation (bfloat16 rows, float32 storage rounded to bfloat16), and its order, so the
+// probabilities' last bit, could differ between them (measured: a few elements per 10^5).
+template <typename A>
+__attribute__((noinline)) A row_sum_(const A* x, int64_t n) {
+  A sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < n; ++j) sum += x[j];
+  return sum;
+}
+
+// R as for bias + ReLU + dropout: the scores (the GEMM's float32 output) rounded as they are
+// read, the probabilities as they are stored.
+template <typename A, typename S, typename R>
+void causal_softmax_(const CausalSoftmaxArgs& a, int64_t c0, int64_t c1) {
+  using Round = Rounding<A, S, R>;
+  constexpr bool kHalves = Round::kHalves;
+  const int64_t n = a.seq;
+  S* x_all = static_cast<S*>(a.x);
+  const A scale = static_cast<A>(a.scale);
+  RowBuf<A> e(n);
+  RowIo<A, S> x_io(n);
+  for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
+    const int64_t o = r * n, valid = r % n + 1;  // query t sees keys 0..t
+    auto* x = x_io.load(x_all + o, valid);
+    if constexpr (kHalves) round_row_<R>(x, x, valid);
+    A mx = Round::in_loop(ld<A>(x, 0)) * scale;
+#pragma omp simd reduction(max : mx)
+    for (int64_t j = 1; j < valid; ++j) {
+      const A v = Round::in_loop(ld<A>(x, j)) * scale;
+      mx = v > mx ? v : mx;
+    }
+#pragma omp simd
+    for (int64_t j = 0; j < valid; ++j) {
+      e[j] = m::exp_nonpos(Round::in_loop(ld<A>(x, j)) * scale - mx);
+    }
+    const A inv = A(1) / row_sum_(e.data(), valid);
+#pragma omp simd
+    for (int64_t j = 0; j < valid; ++j) st(x, j, Round::in_loop(e[j] * inv));
+    if constexpr (kHalves) round_row_<R>(x, x, valid);
+    for (int64_t j = valid; j < n; ++j) st(x, j, A(0));
+    x_io.store(x_all + o, n);
+  }
+}
+
+// R as above: p holds rounded values already, dp (a GEMM's float32 output) is rounded as it
+// is read, the score gradient as it is stored.
+template <typename A, typename S, typename R>
+void causal_softmax_grad_(const CausalSoftmaxGradArgs& a, int64_t c0, int64_t c1) {
+  using Round = Rounding<A, S, R>;
+  constexpr bool kHalves = Round::kHalves;
+  const int64_t n = a.seq;
+  const S* p_all = static_cast<const S*>(a.p);
+  S* dp_all = static_cast<S*>(a.dp);
+  const A scale = static_cast<A>(a.scale);
+  RowIo<A, S> p_io(n), dp_io(n);
+  RowBuf<A> terms(n);
+  for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
+    const int64_t o = r * n, valid = r % n + 1;
+    const auto* p = p_io.load(p_all + o, valid);
+    auto* dp = dp_io.load(dp_all + o, valid);
+    if constexpr (kHalves) round_row_<R>(dp, dp, valid);
+#pragma omp simd
+    for (int64_t j = 0; j < valid; ++j) terms[j] = ld<A>(p, j) * Round::in_loop(ld<A>(dp, j));
+    const A dot = row_sum_(terms.data(), valid);
+#pragma omp simd
+    for (int64_t j = 0; j < valid; ++j) {
+      const A g = m::softmax_grad(ld<A>(p, j), Round::in_loop(ld<A>(dp, j)), dot);
+      st(dp, j, Round::in_loop(scale * g));
+    }
+    if constexpr (kHalves) round_row_<R>(dp, dp, valid);
+    for (int64_t j = valid; j < n; ++j) st(dp, j, A(0));
+    dp_io.store(dp_all + o, n);
+  }
+}
+
+// ---- heads layout ------------------------------------------------------------------------------
+// Src, Dst: the storages read and written; R: the 16-bit type a float32 destination holds (else
+// R = Dst), as with_heads_types gives them. A chunk is kChunkRows rows of the rows layout; each
+// row moves P*H segments of hd contiguous elements to or from their [B*H, S, hd] places.
+template <typename Src, typename Dst, typename R>
+void heads_(const HeadsArgs& a, int64_t c0, int64_t c1) {
+  using A = std::conditional_t<std::is_same_v<Src, double> || std::is_same_v<Dst, double>, double,
+                               float>;
+  using Round = Rounding<A, Dst, R>;
+  constexpr bool kCopy = std::is_same_v<Src, Dst> && !Round::kOn;  // the same bits, moved
+  const int64_t hd = a.hd, heads = a.heads, seq = a.seq, width = a.parts * heads * hd;
+  RowIo<A, Src> in(kCopy || Round::kHalves ? 1 : hd);
+  RowIo<A, Dst> out(kCopy || Round::kHalves ? 1 : hd);
+  for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
+    const int64_t b = r / seq, s = r % seq;
+    for (int64_t p = 0; p < a.parts; ++p) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t ro = r * width + (p * heads + h) * hd, ho = ((b * heads + h) * seq + s) * hd;
+        const Src* src = a.to_heads ? static_cast<const Src*>(a.row_data) + ro
+                                    : static_cast<const Src*>(a.head_data[p]) + ho;
+        Dst* dst = a.to_heads ? static_cast<Dst*>(a.head_data[p]) + ho
+                              : static_cast<Dst*>(a.row_data) + ro;
+        if constexpr (kCopy) {
+#pragma omp simd
+          for (int64_t c = 0; c < hd; ++c) dst[c] = src[c];
+        } else if constexpr (Round::kHalves) {
+          round_row_<R>(src, dst, hd);  // float32 into float32 storage of float16 values
+        } else {
+          const auto* x = in.load(src, hd);
+          auto* y = out.row(dst);
+#pragma omp simd
+          for (int64_t c = 0; c < hd; ++c) st(y, c, Round::in_loop(ld<A>(x, c)));
+          out.store(dst, hd);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainbench::kernels::cpu::TB_ROWS_ISA
