@@ -1,0 +1,85 @@
+// What the fused model's autograd functions share (fused_ops.cpp, fused_attention.cpp): the
+// kernels' launch on a tensor's device, optional inputs as null pointers, the GEMMs on the run's
+// route, and what a node keeps of its route and its input's dtype.
+#pragma once
+
+#include <torch/autograd.h>
+
+#include "trainbench/kernels/fused_kernels.h"
+#include "trainbench/model/fused_ops.h"
+
+namespace trainbench::fused_detail {
+
+namespace k = kernels;
+using torch::Tensor;
+using torch::autograd::AutogradContext;
+
+// A kernel on the device of `on` (fused_kernels.h).
+template <typename Args>
+inline void run_(const Args& a, const Tensor& on) {
+  k::run(a, on.device().type());
+}
+
+// An optional input: autograd functions take no undefined tensors, so "absent" travels as an
+// empty tensor, and absent or empty means a null pointer for the kernels.
+inline bool present_(const Tensor& t) { return t.defined() && t.numel() > 0; }
+inline Tensor opt_(const Tensor& t, const Tensor& like) {
+  return t.defined() ? t : torch::empty({0}, like.options());
+}
+inline const void* ptr_(const Tensor& t) { return present_(t) ? t.const_data_ptr() : nullptr; }
+inline void* mut_(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
+inline Tensor contig_(const Tensor& t) { return present_(t) ? t.contiguous() : Tensor(); }
+// The accumulation dtype of an activation dtype: float32, or float64 for float64.
+inline c10::ScalarType acc_of_(c10::ScalarType t) {
+  return t == torch::kDouble ? torch::kDouble : torch::kFloat;
+}
+// The GEMMs of the ops, on the run's route (fused_ops.h): a bfloat16/float16 product on the
+// float32 route is a float32 GEMM of the same values, rounded once to the operands' dtype.
+inline bool upcast_(GemmRoute r, c10::ScalarType t) {
+  return r == GemmRoute::kFloat32 && (t == torch::kBFloat16 || t == torch::kHalf);
+}
+// An operand as the route's GEMM reads it: a float32 copy on the float32 route (made once when
+// it feeds two GEMMs), else the tensor itself.
+inline Tensor up_(const Tensor& t, GemmRoute r) {
+  return upcast_(r, t.scalar_type()) ? t.to(torch::kFloat) : t;
+}
+// The product of operands from up_(), in the dtype `out`: a float32 result is rounded once.
+inline Tensor gemm_(const Tensor& a, const Tensor& b, c10::ScalarType out) {
+  const Tensor y = a.dim() == 3 ? torch::bmm(a, b) : torch::mm(a, b);
+  return y.scalar_type() == out ? y : y.to(out);
+}
+// The route a backward takes: its forward's, kept in the node's saved data (which holds
+// IValues, so the enum is stored as its index, here and nowhere else).
+inline void save_route_(AutogradContext* ctx, GemmRoute r) {
+  TORCH_CHECK(r != GemmRoute::kAuto, "a fused op needs a GEMM route (native or float32), not auto");
+  ctx->saved_data["route"] = static_cast<int64_t>(r);
+}
+inline GemmRoute route_of_(AutogradContext* ctx) {
+  return static_cast<GemmRoute>(ctx->saved_data["route"].toInt());
+}
+// An op's input x as backward keeps it: on the float32 route its float32 copy (exact; made once
+// for the forward GEMM, so the weight gradient's GEMM does not convert it again), with x's own
+// dtype beside it for the input gradient.
+inline Tensor save_input_(AutogradContext* ctx, const Tensor& x, GemmRoute r) {
+  ctx->saved_data["dtype"] = static_cast<int64_t>(x.scalar_type());
+  return up_(x, r);
+}
+inline c10::ScalarType input_dtype_(AutogradContext* ctx) {
+  return static_cast<c10::ScalarType>(ctx->saved_data["dtype"].toInt());
+}
+// The kernels' rounding (kernel_args.h) of a tensor stored as `stored` holding values of
+// `dtype`: float32 storage of 16-bit values on the float32 route, else none.
+inline k::StorageType round_of_(c10::ScalarType stored, c10::ScalarType dtype) {
+  return stored != dtype ? k::storage_type_of(dtype) : k::StorageType::kF32;
+}
+
+// t in `dtype`, contiguous, in one copy where both a conversion and a new layout are needed
+// (to() keeps the strides, so .to().contiguous() would copy twice; and to() in the same dtype
+// returns a strided t itself even when asked for a contiguous format).
+inline Tensor dense_(const Tensor& t, c10::ScalarType dtype) {
+  return t.scalar_type() == dtype
+             ? t.contiguous()
+             : t.to(dtype, /*non_blocking=*/false, /*copy=*/false, c10::MemoryFormat::Contiguous);
+}
+
+}  // namespace trainbench::fused_detail

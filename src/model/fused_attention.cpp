@@ -1,0 +1,135 @@
+// The fused model's causal attention (see fused_ops.h): the heads kernel between the qkv rows
+// and the [B*H, S, hd] layout of the score GEMMs, and the causal softmax kernels between them.
+#include <cmath>
+#include <vector>
+
+#include <ATen/record_function.h>
+#include <torch/autograd.h>
+
+#include "trainbench/model/causal_gemm.h"
+#include "trainbench/model/fused_helpers.h"
+#include "trainbench/model/fused_ops.h"
+
+namespace trainbench {
+namespace {
+
+using namespace fused_detail;  // NOLINT(google-build-using-namespace): the ops' own helpers
+using torch::autograd::variable_list;
+
+// Heads between rows [N, P*H*hd] and P tensors [B*H, S, hd] (HeadsArgs): to_heads reads the
+// rows; round: the 16-bit type a float32 destination holds (k::StorageType::kF32: none).
+void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, int64_t heads,
+            bool to_heads, k::StorageType round) {
+  RECORD_FUNCTION("fused::heads", std::vector<c10::IValue>());  // the profile's copy category
+  k::HeadsArgs a;
+  TORCH_CHECK(!parts.empty() && parts.size() <= std::size(a.head_data),
+              "fused heads: 1 to 3 parts, got ", parts.size());
+  a.rows = rows.size(0);
+  a.seq = seq;
+  a.heads = heads;
+  a.hd = parts[0].size(2);
+  a.parts = static_cast<int64_t>(parts.size());
+  a.row_data = mut_(rows);
+  for (size_t i = 0; i < parts.size(); ++i) a.head_data[i] = mut_(parts[i]);
+  a.rows_type = k::storage_type_of(rows.scalar_type());
+  a.heads_type = k::storage_type_of(parts[0].scalar_type());
+  a.round = round;
+  a.to_heads = to_heads;
+  run_(a, rows);
+}
+
+struct CausalAttention : torch::autograd::Function<CausalAttention> {
+  // qkv [N, 3 * H * hd] (fused_ops.h) → [N, H * hd] in the GEMMs' dtype.
+  static Tensor forward(AutogradContext* ctx, const Tensor& qkv_in, int64_t seq, int64_t heads,
+                        c10::ScalarType dtype, GemmRoute r, int64_t block) {
+    RECORD_FUNCTION("fused::causal_attention", std::vector<c10::IValue>());
+    const Tensor qkv = qkv_in.contiguous();
+    const auto stored = upcast_(r, dtype) ? torch::kFloat : dtype;  // the GEMMs' dtype
+    TORCH_CHECK(qkv.scalar_type() == dtype || qkv.scalar_type() == stored,
+                "causal_attention: qkv rows in ", qkv.scalar_type(), ", expected ", dtype);
+    const int64_t n = qkv.size(0), d = qkv.size(1) / 3, hd = d / heads, bh = n / seq * heads;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    // q, k, v [BH, S, hd] in the GEMMs' dtype, split from the rows in one pass (on the float32
+    // route float32 holding dtype's values: the qkv GEMM's float32 output rounded as it moves).
+    const auto opts = qkv.options().dtype(stored);
+    const std::vector<Tensor> qkv_heads{torch::empty({bh, seq, hd}, opts),
+                                        torch::empty({bh, seq, hd}, opts),
+                                        torch::empty({bh, seq, hd}, opts)};
+    heads_(qkv, qkv_heads, seq, heads, true, round_of_(stored, dtype));
+    const Tensor &q = qkv_heads[0], &kk = qkv_heads[1], &v = qkv_heads[2];
+    // [BH, S, S] scores, then probabilities; in float32 only the blocks at or below the
+    // diagonal are multiplied (causal_gemm.h), and the softmax writes zeros above the mask. On
+    // the float32 route the scores, the probabilities and their gradients stay in float32
+    // storage of dtype's values (the softmax kernels round them as they read and store them,
+    // as the FF hidden's do), so the GEMMs on either side read them without a conversion.
+    if (block <= 0) block = causal_block_for(stored, seq, qkv.is_cuda());
+    Tensor prob = causal_scores(q, kk, stored, block);
+    k::CausalSoftmaxArgs a;
+    a.rows = bh * seq;
+    a.seq = seq;
+    a.x = mut_(prob);
+    a.acc = k::storage_type_of(acc_of_(stored));
+    a.type = k::storage_type_of(stored);
+    a.round = round_of_(stored, dtype);
+    a.scale = scale;
+    run_(a, prob);
+    ctx->save_for_backward({q, kk, v, prob});
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["block"] = block;
+    ctx->saved_data["seq"] = seq;
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
+    ctx->saved_data["qkv_dtype"] = static_cast<int64_t>(qkv.scalar_type());
+    save_route_(ctx, r);
+    // The output [BH, S, hd] into rows [N, d] in the GEMMs' dtype, rounded to dtype as it
+    // moves (the output projection reads float32 rows on the float32 route as they are).
+    Tensor out = torch::empty({n, d}, opts);
+    heads_(out, {torch::bmm(prob, v)}, seq, heads, false, round_of_(stored, dtype));
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    RECORD_FUNCTION("fused::causal_attention_backward", std::vector<c10::IValue>());
+    const auto saved = ctx->get_saved_variables();
+    // q, k, v and the probabilities as the route's GEMMs read them.
+    const Tensor &q = saved[0], &kk = saved[1], &v = saved[2], &prob = saved[3];
+    const auto dt = input_dtype_(ctx);
+    const auto stored = prob.scalar_type();
+    const int64_t seq = ctx->saved_data["seq"].toInt(), heads = ctx->saved_data["heads"].toInt();
+    // The output gradient into [BH, S, hd] in the GEMMs' dtype, rounded to dtype as it moves
+    // (on the float32 route the output projection's float32 input gradient): one pass.
+    const Tensor dout_rows = grads[0].contiguous();
+    const Tensor dout = torch::empty_like(q);
+    heads_(dout_rows, {dout}, seq, heads, true, round_of_(stored, dt));
+    const int64_t block = ctx->saved_data["block"].toInt();
+    Tensor ds = causal_scores(dout, v, stored, block);  // dP, then the score gradient
+    k::CausalSoftmaxGradArgs a;
+    a.rows = prob.size(0) * prob.size(1);
+    a.seq = prob.size(1);
+    a.p = ptr_(prob);
+    a.dp = mut_(ds);
+    a.acc = k::storage_type_of(acc_of_(stored));
+    a.type = k::storage_type_of(stored);
+    a.round = round_of_(stored, dt);
+    a.scale = ctx->saved_data["scale"].toDouble();
+    run_(a, prob);
+    // dq, dk, dv into the qkv rows' layout and dtype, rounded to dtype as they move.
+    const auto qkv_dtype = static_cast<c10::ScalarType>(ctx->saved_data["qkv_dtype"].toInt());
+    Tensor dqkv = torch::empty({dout_rows.size(0), 3 * dout_rows.size(1)},
+                               dout_rows.options().dtype(qkv_dtype));
+    heads_(dqkv,
+           {torch::bmm(ds, kk), torch::bmm(ds.transpose(1, 2), q),
+            torch::bmm(prob.transpose(1, 2), dout)},
+           seq, heads, false, round_of_(qkv_dtype, dt));
+    return {dqkv, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+  }
+};
+
+}  // namespace
+
+Tensor causal_attention(const Tensor& qkv, int64_t seq, int64_t heads, c10::ScalarType dtype,
+                        GemmRoute route, int64_t block) {
+  return CausalAttention::apply(qkv, seq, heads, dtype, route, block);
+}
+
+}  // namespace trainbench
