@@ -145,6 +145,30 @@ void BM_KernelCausalSoftmax(benchmark::State& s) {
 }
 BENCHMARK(BM_KernelCausalSoftmax)->Apply(rounding_args_)->UseRealTime();
 
+// The attention's heads split (HeadsArgs): q, k, v [8*H, S, hd] from qkv rows [8*S, 3d], in the
+// dtype (rows and heads alike), or float32 rows into float32 heads rounded to the second
+// argument's type (the float32 route, as the model runs it).
+void BM_KernelHeads(benchmark::State& s) {
+  const auto t = dtype_(s);
+  const Tensor rows = torch::randn({8 * kSeq, 3 * kD}).to(t);
+  std::vector<Tensor> heads;
+  for (int p = 0; p < 3; ++p) heads.push_back(torch::empty({8 * kHeads, kSeq, kD / kHeads}, t));
+  k::HeadsArgs a;
+  a.rows = 8 * kSeq;
+  a.seq = kSeq;
+  a.heads = kHeads;
+  a.hd = kD / kHeads;
+  a.parts = 3;
+  a.row_data = rows.data_ptr();
+  for (int p = 0; p < 3; ++p) a.head_data[p] = heads[p].data_ptr();
+  a.rows_type = a.heads_type = k::storage_type_of(t);
+  a.round = round_(s);
+  for (auto _ : s) k::run(a, c10::DeviceType::CPU);
+  s.SetBytesProcessed(s.iterations() * rows.numel() * 2 * bytes_(t));
+  round_label_(s);
+}
+BENCHMARK(BM_KernelHeads)->Apply(rounding_args_)->UseRealTime();
+
 void BM_KernelHeadCrossEntropy(benchmark::State& s) {
   const auto t = dtype_(s);
   const Tensor src = torch::randn({kRows, 256}).to(t), bias = torch::zeros({256});

@@ -92,8 +92,8 @@ void causal_softmax_grad_(const CausalSoftmaxGradArgs& a, int64_t c0, int64_t c1
 // row moves P*H segments of hd contiguous elements to or from their [B*H, S, hd] places.
 template <typename Src, typename Dst, typename R>
 void heads_(const HeadsArgs& a, int64_t c0, int64_t c1) {
-  using A = std::conditional_t<std::is_same_v<Src, double> || std::is_same_v<Dst, double>, double,
-                               float>;
+  using A =
+      std::conditional_t<std::is_same_v<Src, double> || std::is_same_v<Dst, double>, double, float>;
   using Round = Rounding<A, Dst, R>;
   constexpr bool kCopy = std::is_same_v<Src, Dst> && !Round::kOn;  // the same bits, moved
   const int64_t hd = a.hd, heads = a.heads, seq = a.seq, width = a.parts * heads * hd;
@@ -109,8 +109,13 @@ void heads_(const HeadsArgs& a, int64_t c0, int64_t c1) {
         Dst* dst = a.to_heads ? static_cast<Dst*>(a.head_data[p]) + ho
                               : static_cast<Dst*>(a.row_data) + ro;
         if constexpr (kCopy) {
+          // The bits as they are; 16-bit elements as integers (a loop over the storage structs
+          // stayed scalar: 3.8x slower; memcpy per segment cost float32 1.6x).
+          using Bits = std::conditional_t<sizeof(Src) == 2, uint16_t, Src>;
+          const Bits* from = reinterpret_cast<const Bits*>(src);
+          Bits* to = reinterpret_cast<Bits*>(dst);
 #pragma omp simd
-          for (int64_t c = 0; c < hd; ++c) dst[c] = src[c];
+          for (int64_t c = 0; c < hd; ++c) to[c] = from[c];
         } else if constexpr (Round::kHalves) {
           round_row_<R>(src, dst, hd);  // float32 into float32 storage of float16 values
         } else {
