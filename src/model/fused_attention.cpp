@@ -43,6 +43,10 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
   static Tensor forward(AutogradContext* ctx, const Tensor& qkv_in, int64_t seq, int64_t heads,
                         c10::ScalarType dtype, GemmRoute r, int64_t block) {
     RECORD_FUNCTION("fused::causal_attention", std::vector<c10::IValue>());
+    TORCH_CHECK(qkv_in.dim() == 2 && seq > 0 && heads > 0 && qkv_in.size(0) % seq == 0 &&
+                    qkv_in.size(1) % (3 * heads) == 0,
+                "causal_attention: qkv rows are [B*S, 3*H*hd]; got ", qkv_in.sizes(), " for seq ",
+                seq, " and ", heads, " heads");
     const Tensor qkv = qkv_in.contiguous();
     const auto stored = upcast_(r, dtype) ? torch::kFloat : dtype;  // the GEMMs' dtype
     TORCH_CHECK(qkv.scalar_type() == dtype || qkv.scalar_type() == stored,

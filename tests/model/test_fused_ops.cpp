@@ -331,6 +331,31 @@ TEST(FusedOps, TheFloat32RoutesQkvRowsAreRoundedAsTheHeadsAreSplit) {
   }
 }
 
+// Rows that are not q, k, v of the given heads and sequence are refused in one line, as is a
+// dtype that neither the rows nor the route's storage is.
+TEST(FusedOps, CausalAttentionRefusesRowsThatAreNotQkvOfItsHeads) {
+  auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const c10::Error& e) {
+      return std::string(e.what_without_backtrace());
+    }
+    return std::string("no error");
+  };
+  const Tensor rows = torch::randn({8, 24});  // 2 sequences of 4, 3 x 2 heads x 4
+  EXPECT_EQ(causal_attention(rows, 4, 2, torch::kFloat).sizes(), (std::vector<int64_t>{8, 8}));
+  EXPECT_NE(message([&] {
+              causal_attention(rows, 3, 2, torch::kFloat);
+            }).find("qkv rows are [B*S, 3*H*hd]; got [8, 24] for seq 3 and 2 heads"),
+            std::string::npos);
+  EXPECT_NE(message([&] { causal_attention(rows, 4, 5, torch::kFloat); }).find("for seq 4 and 5"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              causal_attention(rows, 4, 2, torch::kBFloat16);
+            }).find("qkv rows in Float, expected BFloat16"),
+            std::string::npos);
+}
+
 // LibTorch's conversions of a tensor of one shape and dtype, counted by a RecordFunction
 // callback (a plain function: what it counts is in these globals).
 std::atomic<int> g_conversions{0};
