@@ -159,6 +159,12 @@ TB_HOST void with_rounded_types(const Args& a, Fn&& fn) {
   });
 }
 
+// The type a HeadsArgs element passes through between storages Src and Dst: double where either
+// is, else float (both backends).
+template <typename Src, typename Dst>
+using HeadsAcc =
+    std::conditional_t<std::is_same_v<Src, double> || std::is_same_v<Dst, double>, double, float>;
+
 // fn(src_tag, dst_tag, round_tag) for HeadsArgs: the storages read and written, and for a
 // float32 copy of float32 values the 16-bit type they are rounded to (bf16, f16); any other
 // pair is its own round_tag (dst's: a 16-bit destination rounds as it stores).

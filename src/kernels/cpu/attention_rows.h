@@ -92,8 +92,7 @@ void causal_softmax_grad_(const CausalSoftmaxGradArgs& a, int64_t c0, int64_t c1
 // row moves P*H segments of hd contiguous elements to or from their [B*H, S, hd] places.
 template <typename Src, typename Dst, typename R>
 void heads_(const HeadsArgs& a, int64_t c0, int64_t c1) {
-  using A =
-      std::conditional_t<std::is_same_v<Src, double> || std::is_same_v<Dst, double>, double, float>;
+  using A = HeadsAcc<Src, Dst>;
   using Round = Rounding<A, Dst, R>;
   constexpr bool kCopy = std::is_same_v<Src, Dst> && !Round::kOn;  // the same bits, moved
   const int64_t hd = a.hd, heads = a.heads, seq = a.seq, width = a.parts * heads * hd;

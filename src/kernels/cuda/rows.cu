@@ -215,8 +215,7 @@ __global__ void causal_softmax_grad_kernel(CausalSoftmaxGradArgs a) {
 // Heads layout (HeadsArgs): a thread per element of the rows layout.
 template <typename Src, typename Dst, typename R>
 __global__ void heads_kernel(HeadsArgs a) {
-  using A =
-      std::conditional_t<std::is_same_v<Src, double> || std::is_same_v<Dst, double>, double, float>;
+  using A = HeadsAcc<Src, Dst>;
   const int64_t hd = a.hd, heads = a.heads, seq = a.seq, width = a.parts * heads * hd;
   const int64_t n = a.rows * width;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
