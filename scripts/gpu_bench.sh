@@ -154,7 +154,7 @@ if resumed tests; then
   stage_done tests ok "$t0"
 elif [ -n "$TESTS" ]; then
   echo "== GPU tests" >&2
-  filter="KernelTableBits.*:KernelTableCuda.*:FusedGpu.*:CudaGraph.*:LossScalerOnDevice.*:GpuFlags*"
+  filter="KernelTableBits.*:KernelTableCuda.*:FusedGpu.*:FusedAdam.*:CudaGraph.*:LossScalerOnDevice.*:GpuFlags*"
   status=ok
   # TB_BENCH_EXE: the tests that run bench take this one (the build folder's path they were
   # compiled with does not exist on the GPU machine).
