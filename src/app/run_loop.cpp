@@ -57,7 +57,7 @@ void Run::before_step_() {
   if (dist_ && !rank0_()) torch::manual_seed(rank_step_seed(cfg_.seed, env_.rank, step_));
   if (cfg_.profile_steps > 0 && session_steps_() == cfg_.warmup_steps && rank0_()) {
     profiler_ = std::make_unique<StepProfiler>();
-    profiler_->start();
+    profiler_->start(device_.is_cuda());
   }
 }
 

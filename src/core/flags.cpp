@@ -178,8 +178,8 @@ std::vector<FlagSpec> make_table_() {
                          "newest checkpoints kept (>= 1)")),
       resumable(int_flag("profile_steps", G::kResults, &C::profile_steps, 0,
                          "profile this many steps after the warm-up (not timed): time by op "
-                         "category in summary.json, a Chrome trace (trace.json) in the run "
-                         "folder; 0: off")),
+                         "category in summary.json (on CUDA the GPU's kernels by the op that "
+                         "launched them), a Chrome trace (trace.json) in the run folder; 0: off")),
       resumable(text_flag("resume", G::kCheckpoints, &C::resume,
                           "continue the run in this folder from its newest checkpoint with its "
                           "recorded flags (alone is enough; --steps may grow, logging, "

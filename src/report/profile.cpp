@@ -1,4 +1,4 @@
-// The step profiler (see profile.h): Kineto's CPU activity, self times by category.
+// The step profiler (see profile.h): Kineto's activity by category, the host's or the device's.
 #include "trainbench/report/profile.h"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <ATen/Context.h>
+#include <kineto/ActivityType.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include "trainbench/core/errors.h"
@@ -105,38 +106,30 @@ StepProfiler::~StepProfiler() {
   if (running_) prof::disableProfiler();
 }
 
-void StepProfiler::start() {
+void StepProfiler::start(bool cuda) {
   // Kineto looks for a GPU as it starts and logs an ERROR line where there is none
   // ("gpuGetDeviceCount failed with code 35"): on such a machine its log is off, unless the
   // user set KINETO_LOG_LEVEL.
   if (!at::hasCUDA()) setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
   const ProfilerConfig config(ProfilerState::KINETO);
-  const std::set<ActivityType> activities{ActivityType::CPU};
+  std::set<ActivityType> activities{ActivityType::CPU};
+  if (cuda) activities.insert(ActivityType::CUDA);
   prof::prepareProfiler(config, activities);
   prof::enableProfiler(config, activities);
   running_ = true;
 }
 
-nlohmann::json StepProfiler::stop(int64_t steps, double wall_s, const std::string& trace_path) {
-  running_ = false;
-  std::unique_ptr<prof::ProfilerResult> result = prof::disableProfiler();
-  // Self time of each op event: its duration less its direct children's, per thread, with
-  // the category of the nearest event (itself or an enclosing one) that has one; bench's
-  // optimizer and data scopes claim everything inside them.
-  struct Ev {
-    uint64_t thread, start, end;
-    std::string name;
-  };
-  std::vector<Ev> evs;
-  for (const auto& e : result->events()) {
-    if (e.deviceType() != c10::DeviceType::CPU || e.durationNs() == 0) continue;
-    evs.push_back({e.startThreadId(), e.startNs(), e.endNs(), e.name()});
-  }
-  std::sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
-    return a.thread != b.thread ? a.thread < b.thread
-                                : (a.start != b.start ? a.start < b.start : a.end > b.end);
+nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps, double wall_s) {
+  using Kind = ProfileEvent::Kind;
+  std::sort(events.begin(), events.end(), [](const ProfileEvent& a, const ProfileEvent& b) {
+    return a.thread != b.thread
+               ? a.thread < b.thread
+               : (a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns);
   });
-  std::map<std::string, double> self_ns;
+  // The host events' walk, per thread: self time and each event's resolved category, by
+  // correlation (ops and runtime calls apart: their ids are counted separately).
+  std::map<std::string, double> self_ns, device_ns;
+  std::map<uint64_t, std::string> op_of, launch_of;
   struct Frame {
     uint64_t end;
     std::string category;
@@ -146,33 +139,45 @@ nlohmann::json StepProfiler::stop(int64_t steps, double wall_s, const std::strin
   std::vector<Frame> stack;
   auto close = [&](const Frame& f) { self_ns[f.category] += f.duration_ns - f.children_ns; };
   uint64_t thread = ~0ULL;
-  for (const Ev& e : evs) {
+  bool device = false;
+  for (const ProfileEvent& e : events) {
+    if (e.kind == Kind::kDevice) {
+      device = true;
+      continue;
+    }
     if (e.thread != thread) {
       while (!stack.empty()) close(stack.back()), stack.pop_back();
       thread = e.thread;
     }
-    while (!stack.empty() && stack.back().end <= e.start) close(stack.back()), stack.pop_back();
+    while (!stack.empty() && stack.back().end <= e.start_ns) close(stack.back()), stack.pop_back();
     std::string category = op_category(e.name);
     if (!stack.empty()) {
       const std::string& parent = stack.back().category;
       if (parent == "optimizer" || parent == "data" || category == "other") category = parent;
-      stack.back().children_ns += static_cast<double>(e.end - e.start);
+      stack.back().children_ns += static_cast<double>(e.end_ns - e.start_ns);
     }
-    stack.push_back({e.end, category, 0.0, static_cast<double>(e.end - e.start)});
+    (e.kind == Kind::kHostOp ? op_of : launch_of)[e.correlation] = category;
+    stack.push_back({e.end_ns, category, 0.0, static_cast<double>(e.end_ns - e.start_ns)});
   }
   while (!stack.empty()) close(stack.back()), stack.pop_back();
-  try {
-    result->save(trace_path);
-  } catch (const std::exception& e) {
-    throw RunError("--profile_steps: cannot write the trace '" + trace_path +
-                   "': " + error_text(e));
+  // A device event: the op it is linked to, else the runtime call that launched it.
+  for (const ProfileEvent& e : events) {
+    if (e.kind != Kind::kDevice) continue;
+    auto op = op_of.find(e.linked);
+    auto launch = launch_of.find(e.correlation);
+    const std::string& category = op != op_of.end()           ? op->second
+                                  : launch != launch_of.end() ? launch->second
+                                                              : "other";
+    device_ns[category] += static_cast<double>(e.end_ns - e.start_ns);
   }
+  const std::map<std::string, double>& ns = device ? device_ns : self_ns;
   const double n = static_cast<double>(std::max<int64_t>(1, steps));
   nlohmann::json ms = nlohmann::json::object(), share = nlohmann::json::object();
   double traced_ms = 0;
   for (const std::string& c : profile_categories()) {
     if (c == "untraced") continue;  // the rest of the wall time, below
-    const double v = self_ns.count(c) ? self_ns[c] / 1e6 / n : 0.0;
+    const auto it = ns.find(c);
+    const double v = it != ns.end() ? it->second / 1e6 / n : 0.0;
     ms[c] = v;
     traced_ms += v;
   }
@@ -183,7 +188,42 @@ nlohmann::json StepProfiler::stop(int64_t steps, double wall_s, const std::strin
           {"step_ms", step_ms},
           {"ms_per_step", ms},
           {"share", share},
-          {"trace", std::filesystem::path(trace_path).filename().string()}};
+          {"time_of", device ? "device" : "host ops"}};
+}
+
+nlohmann::json StepProfiler::stop(int64_t steps, double wall_s, const std::string& trace_path) {
+  running_ = false;
+  std::unique_ptr<prof::ProfilerResult> result = prof::disableProfiler();
+  using Kind = ProfileEvent::Kind;
+  std::vector<ProfileEvent> evs;
+  for (const auto& e : result->events()) {
+    const auto type = static_cast<libkineto::ActivityType>(e.activityType());
+    Kind kind = Kind::kHostOp;
+    if (e.deviceType() != c10::DeviceType::CPU) {
+      // Kernels, copies and sets; the device's annotation ranges repeat the ops' spans.
+      if (type != libkineto::ActivityType::CONCURRENT_KERNEL &&
+          type != libkineto::ActivityType::GPU_MEMCPY &&
+          type != libkineto::ActivityType::GPU_MEMSET) {
+        continue;
+      }
+      kind = Kind::kDevice;
+    } else if (type == libkineto::ActivityType::CUDA_RUNTIME ||
+               type == libkineto::ActivityType::CUDA_DRIVER) {
+      kind = Kind::kHostRuntime;
+    }
+    if (e.durationNs() == 0) continue;
+    evs.push_back({kind, e.startThreadId(), e.startNs(), e.endNs(), e.name(), e.correlationId(),
+                   e.linkedCorrelationId()});
+  }
+  try {
+    result->save(trace_path);
+  } catch (const std::exception& e) {
+    throw RunError("--profile_steps: cannot write the trace '" + trace_path +
+                   "': " + error_text(e));
+  }
+  nlohmann::json j = profile_breakdown(std::move(evs), steps, wall_s);
+  j["trace"] = std::filesystem::path(trace_path).filename().string();
+  return j;
 }
 
 }  // namespace trainbench

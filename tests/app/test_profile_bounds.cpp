@@ -1,7 +1,8 @@
 // --profile_steps beside the machine's limits, end to end: every profiled run's summary.json has
 // each category's bound from the recorded rates and work, their sum as the step's bound, and
 // the probe's rate of the run's own route's GEMMs (without the float32 route's conversions) as
-// the GEMM rate, on both routes and in all three dtypes.
+// the GEMM rate, on both routes and in all three dtypes; and the breakdown itself over events made
+// here (host ops' self times; a device's kernels in the category of the op that launched them).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <torch/cuda.h>
 
 #include "test_util.h"
+#include "trainbench/report/profile.h"
 #include "trainbench/report/report.h"
 #include "trainbench/report/results.h"
 
@@ -56,6 +58,7 @@ TEST(ProfileBounds, EachCategoryBesideItsBoundAtTheProbedRateOfTheRoutesGemms) {
     const nlohmann::json s = profiled_(dir, flags, name);
     const nlohmann::json b = s["profile"]["bounds"];
     ASSERT_TRUE(b.is_object()) << name << ": " << s["profile"].dump();
+    EXPECT_EQ(s["profile"]["time_of"], "host ops") << name;  // the CPU's: no device events
     const double rate = b["gemm_flops_per_s"], bw = b["memory_bytes_per_s"];
     EXPECT_GT(bw, 0) << name;
     double sum = 0;
@@ -102,6 +105,61 @@ TEST(ProfileBounds, TheReportShowsEachCategoryAgainstItsBound) {
   const std::string md = render_report({read_run(folder)}, ReportOptions{});
   EXPECT_NE(md.find("x bound)"), std::string::npos) << md;
   EXPECT_NE(md.find("| bound |"), std::string::npos) << md;
+}
+
+// ---- profile_breakdown over events made here (milliseconds as ns / 1e6, one thread each) ----
+using Kind = ProfileEvent::Kind;
+constexpr uint64_t kMs = 1000000;
+ProfileEvent ev(Kind kind, uint64_t thread, uint64_t start_ms, uint64_t end_ms, const char* name,
+                uint64_t correlation = 0, uint64_t linked = 0) {
+  return {kind, thread, start_ms * kMs, end_ms * kMs, name, correlation, linked};
+}
+
+TEST(ProfileBreakdown, HostOpsSelfTimeGoesToTheNearestCategoryAndScopesClaimTheirChildren) {
+  const std::vector<ProfileEvent> evs = {
+      ev(Kind::kHostOp, 1, 0, 100, "trainbench::optimizer"),
+      ev(Kind::kHostOp, 1, 10, 40, "aten::mm"),  // the optimizer's: its scope claims it
+      ev(Kind::kHostOp, 1, 200, 300, "aten::addmm"),
+      ev(Kind::kHostOp, 1, 210, 230, "aten::copy_"),     // a copy of its own inside a GEMM
+      ev(Kind::kHostOp, 1, 240, 250, "mystery::thing"),  // "other" inside: the GEMM's
+      ev(Kind::kHostOp, 2, 0, 50, "aten::layer_norm"),
+  };
+  const nlohmann::json j = profile_breakdown(evs, 2, 0.5);  // 2 steps, 250 ms each
+  const nlohmann::json& ms = j["ms_per_step"];
+  EXPECT_EQ(j["time_of"], "host ops");
+  EXPECT_DOUBLE_EQ(j["step_ms"].get<double>(), 250.0);
+  EXPECT_DOUBLE_EQ(ms["optimizer"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(ms["gemm"].get<double>(), 40.0);  // (100 - 20) / 2
+  EXPECT_DOUBLE_EQ(ms["copy"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(ms["normalisation"].get<double>(), 25.0);
+  EXPECT_DOUBLE_EQ(ms["other"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(ms["untraced"].get<double>(), 250.0 - 125.0);
+  EXPECT_DOUBLE_EQ(j["share"]["gemm"].get<double>(), 40.0 / 250.0);
+  for (const std::string& c : profile_categories()) EXPECT_TRUE(ms.contains(c)) << c;
+}
+
+TEST(ProfileBreakdown, DeviceEventsCountInTheCategoryOfTheOpThatLaunchedThem) {
+  const std::vector<ProfileEvent> evs = {
+      ev(Kind::kHostOp, 1, 0, 100, "fused::causal_attention", 1),
+      ev(Kind::kHostOp, 1, 10, 20, "aten::bmm", 2), ev(Kind::kHostOp, 1, 30, 40, "fused::heads", 3),
+      ev(Kind::kHostRuntime, 1, 32, 33, "cudaLaunchKernel", 50),
+      // An op on another thread whose id equals the launch's: ops' and launches' ids are apart.
+      ev(Kind::kHostOp, 2, 0, 10, "aten::layer_norm", 50),
+      ev(Kind::kDevice, 7, 100, 105, "gemm kernel", 40, 2),      // linked to aten::bmm
+      ev(Kind::kDevice, 7, 105, 107, "heads kernel", 41, 3),     // linked to fused::heads
+      ev(Kind::kDevice, 7, 107, 108, "unlinked kernel", 50, 0),  // its launch: inside the heads
+      ev(Kind::kDevice, 7, 110, 114, "stray kernel", 77, 99),    // neither found: other
+  };
+  const nlohmann::json j = profile_breakdown(evs, 1, 0.2);
+  const nlohmann::json& ms = j["ms_per_step"];
+  EXPECT_EQ(j["time_of"], "device");
+  // The device's time alone: the host's self times (attention 80 ms, normalisation 10) are not.
+  EXPECT_DOUBLE_EQ(ms["gemm"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(ms["copy"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(ms["attention"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(ms["normalisation"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(ms["other"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(ms["untraced"].get<double>(), 200.0 - 12.0);  // the device idle
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
-// --profile_steps N: LibTorch's profiler (Kineto) around N steps after the warm-up. The op
-// events' self times are summed by category (GEMM, attention, normalisation, pointwise/dropout,
-// loss, optimizer, data, other; the wall time no op covers is "untraced": autograd engine and
-// framework overhead) into summary.json's "profile", and the events are written as a
-// Chrome/Perfetto trace (trace.json in the run folder). Profiled steps are not timed.
+// --profile_steps N: LibTorch's profiler (Kineto) around N steps after the warm-up. On the CPU
+// the op events' self times are summed by category (GEMM, attention, normalisation,
+// pointwise/dropout, copy, loss, optimizer, data, other; the wall time no op covers is
+// "untraced": autograd engine and framework overhead); on a GPU the device's kernels, copies
+// and sets, each in the category of the op that launched it ("untraced": the time the device
+// sat idle). Into summary.json's "profile", and the events are written as a Chrome/Perfetto
+// trace (trace.json in the run folder). Profiled steps are not timed.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,26 @@ std::string op_category(const std::string& event_name);
 // The categories in summary.json's "profile", in report order, "untraced" last.
 const std::vector<std::string>& profile_categories();
 
+// One event of a profile as Kineto records it: a host op (its correlation: the op's id), a
+// host call into the CUDA runtime or driver (its correlation: the launch's id), or a device
+// activity (kernel, copy, set; correlation: the launch's id, linked: the op that launched it).
+struct ProfileEvent {
+  enum class Kind { kHostOp, kHostRuntime, kDevice };
+  Kind kind = Kind::kHostOp;
+  uint64_t thread = 0, start_ns = 0, end_ns = 0;
+  std::string name;
+  uint64_t correlation = 0, linked = 0;
+};
+
+// The breakdown of `steps` profiled steps that took `wall_s` together: {"steps", "step_ms",
+// "ms_per_step" {category: ms}, "share" {category: fraction}, "time_of"}. With no device
+// events ("time_of": "host ops"), each host event's self time (its duration less its direct
+// children's, per thread) in the category of the nearest event, itself or an enclosing one,
+// that has one (bench's optimizer and data scopes claim everything inside them). With device
+// events ("time_of": "device"), their durations in the category their launching op resolves
+// to ("other" where none is found); "untraced" is the rest of the wall time in both.
+nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps, double wall_s);
+
 class StepProfiler {
  public:
   StepProfiler();
@@ -29,10 +51,10 @@ class StepProfiler {
   StepProfiler(const StepProfiler&) = delete;
   StepProfiler& operator=(const StepProfiler&) = delete;
 
-  void start();
-  // Stops, writes the trace to trace_path and returns the breakdown: {"steps", "step_ms" (mean
-  // wall time of a profiled step), "ms_per_step" {category: ms}, "share" {category: fraction},
-  // "trace" (the file name)}. wall_s: the profiled steps' wall time together.
+  // cuda: the device's activity is recorded too (the breakdown is then the device's).
+  void start(bool cuda);
+  // Stops, writes the trace to trace_path and returns profile_breakdown's object with "trace"
+  // (the file name). wall_s: the profiled steps' wall time together.
   nlohmann::json stop(int64_t steps, double wall_s, const std::string& trace_path);
 
  private:
