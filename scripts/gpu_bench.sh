@@ -10,7 +10,7 @@
 #            they start there, else configure and build (TARGETS) with the libraries of
 #            gpu-deps/ and the machine's torch
 #   tests    tests.txt: the GPU tests that matter most (the kernel table on CUDA against the
-#            CPU, the fused model against eager, CUDA graph replay, the loss scaler on device)
+#            CPU, the fused model against eager, fused Adam, CUDA graph replay, the loss scaler on device)
 #   runs     for each of DTYPES in turn: scripts/compare.sh at the reference shape (8 layers,
 #            d_model 512, batch 100, seq 256): bench eager, TorchScript, flash, fused, fused +
 #            flash, PyTorch eager, torch.compile and flash, JAX; then bench's torch model and
@@ -19,7 +19,7 @@
 #            which the peers are given too) and runs.tar.gz (the run folders' small files)
 # 7 files in all, none in a folder (a device call returns 8 files at most, two folders deep).
 # Usage: scripts/gpu_bench.sh OUT_DIR
-# Environment: BUDGET (seconds for the whole call, 480), STEPS (60), WARMUP (10), DTYPES
+# Environment: BUDGET (seconds for the whole call, 530), STEPS (60), WARMUP (10), DTYPES
 #   (bfloat16 float16 float32), PYTHON (python3), BUILD_DIR (build-gpu: the build and the
 #   runs' folders), JOBS (nproc), TARGETS (bench trainbench_tests), RESUME (a folder holding an
 #   earlier call's files: its finished stages and dtypes are kept, not run again).
@@ -34,7 +34,7 @@ shift  # OUT_DIR, now $out
 refuse() { echo "gpu_bench.sh: $*" >&2; exit 2; }
 [ $# -eq 0 ] || refuse "'$1' is not allowed after OUT_DIR; it takes only OUT_DIR (settings in the environment, see --help)"
 PYTHON=${PYTHON:-python3}
-BUDGET=${BUDGET:-480}
+BUDGET=${BUDGET:-530}
 STEPS=${STEPS:-60}
 WARMUP=${WARMUP:-10}
 BUILD_DIR=${BUILD_DIR:-build-gpu}
