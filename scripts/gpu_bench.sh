@@ -11,13 +11,16 @@
 #            gpu-deps/ and the machine's torch
 #   tests    tests.txt: the GPU tests that matter most (the kernel table on CUDA against the
 #            CPU, the fused model against eager, fused Adam, CUDA graph replay, the loss scaler on device)
+#   profile  profile.md: bfloat16 fused + fused Adam at the reference shape with and without
+#            flash, `--profile_steps 3` (on CUDA the GPU's kernels by the op that launched
+#            them, each category beside its bound; untraced: the GPU idle), `bench report` of both
 #   runs     for each of DTYPES in turn: scripts/compare.sh at the reference shape (8 layers,
 #            d_model 512, batch 100, seq 256): bench eager, TorchScript, flash, fused, fused +
 #            flash, PyTorch eager, torch.compile and flash, JAX; then bench's torch model and
 #            flash + fused Adam + CUDA graph; after each dtype report.md and report.json
 #            (`bench report`, MFU on bench's peak for the dtype: the GPU's datasheet figure,
 #            which the peers are given too) and runs.tar.gz (the run folders' small files)
-# 7 files in all, none in a folder (a device call returns 8 files at most, two folders deep).
+# 8 files in all, none in a folder (a device call returns 8 files at most, two folders deep).
 # Usage: scripts/gpu_bench.sh OUT_DIR
 # Environment: BUDGET (seconds for the whole call, 530), STEPS (60), WARMUP (10), DTYPES
 #   (bfloat16 float16 float32), PYTHON (python3), BUILD_DIR (build-gpu: the build and the
@@ -171,6 +174,29 @@ elif [ -n "$TESTS" ]; then
 else
   echo "no test binary (TARGETS: ${targets[*]})" >"$out/tests.txt"
   stage_done tests skipped "$t0"
+fi
+
+# --- profile: where the fused step's time goes, with and without flash ------------------------
+t0=$SECONDS
+if resumed profile; then
+  cp "$RESUME/profile.md" "$out/profile.md"
+  stage_done profile ok "$t0"
+elif [ "$(left)" -lt 60 ]; then
+  stage_done profile "no time" "$t0"
+else
+  echo "== profile (bfloat16 fused, flash 1 and 0)" >&2
+  status=ok
+  rm -rf "$work/profile"
+  for flash in 1 0; do
+    timeout 60 "$BENCH" "${shape[@]}" --dtype bfloat16 \
+      --compile fused --fused_adam 1 --flash "$flash" --steps "$((WARMUP + 5))" \
+      --warmup_steps "$WARMUP" --profile_steps 3 --log_every 10 --eval_every 0 \
+      --eval_batches 1 --tensorboard 0 --save_dir "$work/profile/p" \
+      >"$logs/profile_$flash.log" 2>&1 || status=failed
+  done
+  "$BENCH" report "$work"/profile/p_*/ >"$out/profile.md" 2>&1 || status=failed
+  stage_done profile "$status" "$t0"
+  echo "   profile: $status" >&2
 fi
 
 # --- runs, one dtype after another, the report after each -------------------------------------

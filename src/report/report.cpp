@@ -67,6 +67,9 @@ std::string profile_table_(const std::vector<RunRecord>& runs) {
                : std::string())
        << " |";
   }
+  // Whose time: the CPU's ops, or a GPU's kernels by the op that launched them (report/profile.h).
+  os << "\n| time of |";
+  for (const RunRecord* r : p) os << " " << r->profile.value("time_of", std::string("-")) << " |";
   os << "\n";
   return os.str();
 }

@@ -60,7 +60,7 @@ TEST(GpuCall, ConfiguresWithoutOurDebianPackages) {
 }
 
 // The whole call with the carried binaries (this build's, as gpu_deps.sh bin puts them), one
-// dtype: the seven files, the stages, bench's six columns and the four peers' in the report;
+// dtype: the eight files, the stages, bench's six columns and the four peers' in the report;
 // then a call with RESUME keeps the first one's tests and runs without running them again.
 TEST(GpuCall, TheRehearsalLeavesEveryStagesFilesAndAResumeKeepsThem) {
   if (!gpu_call_can_rehearse()) GTEST_SKIP() << "needs root and unshare -m";
@@ -71,10 +71,15 @@ TEST(GpuCall, TheRehearsalLeavesEveryStagesFilesAndAResumeKeepsThem) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::set<std::string> files;
   for (const auto& e : fs::directory_iterator(dir / "out")) files.insert(e.path().filename());
-  EXPECT_EQ(files, (std::set<std::string>{"build.txt", "machine.txt", "report.json", "report.md",
-                                          "runs.tar.gz", "stages.tsv", "tests.txt"}));
+  EXPECT_EQ(files, (std::set<std::string>{"build.txt", "machine.txt", "profile.md", "report.json",
+                                          "report.md", "runs.tar.gz", "stages.tsv", "tests.txt"}));
   EXPECT_EQ(gpu_call_stages(dir / "out/stages.tsv"),
-            "machine ok,build ok,tests ok,runs_float32 ok");
+            "machine ok,build ok,tests ok,profile ok,runs_float32 ok");
+  // The profile stage's report: both runs, each category beside its bound.
+  const std::string profile = testing::read_file(dir / "out/profile.md");
+  EXPECT_NE(profile.find("x bound)"), std::string::npos) << profile;
+  EXPECT_NE(profile.find("flash fused_adam bfloat16 |"), std::string::npos) << profile;
+  EXPECT_NE(profile.find("| time of | host ops | host ops |"), std::string::npos) << profile;
   EXPECT_EQ(testing::read_file(dir / "out/build.txt").rfind("carried binaries start here", 0), 0u);
   const std::string machine = testing::read_file(dir / "out/machine.txt");
   std::smatch total;
@@ -101,7 +106,8 @@ TEST(GpuCall, TheRehearsalLeavesEveryStagesFilesAndAResumeKeepsThem) {
       gpu_call_rehearsal("DTYPES=float32 RESUME=" + (dir / "out"), dir, "out2"));
   ASSERT_EQ(again.exit_code, 0) << again.output;
   EXPECT_EQ(gpu_call_stages(dir / "out2/stages.tsv"),
-            "machine ok,build ok,tests ok,runs_float32 ok");
+            "machine ok,build ok,tests ok,profile ok,runs_float32 ok");
+  EXPECT_EQ(again.output.find("== profile"), std::string::npos) << again.output;
   EXPECT_EQ(again.output.find("== runs: float32"), std::string::npos) << again.output;
   EXPECT_EQ(nlohmann::json::parse(testing::read_file(dir / "out2/report.json"))["runs"].size(),
             10u);

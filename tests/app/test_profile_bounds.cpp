@@ -105,6 +105,7 @@ TEST(ProfileBounds, TheReportShowsEachCategoryAgainstItsBound) {
   const std::string md = render_report({read_run(folder)}, ReportOptions{});
   EXPECT_NE(md.find("x bound)"), std::string::npos) << md;
   EXPECT_NE(md.find("| bound |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| time of | host ops |"), std::string::npos) << md;
 }
 
 // ---- profile_breakdown over events made here (milliseconds as ns / 1e6, one thread each) ----
