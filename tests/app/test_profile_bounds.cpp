@@ -5,6 +5,7 @@
 // here (host ops' self times; a device's kernels in the category of the op that launched them).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -24,9 +25,9 @@ const char* kShape =
     "--device cpu";
 
 nlohmann::json profiled_(const testing::TempDir& dir, const std::string& flags,
-                         const std::string& name) {
+                         const std::string& name, const char* shape = kShape) {
   const auto r =
-      testing::run_bench(std::string(kShape) + " " + flags + " --save_dir " + (dir / name));
+      testing::run_bench(std::string(shape) + " " + flags + " --save_dir " + (dir / name));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("profile bounds: GEMMs at "), std::string::npos) << r.output;
   // Without a GPU the profiler's own log is off (Kineto's ERROR line about the GPU it looked
@@ -106,6 +107,41 @@ TEST(ProfileBounds, TheReportShowsEachCategoryAgainstItsBound) {
   EXPECT_NE(md.find("x bound)"), std::string::npos) << md;
   EXPECT_NE(md.find("| bound |"), std::string::npos) << md;
   EXPECT_NE(md.find("| time of | host ops |"), std::string::npos) << md;
+}
+
+// On a GPU the profile is the device's: its kernels, each in the category of the op that launched
+// it (bench's fused kernels and LibTorch's alike), within the step's wall time; untraced the rest.
+TEST(ProfileOnCuda, TheGpusKernelsFillTheCategoriesOfTheOpsThatLaunchedThem) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  testing::TempDir dir;
+  const char* shape =
+      "--num_layer 1 --d_model 128 --num_heads 4 --ff_dim 512 --seq_len 64 --batch_size 8 "
+      "--steps 6 --warmup_steps 2 --profile_steps 2 --log_every 2 --eval_every 0 "
+      "--eval_batches 1 --tensorboard 0 --device cuda";
+  const std::pair<const char*, const char*> runs[] = {
+      {"--dtype bfloat16 --compile fused --fused_adam 1 --flash 0", "fused"},
+      {"--dtype float32", "eager"},
+  };
+  for (const auto& [flags, name] : runs) {
+    const nlohmann::json p = profiled_(dir, flags, name, shape)["profile"];
+    ASSERT_TRUE(p.is_object()) << name;
+    EXPECT_EQ(p["time_of"], "device") << name;
+    const nlohmann::json& ms = p["ms_per_step"];
+    double kernels = 0;
+    for (const auto& [c, v] : ms.items()) kernels += c == "untraced" ? 0.0 : v.get<double>();
+    for (const char* c : {"gemm", "normalisation", "optimizer"}) {
+      EXPECT_GT(ms[c].get<double>(), 0.0) << name << " " << c << ": " << p.dump();
+    }
+    if (std::string(name) == "fused") {  // the heads passes and the softmax kernels
+      EXPECT_GT(ms["copy"].get<double>(), 0.0) << p.dump();
+      EXPECT_GT(ms["attention"].get<double>(), 0.0) << p.dump();
+    }
+    EXPECT_LE(ms["other"].get<double>(), 0.25 * kernels) << name << ": " << p.dump();
+    EXPECT_LE(kernels, 1.05 * p["step_ms"].get<double>()) << name << ": " << p.dump();
+    EXPECT_NEAR(kernels + ms["untraced"].get<double>(),
+                std::max(kernels, p["step_ms"].get<double>()), 1e-6)
+        << name;
+  }
 }
 
 // ---- profile_breakdown over events made here (milliseconds as ns / 1e6, one thread each) ----
