@@ -10,7 +10,8 @@
 #            they start there, else configure and build (TARGETS) with the libraries of
 #            gpu-deps/ and the machine's torch
 #   tests    tests.txt: the GPU tests that matter most (the kernel table on CUDA against the
-#            CPU, the fused model against eager, fused Adam, CUDA graph replay, the loss scaler on device, the device profile)
+#            CPU, the fused model against eager, fused Adam, CUDA graph replay, the loss scaler
+#            on device, the device profile)
 #   profile  profile.md: bfloat16 fused + fused Adam at the reference shape with and without
 #            flash, `--profile_steps 3` (on CUDA the GPU's kernels by the op that launched
 #            them, each category beside its bound; untraced: the GPU idle), `bench report` of both
