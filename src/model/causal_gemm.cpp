@@ -7,6 +7,8 @@
 
 #include <ATen/ops/bmm.h>
 
+#include "trainbench/kernels/fused_math.h"
+
 namespace trainbench {
 
 int64_t causal_block_for(c10::ScalarType dtype, int64_t seq, bool cuda) {
@@ -16,6 +18,12 @@ int64_t causal_block_for(c10::ScalarType dtype, int64_t seq, bool cuda) {
   return !cuda && wide && avx2_class ? kCausalBlock : seq;
 }
 
+int64_t causal_blocks_size(int64_t bh, int64_t seq, int64_t block) {
+  // The offset one past the last row of the last block.
+  const int64_t last = (seq - 1) / block * block, rows = seq - last;
+  return kernels::math::causal_block_row(0, last, bh, seq, block) + bh * rows * seq;
+}
+
 torch::Tensor causal_scores(const torch::Tensor& a, const torch::Tensor& b, c10::ScalarType dtype,
                             int64_t block) {
   const int64_t s = a.size(1);
@@ -23,16 +31,65 @@ torch::Tensor causal_scores(const torch::Tensor& a, const torch::Tensor& b, c10:
     const torch::Tensor whole = at::bmm(a, b.transpose(1, 2));
     return whole.scalar_type() == dtype ? whole : whole.to(dtype);
   }
-  torch::Tensor out = torch::empty({a.size(0), s, s}, a.options().dtype(dtype));
+  // Each block's product straight into its place in the flat layout, contiguous there.
+  const int64_t bh = a.size(0);
+  torch::Tensor out = torch::empty({causal_blocks_size(bh, s, block)}, a.options().dtype(dtype));
   for (int64_t r0 = 0; r0 < s; r0 += block) {
     const int64_t rows = std::min(block, s - r0), keys = r0 + rows;
-    // Into a contiguous block, then copied: measured faster than a product into the strided
-    // view of `out`.
-    out.narrow(1, r0, rows)
-        .narrow(2, 0, keys)
-        .copy_(at::bmm(a.narrow(1, r0, rows), b.narrow(1, 0, keys).transpose(1, 2)));
+    torch::Tensor dst =
+        out.narrow(0, kernels::math::causal_block_row(0, r0, bh, s, block), bh * rows * keys)
+            .view({bh, rows, keys});
+    const torch::Tensor qa = a.narrow(1, r0, rows), kb = b.narrow(1, 0, keys).transpose(1, 2);
+    if (a.scalar_type() == dtype) {
+      at::bmm_out(dst, qa, kb);
+    } else {
+      dst.copy_(at::bmm(qa, kb));  // operands of another dtype (a test's float32 of 16-bit)
+    }
   }
   return out;
+}
+
+namespace {
+// Block j of the flat layout as [BH, rows, keys] (a view).
+torch::Tensor block_of_(const torch::Tensor& flat, int64_t bh, int64_t s, int64_t block,
+                        int64_t r0) {
+  const int64_t rows = std::min(block, s - r0), keys = r0 + rows;
+  return flat.narrow(0, kernels::math::causal_block_row(0, r0, bh, s, block), bh * rows * keys)
+      .view({bh, rows, keys});
+}
+}  // namespace
+
+torch::Tensor causal_pv(const torch::Tensor& p, const torch::Tensor& v, int64_t block) {
+  const int64_t bh = v.size(0), s = v.size(1);
+  if (block >= s) return at::bmm(p, v);
+  torch::Tensor out = torch::empty_like(v);
+  for (int64_t r0 = 0; r0 < s; r0 += block) {
+    const torch::Tensor pj = block_of_(p, bh, s, block, r0);
+    torch::Tensor rows = out.narrow(1, r0, pj.size(1));
+    at::bmm_out(rows, pj, v.narrow(1, 0, pj.size(2)));
+  }
+  return out;
+}
+
+std::array<torch::Tensor, 3> causal_grads(const torch::Tensor& ds, const torch::Tensor& p,
+                                          const torch::Tensor& q, const torch::Tensor& k,
+                                          const torch::Tensor& dout, int64_t block) {
+  const int64_t bh = q.size(0), s = q.size(1);
+  if (block >= s) {
+    return {at::bmm(ds, k), at::bmm(ds.transpose(1, 2), q), at::bmm(p.transpose(1, 2), dout)};
+  }
+  // dq row-block by row-block; dk and dv gather every block's contribution to their keys, the
+  // blocks in order (block j adds to keys [0, (j + 1) * block)).
+  torch::Tensor dq = torch::empty_like(q), dk = torch::zeros_like(k), dv = torch::zeros_like(dout);
+  for (int64_t r0 = 0; r0 < s; r0 += block) {
+    const torch::Tensor dsj = block_of_(ds, bh, s, block, r0), pj = block_of_(p, bh, s, block, r0);
+    const int64_t rows = dsj.size(1), keys = dsj.size(2);
+    torch::Tensor dqj = dq.narrow(1, r0, rows);
+    at::bmm_out(dqj, dsj, k.narrow(1, 0, keys));
+    dk.narrow(1, 0, keys).baddbmm_(dsj.transpose(1, 2), q.narrow(1, r0, rows));
+    dv.narrow(1, 0, keys).baddbmm_(pj.transpose(1, 2), dout.narrow(1, r0, rows));
+  }
+  return {dq, dk, dv};
 }
 
 }  // namespace trainbench

@@ -1,5 +1,6 @@
 // The fused model's causal attention (see fused_ops.h): the heads kernel between the qkv rows
 // and the [B*H, S, hd] layout of the score GEMMs, and the causal softmax kernels between them.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -66,12 +67,17 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // the float32 route the scores, the probabilities and their gradients stay in float32
     // storage of dtype's values (the softmax kernels round them as they read and store them,
     // as the FF hidden's do), so the GEMMs on either side read them without a conversion.
+    // In blocks the scores, the probabilities and their gradients stay in the flat layout the
+    // score GEMMs write (causal_gemm.h): the square and its zeros above the diagonal never exist.
     if (block <= 0) block = causal_block_for(stored, seq, qkv.is_cuda());
+    const bool wide = stored == torch::kFloat || stored == torch::kDouble;
+    block = wide ? std::min(block, seq) : seq;  // fused_ops.h: 16-bit GEMMs whole
     Tensor prob = causal_scores(q, kk, stored, block);
     k::CausalSoftmaxArgs a;
     a.rows = bh * seq;
     a.seq = seq;
     a.x = mut_(prob);
+    a.block = block;
     a.acc = k::storage_type_of(acc_of_(stored));
     a.type = k::storage_type_of(stored);
     a.round = round_of_(stored, dtype);
@@ -88,7 +94,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // The output [BH, S, hd] into rows [N, d] in the GEMMs' dtype, rounded to dtype as it
     // moves (the output projection reads float32 rows on the float32 route as they are).
     Tensor out = torch::empty({n, d}, opts);
-    heads_(out, {torch::bmm(prob, v)}, seq, heads, false, round_of_(stored, dtype));
+    heads_(out, {causal_pv(prob, v, block)}, seq, heads, false, round_of_(stored, dtype));
     return out;
   }
 
@@ -108,10 +114,11 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const int64_t block = ctx->saved_data["block"].toInt();
     Tensor ds = causal_scores(dout, v, stored, block);  // dP, then the score gradient
     k::CausalSoftmaxGradArgs a;
-    a.rows = prob.size(0) * prob.size(1);
-    a.seq = prob.size(1);
+    a.rows = q.size(0) * seq;
+    a.seq = seq;
     a.p = ptr_(prob);
     a.dp = mut_(ds);
+    a.block = block;
     a.acc = k::storage_type_of(acc_of_(stored));
     a.type = k::storage_type_of(stored);
     a.round = round_of_(stored, dt);
@@ -121,10 +128,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const auto qkv_dtype = static_cast<c10::ScalarType>(ctx->saved_data["qkv_dtype"].toInt());
     Tensor dqkv = torch::empty({dout_rows.size(0), 3 * dout_rows.size(1)},
                                dout_rows.options().dtype(qkv_dtype));
-    heads_(dqkv,
-           {torch::bmm(ds, kk), torch::bmm(ds.transpose(1, 2), q),
-            torch::bmm(prob.transpose(1, 2), dout)},
-           seq, heads, false, round_of_(qkv_dtype, dt));
+    const auto [dq, dk, dv] = causal_grads(ds, prob, q, kk, dout, block);
+    heads_(dqkv, {dq, dk, dv}, seq, heads, false, round_of_(qkv_dtype, dt));
     return {dqkv, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };

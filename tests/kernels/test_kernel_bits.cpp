@@ -14,6 +14,7 @@
 // one row of kernel_rows().
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -227,17 +228,31 @@ std::vector<Output> held_in_float32(const char* name, const Tensor& x, c10::Scal
 
 // ---- CAUSAL_SOFT_MAX (CausalSoftmaxArgs) and its backward: store=f32 (variant keep_float32)
 // as for the bias-ReLU-dropout rows (the score GEMMs' unrounded float32 outputs, float32
-// storage of the dtype's values) ----------------------------------------------------------------
+// storage of the dtype's values); block=B: the rows in the blocked causal layout of B query rows
+// (model/causal_gemm.h), in place there ---------------------------------------------------------
+// The rows [bh * s, s] in the blocked layout of `block` query rows (causal_gemm.h), or undefined
+// where block is 0 or not below s.
+Tensor blocked_(const Tensor& rows, int64_t bh, int64_t s, int64_t block) {
+  if (block <= 0 || block >= s) return {};
+  std::vector<Tensor> parts;
+  for (int64_t r0 = 0; r0 < s; r0 += block) {
+    const int64_t n = std::min(block, s - r0);
+    parts.push_back(rows.view({bh, s, s}).narrow(1, r0, n).narrow(2, 0, r0 + n).reshape(-1));
+  }
+  return torch::cat(parts);
+}
 std::vector<Output> causal_softmax_run(const KernelCase& c, torch::Device dev) {
   const auto [bh, s, u1, u2] = c.shape;
   const bool f32 = c.v.keep_float32;
   torch::manual_seed(5);
   const Tensor scores = torch::randn({bh * s, s}) * 3;
   Tensor x = on(f32 ? scores : scores.to(c.dtype), dev);
+  if (const Tensor blocks = blocked_(x, bh, s, c.v.block); blocks.defined()) x = blocks;
   k::CausalSoftmaxArgs a;
   a.rows = bh * s;
   a.seq = s;
   a.x = x.data_ptr();
+  a.block = c.v.block;
   a.type = k::storage_type_of(x.scalar_type());
   a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
   a.scale = 0.35;
@@ -252,11 +267,17 @@ std::vector<Output> causal_softmax_back_run(const KernelCase& c, torch::Device d
   const Tensor p = on(torch::softmax(torch::randn({bh * s, s}), 1).to(c.dtype).to(stored), dev);
   const Tensor grad = torch::randn({bh * s, s});
   Tensor dp = on(f32 ? grad : grad.to(c.dtype), dev);
+  Tensor p_at = p;
+  if (const Tensor blocks = blocked_(dp, bh, s, c.v.block); blocks.defined()) {
+    dp = blocks;
+    p_at = blocked_(p, bh, s, c.v.block);
+  }
   k::CausalSoftmaxGradArgs a;
   a.rows = bh * s;
   a.seq = s;
-  a.p = p.data_ptr();
+  a.p = p_at.data_ptr();
   a.dp = dp.data_ptr();
+  a.block = c.v.block;
   a.type = k::storage_type_of(stored);
   a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
   a.scale = 0.35;
@@ -365,7 +386,10 @@ const std::vector<KernelRow>& kernel_rows() {
   Variant scores_f32;
   scores_f32.keep_float32 = true;
   scores_f32.text = "store=f32";
-  const std::vector<Variant> softmax_stores = {Variant{}, scores_f32};
+  Variant blocks_f32 = scores_f32;
+  blocks_f32.block = 3;
+  blocks_f32.text = "store=f32,block=3";
+  const std::vector<Variant> softmax_stores = {Variant{}, scores_f32, blocks_f32};
   std::vector<Variant> heads_ways;
   for (bool to_heads : {true, false}) {
     for (bool f32 : {false, true}) {

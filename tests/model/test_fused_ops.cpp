@@ -6,6 +6,7 @@
 // float64 finite-difference gradient check on tiny sizes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -277,30 +278,115 @@ TEST(FusedOps, TheFloat32RoutesAttentionScoresHaveTheBitsOf16BitScores) {
         return t.detach().reshape({b * h, s, hd}).to(torch::kFloat);
       };
       const Tensor q32 = wide(q), k32 = wide(kk), v32 = wide(v), g32 = wide(g);
+      // In blocks every score-shaped tensor stays in the flat layout (causal_gemm.h).
       Tensor p = causal_scores(q32, k32, dt, block);
       k::CausalSoftmaxArgs sa;
       sa.rows = b * h * s;
       sa.seq = s;
       sa.x = p.data_ptr();
+      sa.block = block;
       sa.type = k::storage_type_of(dt);
       sa.scale = 1.0 / std::sqrt(static_cast<double>(hd));
       k::run(sa, c10::DeviceType::CPU);
       const Tensor p32 = p.to(torch::kFloat);
       auto as_q = [&](const Tensor& t) { return t.to(dt).view({b, h, s, hd}); };
-      EXPECT_TRUE(torch::equal(out, as_q(torch::bmm(p32, v32)).to(torch::kFloat)));
+      EXPECT_TRUE(torch::equal(out, as_q(causal_pv(p32, v32, block)).to(torch::kFloat)));
       Tensor ds = causal_scores(g32, v32, dt, block);
       k::CausalSoftmaxGradArgs ga;
       ga.rows = sa.rows;
       ga.seq = s;
       ga.p = p.const_data_ptr();
       ga.dp = ds.data_ptr();
+      ga.block = block;
       ga.type = sa.type;
       ga.scale = sa.scale;
       k::run(ga, c10::DeviceType::CPU);
-      const Tensor ds32 = ds.to(torch::kFloat);
-      EXPECT_TRUE(torch::equal(q.grad(), as_q(torch::bmm(ds32, k32))));
-      EXPECT_TRUE(torch::equal(kk.grad(), as_q(torch::bmm(ds32.transpose(1, 2), q32))));
-      EXPECT_TRUE(torch::equal(v.grad(), as_q(torch::bmm(p32.transpose(1, 2), g32))));
+      const auto [dq, dk, dv] = causal_grads(ds.to(torch::kFloat), p32, q32, k32, g32, block);
+      EXPECT_TRUE(torch::equal(q.grad(), as_q(dq)));
+      EXPECT_TRUE(torch::equal(kk.grad(), as_q(dk)));
+      EXPECT_TRUE(torch::equal(v.grad(), as_q(dv)));
+    }
+  }
+}
+
+// The blocked causal layout (causal_gemm.h): each block holds the bits of its own product; the
+// softmax kernels in place there give each row the bits they give it on the whole square (a
+// last block shorter than the others, every storage type); and the products on the blocks agree
+// with the whole square's (zeros above the diagonal) to rounding.
+TEST(FusedOps, TheAttentionInBlocksIsTheSquaresAttention) {
+  namespace k = kernels;
+  const int64_t bh = 3, s = 37, hd = 8, block = 16;
+  for (const auto dt : {torch::kFloat, torch::kDouble, torch::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dt));
+    torch::manual_seed(21);
+    auto make = [&] { return torch::randn({bh, s, hd}, dt); };
+    const Tensor a = make(), b = make(), v = make(), dout = make();
+    const Tensor blocks = causal_scores(a, b, dt, block);
+    ASSERT_EQ(blocks.dim(), 1);
+    ASSERT_EQ(blocks.numel(), causal_blocks_size(bh, s, block));
+    ASSERT_EQ(causal_blocks_size(bh, s, block), bh * (16 * 16 + 16 * 32 + 5 * 37));
+    // The square from the same products, zeros above each block's keys.
+    Tensor square = torch::zeros({bh, s, s}, dt);
+    auto each_block = [&](const std::function<void(int64_t, int64_t, int64_t, int64_t)>& f) {
+      for (int64_t r0 = 0, at = 0; r0 < s; r0 += block) {
+        const int64_t rows = std::min(block, s - r0), keys = r0 + rows;
+        f(r0, rows, keys, at);
+        at += bh * rows * keys;
+      }
+    };
+    auto in_square = [&](const Tensor& flat) {
+      Tensor sq = torch::zeros({bh, s, s}, dt);
+      each_block([&](int64_t r0, int64_t rows, int64_t keys, int64_t at) {
+        sq.narrow(1, r0, rows)
+            .narrow(2, 0, keys)
+            .copy_(flat.narrow(0, at, bh * rows * keys).view({bh, rows, keys}));
+      });
+      return sq;
+    };
+    each_block([&](int64_t r0, int64_t rows, int64_t keys, int64_t at) {
+      const Tensor want =
+          torch::bmm(a.narrow(1, r0, rows), b.narrow(1, 0, keys).transpose(1, 2)).reshape(-1);
+      EXPECT_TRUE(torch::equal(blocks.narrow(0, at, want.numel()), want)) << "block at " << r0;
+    });
+    square = in_square(blocks);
+    // Forward in place on the blocks against in place on the square.
+    Tensor p_blocks = blocks.clone(), p_square = square.clone();
+    k::CausalSoftmaxArgs sa;
+    sa.rows = bh * s;
+    sa.seq = s;
+    sa.type = k::storage_type_of(dt);
+    sa.acc = dt == torch::kDouble ? k::StorageType::kF64 : k::StorageType::kF32;
+    sa.scale = 0.3;
+    sa.x = p_square.data_ptr();
+    k::run(sa, c10::DeviceType::CPU);
+    sa.x = p_blocks.data_ptr();
+    sa.block = block;
+    k::run(sa, c10::DeviceType::CPU);
+    EXPECT_TRUE(torch::equal(in_square(p_blocks), p_square));
+    // Backward: the same products standing for dP.
+    Tensor ds_blocks = blocks.clone(), ds_square = square.clone();
+    k::CausalSoftmaxGradArgs ga;
+    ga.rows = sa.rows;
+    ga.seq = s;
+    ga.type = sa.type;
+    ga.acc = sa.acc;
+    ga.scale = 0.3;
+    ga.p = p_square.const_data_ptr();
+    ga.dp = ds_square.data_ptr();
+    k::run(ga, c10::DeviceType::CPU);
+    ga.p = p_blocks.const_data_ptr();
+    ga.dp = ds_blocks.data_ptr();
+    ga.block = block;
+    k::run(ga, c10::DeviceType::CPU);
+    EXPECT_TRUE(torch::equal(in_square(ds_blocks), ds_square));
+    // The products on the blocks against the square's (another order of addition).
+    const double tol = dt == torch::kBFloat16 ? 2e-2 : 1e-5;
+    EXPECT_TRUE(
+        torch::allclose(causal_pv(p_blocks, v, block), causal_pv(p_square, v, s), tol, tol));
+    const auto got = causal_grads(ds_blocks, p_blocks, a, b, dout, block);
+    const auto want = causal_grads(ds_square, p_square, a, b, dout, s);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(torch::allclose(got[i], want[i], tol, tol)) << "gradient " << i;
     }
   }
 }

@@ -95,18 +95,23 @@ struct BiasReluDropoutGradArgs {
 // Causal softmax of attention scores in place: rows are (batch*head, query t), columns keys j;
 // p_j = softmax_j(scale * x_j) over j <= t, 0 above the diagonal. [BH * S, S]. round: as for
 // BiasReluDropoutArgs (x the score GEMM's own float32 output).
+// block in (0, S): x is in the blocked causal layout of `block` query rows instead (each row as
+// long as its block's keys; fused_math.h score_row), as the blocked score GEMMs leave it.
 struct CausalSoftmaxArgs {
   int64_t rows = 0, seq = 0;
   void* x = nullptr;  // [BH * S, S] type; p on return
+  int64_t block = 0;
   StorageType acc = StorageType::kF32, type = StorageType::kF32, round = StorageType::kF32;
   double scale = 1;
 };
 // dx = scale * p * (dp - sum_k p_k dp_k), in place over dp; round: p holds rounded values
 // already, dp (a GEMM's float32 output) is rounded as it is read, dx as it is stored.
+// block: p and dp in the blocked layout, as for CausalSoftmaxArgs.
 struct CausalSoftmaxGradArgs {
   int64_t rows = 0, seq = 0;
   const void* p = nullptr;  // [BH * S, S] type
   void* dp = nullptr;       // [BH * S, S] type; the score gradient on return
+  int64_t block = 0;
   StorageType acc = StorageType::kF32, type = StorageType::kF32, round = StorageType::kF32;
   double scale = 1;
 };

@@ -1,14 +1,17 @@
-// The score-shaped GEMMs of causal attention (q k^T forward, dO v^T backward) computed only
-// where the mask lets a query see a key: the [S, S] result in blocks of `block` query rows, each
-// against the keys up to its own end, so the blocks above the diagonal are never multiplied.
-// Measured (docs/BENCHMARKS.md, seq 256, forward + backward of the whole op): with float32
-// operands on a CPU without AVX-512 (MKL's AVX2 GEMMs: float32 runs and the float32 GEMM route
-// there) blocks of 128 rows took 0.92-0.98x the time; with AVX-512 float32 and with bfloat16 on
-// oneDNN/AMX they were no faster or slower (1.00-1.15x), so those keep one whole product. The
-// P v / P^T x products, whose blocked operands are strided, were slower everywhere and stay
-// whole (the zeros above the diagonal are in P).
+// The GEMMs of causal attention computed only where the mask lets a query see a key: the [S, S]
+// scores, probabilities and their gradients in blocks of `block` query rows, each against the
+// keys up to its own end, one contiguous block after another (the square and its zeros above
+// the diagonal never exist), and every product on them: q k^T and dO v^T into the blocks, P v
+// and dS k from them row-block by row-block, dS^T q and P^T dO added block by block into the
+// key rows they reach. Measured (docs/BENCHMARKS.md, seq 256, forward + backward of the whole
+// op): with float32 operands on a CPU without AVX-512 (MKL's AVX2 GEMMs: float32 runs and the
+// float32 GEMM route there) blocks of 128 rows took 0.92-0.98x the time with the score products
+// alone in blocks and about 0.76x with all six; with AVX-512 float32 and with bfloat16 on
+// oneDNN/AMX the score products in blocks were no faster or slower (1.00-1.15x), so those keep
+// the whole products.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include <torch/types.h>
@@ -22,10 +25,24 @@ inline constexpr int64_t kCausalBlock = 128;  // query rows per block (block >= 
 // GPU was not measured, so it stays whole there).
 int64_t causal_block_for(c10::ScalarType dtype, int64_t seq, bool cuda);
 
-// a @ b^T [BH, S, S] in `dtype` (a, b [BH, S, hd]) on the blocks of `block` rows at or below the
-// diagonal; with block < S the blocks above are left unwritten: the causal softmax neither reads
-// them nor leaves them unwritten. block >= S: one whole product, no copy.
+// a @ b^T in `dtype` (a, b [BH, S, hd]): block >= S: [BH, S, S], one whole product; block < S:
+// only the blocks of `block` query rows at or below the diagonal, each against the keys up to
+// its own end, flat in the layout the causal softmax kernels read where it lies
+// (kernels/fused_math.h causal_block_row; CausalSoftmaxArgs::blocks): [causal_blocks_size].
 torch::Tensor causal_scores(const torch::Tensor& a, const torch::Tensor& b, c10::ScalarType dtype,
                             int64_t block);
+// Elements of that layout for bh heads: bh * S * S less the blocks above the diagonal.
+int64_t causal_blocks_size(int64_t bh, int64_t seq, int64_t block);
+
+// P V [BH, S, hd] for probabilities p as causal_scores leaves them (whole, or the blocks: each
+// block's rows against the values of its keys).
+torch::Tensor causal_pv(const torch::Tensor& p, const torch::Tensor& v, int64_t block);
+
+// The attention's input gradients from the score gradient ds and p (both as causal_scores
+// leaves them): dq = ds k, dk = ds^T q, dv = p^T dout, [BH, S, hd] each; in blocks the
+// products cover the blocks at or below the diagonal only.
+std::array<torch::Tensor, 3> causal_grads(const torch::Tensor& ds, const torch::Tensor& p,
+                                          const torch::Tensor& q, const torch::Tensor& k,
+                                          const torch::Tensor& dout, int64_t block);
 
 }  // namespace trainbench

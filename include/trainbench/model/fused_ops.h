@@ -69,9 +69,11 @@ torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& w
 // output (rounded to dtype as it is split; its gradient is then float32 holding dtype's
 // values), the output is float32 holding dtype's values and its gradient may be a GEMM's
 // unrounded float32 output (rounded as it is read), and q, k, v, the scores, the probabilities
-// and their gradients are float32 holding dtype's values, as the FF hidden above. The score
-// products multiply only the blocks of `block` query rows at or below the diagonal
-// (causal_gemm.h; 0: the block for the GEMM dtype, causal_block_for; >= S: the whole product).
+// and their gradients are float32 holding dtype's values, as the FF hidden above. With float32
+// or float64 GEMMs every product covers only the blocks of `block` query rows at or below the
+// diagonal (causal_gemm.h; 0: the block for the GEMM dtype, causal_block_for; >= S: the whole
+// products); 16-bit GEMMs take the whole products (in blocks the key and value gradients would
+// add their blocks' products in 16 bits).
 torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t seq, int64_t heads,
                                c10::ScalarType dtype, GemmRoute route = GemmRoute::kNative,
                                int64_t block = 0);

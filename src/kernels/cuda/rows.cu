@@ -181,7 +181,9 @@ __global__ void column_sums_kernel(ColumnSumsArgs a) {
 template <typename A, typename S, typename R>
 __global__ void causal_softmax_kernel(CausalSoftmaxArgs a) {
   __shared__ A shm[32];
-  const int64_t r = blockIdx.x, n = a.seq, o = r * n, valid = r % n + 1;
+  const int64_t r = blockIdx.x, n = a.seq, valid = r % n + 1;
+  const m::ScoreRow row = m::score_row(r, n, a.rows, a.block);  // the square's or a block's
+  const int64_t o = row.offset;
   S* x = static_cast<S*>(a.x);
   const A scale = static_cast<A>(a.scale);
   const auto score = [&](int64_t j) { return rounded_<A, S, R>(ld<A>(x, o + j)) * scale; };
@@ -191,7 +193,7 @@ __global__ void causal_softmax_kernel(CausalSoftmaxArgs a) {
   A sum = 0;
   for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) sum += m::exp_nonpos(score(j) - mx);
   const A inv = A(1) / block_sum(sum, shm);
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+  for (int64_t j = threadIdx.x; j < row.len; j += blockDim.x) {
     st(x, o + j, j < valid ? rounded_<A, S, R>(m::exp_nonpos(score(j) - mx) * inv) : A(0));
   }
 }
@@ -199,14 +201,16 @@ __global__ void causal_softmax_kernel(CausalSoftmaxArgs a) {
 template <typename A, typename S, typename R>
 __global__ void causal_softmax_grad_kernel(CausalSoftmaxGradArgs a) {
   __shared__ A shm[32];
-  const int64_t r = blockIdx.x, n = a.seq, o = r * n, valid = r % n + 1;
+  const int64_t r = blockIdx.x, n = a.seq, valid = r % n + 1;
+  const m::ScoreRow row = m::score_row(r, n, a.rows, a.block);
+  const int64_t o = row.offset;
   const S* p = static_cast<const S*>(a.p);
   S* dp = static_cast<S*>(a.dp);
   const auto grad_in = [&](int64_t j) { return rounded_<A, S, R>(ld<A>(dp, o + j)); };
   A dot = 0;
   for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) dot += ld<A>(p, o + j) * grad_in(j);
   dot = block_sum(dot, shm);
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+  for (int64_t j = threadIdx.x; j < row.len; j += blockDim.x) {
     const A g = j < valid ? m::softmax_grad(ld<A>(p, o + j), grad_in(j), dot) : A(0);
     st(dp, o + j, rounded_<A, S, R>(static_cast<A>(a.scale) * g));
   }
