@@ -42,6 +42,9 @@ inline constexpr DtypeRow kBfloat16Row = {torch::kBFloat16, "bf16", 0x1p-6, 0x1p
 inline constexpr DtypeRow kFloat16Row = {torch::kHalf, "f16", 0x1p-9, 0x1p-9};
 inline constexpr const DtypeRow* kTableDtypes[] = {&kFloat32Row, &kBfloat16Row, &kFloat16Row};
 
+// A leaf of t's values that records its gradient.
+inline torch::Tensor leaf(const torch::Tensor& t) { return t.detach().requires_grad_(true); }
+
 // causal_attention (fused_ops.h) on q, k, v [B, H, S, hd]: the qkv rows [B*S, 3*H*hd] made from
 // them, the output back as [B, H, S, hd] (autograd through both).
 inline torch::Tensor attention_of(const torch::Tensor& q, const torch::Tensor& k,
