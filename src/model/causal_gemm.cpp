@@ -18,6 +18,16 @@ int64_t causal_block_for(c10::ScalarType dtype, int64_t seq, bool cuda) {
   return !cuda && wide && avx2_class ? kCausalBlock : seq;
 }
 
+namespace {
+// Block j of the flat layout as [BH, rows, keys] (a view).
+torch::Tensor block_of_(const torch::Tensor& flat, int64_t bh, int64_t s, int64_t block,
+                        int64_t r0) {
+  const int64_t rows = std::min(block, s - r0), keys = r0 + rows;
+  return flat.narrow(0, kernels::math::causal_block_row(0, r0, bh, s, block), bh * rows * keys)
+      .view({bh, rows, keys});
+}
+}  // namespace
+
 int64_t causal_blocks_size(int64_t bh, int64_t seq, int64_t block) {
   // The offset one past the last row of the last block.
   const int64_t last = (seq - 1) / block * block, rows = seq - last;
@@ -35,11 +45,9 @@ torch::Tensor causal_scores(const torch::Tensor& a, const torch::Tensor& b, c10:
   const int64_t bh = a.size(0);
   torch::Tensor out = torch::empty({causal_blocks_size(bh, s, block)}, a.options().dtype(dtype));
   for (int64_t r0 = 0; r0 < s; r0 += block) {
-    const int64_t rows = std::min(block, s - r0), keys = r0 + rows;
-    torch::Tensor dst =
-        out.narrow(0, kernels::math::causal_block_row(0, r0, bh, s, block), bh * rows * keys)
-            .view({bh, rows, keys});
-    const torch::Tensor qa = a.narrow(1, r0, rows), kb = b.narrow(1, 0, keys).transpose(1, 2);
+    torch::Tensor dst = block_of_(out, bh, s, block, r0);
+    const torch::Tensor qa = a.narrow(1, r0, dst.size(1)),
+                        kb = b.narrow(1, 0, dst.size(2)).transpose(1, 2);
     if (a.scalar_type() == dtype) {
       at::bmm_out(dst, qa, kb);
     } else {
@@ -48,16 +56,6 @@ torch::Tensor causal_scores(const torch::Tensor& a, const torch::Tensor& b, c10:
   }
   return out;
 }
-
-namespace {
-// Block j of the flat layout as [BH, rows, keys] (a view).
-torch::Tensor block_of_(const torch::Tensor& flat, int64_t bh, int64_t s, int64_t block,
-                        int64_t r0) {
-  const int64_t rows = std::min(block, s - r0), keys = r0 + rows;
-  return flat.narrow(0, kernels::math::causal_block_row(0, r0, bh, s, block), bh * rows * keys)
-      .view({bh, rows, keys});
-}
-}  // namespace
 
 torch::Tensor causal_pv(const torch::Tensor& p, const torch::Tensor& v, int64_t block) {
   const int64_t bh = v.size(0), s = v.size(1);

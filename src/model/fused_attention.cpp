@@ -62,13 +62,11 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
                                         torch::empty({bh, seq, hd}, opts)};
     heads_(qkv, qkv_heads, seq, heads, true, round_of_(stored, dtype));
     const Tensor &q = qkv_heads[0], &kk = qkv_heads[1], &v = qkv_heads[2];
-    // [BH, S, S] scores, then probabilities; in float32 only the blocks at or below the
-    // diagonal are multiplied (causal_gemm.h), and the softmax writes zeros above the mask. On
-    // the float32 route the scores, the probabilities and their gradients stay in float32
+    // The scores, then in place the probabilities: [BH, S, S] with zeros above the mask, or
+    // with float32/float64 GEMMs the flat layout of the blocks at or below the diagonal
+    // (causal_gemm.h), where the gradients stay too. On the float32 route they are float32
     // storage of dtype's values (the softmax kernels round them as they read and store them,
     // as the FF hidden's do), so the GEMMs on either side read them without a conversion.
-    // In blocks the scores, the probabilities and their gradients stay in the flat layout the
-    // score GEMMs write (causal_gemm.h): the square and its zeros above the diagonal never exist.
     if (block <= 0) block = causal_block_for(stored, seq, qkv.is_cuda());
     const bool wide = stored == torch::kFloat || stored == torch::kDouble;
     block = wide ? std::min(block, seq) : seq;  // fused_ops.h: 16-bit GEMMs whole

@@ -27,8 +27,8 @@ int64_t causal_block_for(c10::ScalarType dtype, int64_t seq, bool cuda);
 
 // a @ b^T in `dtype` (a, b [BH, S, hd]): block >= S: [BH, S, S], one whole product; block < S:
 // only the blocks of `block` query rows at or below the diagonal, each against the keys up to
-// its own end, flat in the layout the causal softmax kernels read where it lies
-// (kernels/fused_math.h causal_block_row; CausalSoftmaxArgs::blocks): [causal_blocks_size].
+// its own end, flat in the layout the causal softmax kernels work on in place
+// (kernels/fused_math.h causal_block_row; CausalSoftmaxArgs::block): [causal_blocks_size].
 torch::Tensor causal_scores(const torch::Tensor& a, const torch::Tensor& b, c10::ScalarType dtype,
                             int64_t block);
 // Elements of that layout for bh heads: bh * S * S less the blocks above the diagonal.
