@@ -76,16 +76,29 @@ std::array<torch::Tensor, 3> causal_grads(const torch::Tensor& ds, const torch::
   if (block >= s) {
     return {at::bmm(ds, k), at::bmm(ds.transpose(1, 2), q), at::bmm(p.transpose(1, 2), dout)};
   }
-  // dq row-block by row-block; dk and dv gather every block's contribution to their keys, the
-  // blocks in order (block j adds to keys [0, (j + 1) * block)).
-  torch::Tensor dq = torch::empty_like(q), dk = torch::zeros_like(k), dv = torch::zeros_like(dout);
-  for (int64_t r0 = 0; r0 < s; r0 += block) {
+  // dq row-block by row-block; dk and dv gather every block's contribution to their keys
+  // (block j reaches keys [0, (j + 1) * block)): the last block, which reaches every key, is
+  // written first, straight into them; each earlier one is a product of its own added into the
+  // keys it reaches. LibTorch's CPU bmm runs one GEMM per head, each dispatched, when its output
+  // is a view that is not contiguous: baddbmm_ into those rows did (2 * B*H calls a block; the
+  // op 0.89x at the median without them, docs/BENCHMARKS.md). dq and P v still do: a product
+  // into a temporary and a copy into the rows measured no faster.
+  torch::Tensor dq = torch::empty_like(q), dk = torch::empty_like(k), dv = torch::empty_like(dout);
+  const int64_t last = (s - 1) / block * block;
+  for (int64_t r0 = last; r0 >= 0; r0 -= block) {
     const torch::Tensor dsj = block_of_(ds, bh, s, block, r0), pj = block_of_(p, bh, s, block, r0);
     const int64_t rows = dsj.size(1), keys = dsj.size(2);
     torch::Tensor dqj = dq.narrow(1, r0, rows);
     at::bmm_out(dqj, dsj, k.narrow(1, 0, keys));
-    dk.narrow(1, 0, keys).baddbmm_(dsj.transpose(1, 2), q.narrow(1, r0, rows));
-    dv.narrow(1, 0, keys).baddbmm_(pj.transpose(1, 2), dout.narrow(1, r0, rows));
+    const torch::Tensor dsj_t = dsj.transpose(1, 2), pj_t = pj.transpose(1, 2);
+    const torch::Tensor qj = q.narrow(1, r0, rows), dout_j = dout.narrow(1, r0, rows);
+    if (r0 == last) {
+      at::bmm_out(dk, dsj_t, qj);
+      at::bmm_out(dv, pj_t, dout_j);
+    } else {
+      dk.narrow(1, 0, keys).add_(at::bmm(dsj_t, qj));
+      dv.narrow(1, 0, keys).add_(at::bmm(pj_t, dout_j));
+    }
   }
   return {dq, dk, dv};
 }
