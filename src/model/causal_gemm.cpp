@@ -57,13 +57,25 @@ torch::Tensor causal_scores(const torch::Tensor& a, const torch::Tensor& b, c10:
   return out;
 }
 
+namespace {
+// Rows [r0, r0 + rows) of every head of a [BH, S, hd] product in blocks of query rows
+// (fused_math.h head_block_row): one contiguous [BH, rows, hd] view of the flat tensor.
+torch::Tensor rows_of_(const torch::Tensor& flat, int64_t bh, int64_t hd, int64_t r0,
+                       int64_t rows) {
+  return flat.narrow(0, bh * r0 * hd, bh * rows * hd).view({bh, rows, hd});
+}
+}  // namespace
+
 torch::Tensor causal_pv(const torch::Tensor& p, const torch::Tensor& v, int64_t block) {
-  const int64_t bh = v.size(0), s = v.size(1);
+  const int64_t bh = v.size(0), s = v.size(1), hd = v.size(2);
   if (block >= s) return at::bmm(p, v);
-  torch::Tensor out = torch::empty_like(v);
+  // Each block's product into its own contiguous rows: LibTorch's CPU bmm runs one GEMM per
+  // head, each dispatched, when its output is a view that is not contiguous (the rows of a
+  // [BH, S, hd] tensor were; docs/BENCHMARKS.md).
+  torch::Tensor out = torch::empty({v.numel()}, v.options());
   for (int64_t r0 = 0; r0 < s; r0 += block) {
     const torch::Tensor pj = block_of_(p, bh, s, block, r0);
-    torch::Tensor rows = out.narrow(1, r0, pj.size(1));
+    torch::Tensor rows = rows_of_(out, bh, hd, r0, pj.size(1));
     at::bmm_out(rows, pj, v.narrow(1, 0, pj.size(2)));
   }
   return out;
@@ -72,35 +84,55 @@ torch::Tensor causal_pv(const torch::Tensor& p, const torch::Tensor& v, int64_t 
 std::array<torch::Tensor, 3> causal_grads(const torch::Tensor& ds, const torch::Tensor& p,
                                           const torch::Tensor& q, const torch::Tensor& k,
                                           const torch::Tensor& dout, int64_t block) {
-  const int64_t bh = q.size(0), s = q.size(1);
+  const int64_t bh = q.size(0), s = q.size(1), hd = q.size(2);
   if (block >= s) {
     return {at::bmm(ds, k), at::bmm(ds.transpose(1, 2), q), at::bmm(p.transpose(1, 2), dout)};
   }
-  // dq row-block by row-block; dk and dv gather every block's contribution to their keys
-  // (block j reaches keys [0, (j + 1) * block)): the last block, which reaches every key, is
-  // written first, straight into them; each earlier one is a product of its own added into the
-  // keys it reaches. LibTorch's CPU bmm runs one GEMM per head, each dispatched, when its output
-  // is a view that is not contiguous: baddbmm_ into those rows did (2 * B*H calls a block; the
-  // op 0.89x at the median without them, docs/BENCHMARKS.md). dq and P v still do: a product
-  // into a temporary and a copy into the rows measured no faster.
-  torch::Tensor dq = torch::empty_like(q), dk = torch::empty_like(k), dv = torch::empty_like(dout);
+  // All three in blocks of rows, each block's products into its contiguous rows (as P v): dq's
+  // block j from block j of the scores; dk's and dv's key block i gathers the key columns
+  // [i*block, i*block + rows_i) of every score block j >= i (the blocks that reach them), the
+  // last first and the others added in the GEMM (baddbmm_ into contiguous rows: one batched
+  // product).
+  const auto opts = q.options();
+  torch::Tensor dq = torch::empty({q.numel()}, opts), dk = torch::empty({k.numel()}, opts),
+                dv = torch::empty({dout.numel()}, opts);
   const int64_t last = (s - 1) / block * block;
-  for (int64_t r0 = last; r0 >= 0; r0 -= block) {
-    const torch::Tensor dsj = block_of_(ds, bh, s, block, r0), pj = block_of_(p, bh, s, block, r0);
-    const int64_t rows = dsj.size(1), keys = dsj.size(2);
-    torch::Tensor dqj = dq.narrow(1, r0, rows);
-    at::bmm_out(dqj, dsj, k.narrow(1, 0, keys));
-    const torch::Tensor dsj_t = dsj.transpose(1, 2), pj_t = pj.transpose(1, 2);
-    const torch::Tensor qj = q.narrow(1, r0, rows), dout_j = dout.narrow(1, r0, rows);
-    if (r0 == last) {
-      at::bmm_out(dk, dsj_t, qj);
-      at::bmm_out(dv, pj_t, dout_j);
-    } else {
-      dk.narrow(1, 0, keys).add_(at::bmm(dsj_t, qj));
-      dv.narrow(1, 0, keys).add_(at::bmm(pj_t, dout_j));
+  for (int64_t r0 = 0; r0 < s; r0 += block) {
+    const torch::Tensor dsj = block_of_(ds, bh, s, block, r0);
+    torch::Tensor dqj = rows_of_(dq, bh, hd, r0, dsj.size(1));
+    at::bmm_out(dqj, dsj, k.narrow(1, 0, dsj.size(2)));
+  }
+  for (int64_t i0 = 0; i0 < s; i0 += block) {
+    const int64_t rows_i = std::min(block, s - i0);
+    torch::Tensor dki = rows_of_(dk, bh, hd, i0, rows_i), dvi = rows_of_(dv, bh, hd, i0, rows_i);
+    for (int64_t r0 = last; r0 >= i0; r0 -= block) {
+      const int64_t rows = std::min(block, s - r0);
+      const torch::Tensor dsj_t =
+                              block_of_(ds, bh, s, block, r0).narrow(2, i0, rows_i).transpose(1, 2),
+                          pj_t =
+                              block_of_(p, bh, s, block, r0).narrow(2, i0, rows_i).transpose(1, 2);
+      const torch::Tensor qj = q.narrow(1, r0, rows), dout_j = dout.narrow(1, r0, rows);
+      if (r0 == last) {
+        at::bmm_out(dki, dsj_t, qj);
+        at::bmm_out(dvi, pj_t, dout_j);
+      } else {
+        dki.baddbmm_(dsj_t, qj);
+        dvi.baddbmm_(pj_t, dout_j);
+      }
     }
   }
   return {dq, dk, dv};
+}
+
+torch::Tensor causal_unblocked(const torch::Tensor& t, int64_t bh, int64_t seq, int64_t block) {
+  if (block >= seq) return t;
+  const int64_t hd = t.numel() / (bh * seq);
+  torch::Tensor out = torch::empty({bh, seq, hd}, t.options());
+  for (int64_t r0 = 0; r0 < seq; r0 += block) {
+    const int64_t rows = std::min(block, seq - r0);
+    out.narrow(1, r0, rows).copy_(rows_of_(t.reshape({-1}), bh, hd, r0, rows));
+  }
+  return out;
 }
 
 }  // namespace trainbench

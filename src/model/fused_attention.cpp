@@ -18,9 +18,10 @@ using namespace fused_detail;  // NOLINT(google-build-using-namespace): the ops'
 using torch::autograd::variable_list;
 
 // Heads between rows [N, P*H*hd] and P tensors [B*H, S, hd] (HeadsArgs): to_heads reads the
-// rows; round: the 16-bit type a float32 destination holds (k::StorageType::kF32: none).
+// rows; round: the 16-bit type a float32 destination holds (k::StorageType::kF32: none); block:
+// the heads tensors flat in blocks of that many rows (causal_pv; >= S or 0: plain).
 void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, int64_t heads,
-            bool to_heads, k::StorageType round) {
+            bool to_heads, k::StorageType round, int64_t block = 0) {
   RECORD_FUNCTION("fused::heads", std::vector<c10::IValue>());  // the profile's copy category
   k::HeadsArgs a;
   TORCH_CHECK(!parts.empty() && parts.size() <= std::size(a.head_data),
@@ -28,14 +29,17 @@ void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, i
   a.rows = rows.size(0);
   a.seq = seq;
   a.heads = heads;
-  a.hd = parts[0].size(2);
   a.parts = static_cast<int64_t>(parts.size());
+  a.hd = rows.size(1) / (a.parts * heads);
+  TORCH_CHECK(parts[0].numel() == rows.size(0) * heads * a.hd, "fused heads: ", parts[0].numel(),
+              " elements a part for rows ", rows.sizes());
   a.row_data = mut_(rows);
   for (size_t i = 0; i < parts.size(); ++i) a.head_data[i] = mut_(parts[i]);
   a.rows_type = k::storage_type_of(rows.scalar_type());
   a.heads_type = k::storage_type_of(parts[0].scalar_type());
   a.round = round;
   a.to_heads = to_heads;
+  a.block = block;
   run_(a, rows);
 }
 
@@ -92,7 +96,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // The output [BH, S, hd] into rows [N, d] in the GEMMs' dtype, rounded to dtype as it
     // moves (the output projection reads float32 rows on the float32 route as they are).
     Tensor out = torch::empty({n, d}, opts);
-    heads_(out, {causal_pv(prob, v, block)}, seq, heads, false, round_of_(stored, dtype));
+    heads_(out, {causal_pv(prob, v, block)}, seq, heads, false, round_of_(stored, dtype), block);
     return out;
   }
 
@@ -127,7 +131,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     Tensor dqkv = torch::empty({dout_rows.size(0), 3 * dout_rows.size(1)},
                                dout_rows.options().dtype(qkv_dtype));
     const auto [dq, dk, dv] = causal_grads(ds, prob, q, kk, dout, block);
-    heads_(dqkv, {dq, dk, dv}, seq, heads, false, round_of_(qkv_dtype, dt));
+    heads_(dqkv, {dq, dk, dv}, seq, heads, false, round_of_(qkv_dtype, dt), block);
     return {dqkv, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };

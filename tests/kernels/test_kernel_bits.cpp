@@ -287,7 +287,8 @@ std::vector<Output> causal_softmax_back_run(const KernelCase& c, torch::Device d
 
 // ---- HEADS (HeadsArgs): to=heads splits q, k, v from rows [b*s, 3*h*hd] (the dtype's, or
 // store=f32: float32 rows rounded into float32 heads), to=rows merges one [b*h, s, hd] float32
-// tensor into rows of the dtype (store=f32: three, into float32 rows rounded to the dtype) ----
+// tensor into rows of the dtype (store=f32: three, into float32 rows rounded to the dtype);
+// block=2: the heads tensors in blocks of 2 rows (fused_math.h head_block_row) ----
 std::vector<Output> heads_run(const KernelCase& c, torch::Device dev) {
   const auto [b, s, h, hd] = c.shape;
   const bool to_heads = c.v.bias, f32 = c.v.keep_float32;
@@ -312,6 +313,7 @@ std::vector<Output> heads_run(const KernelCase& c, torch::Device dev) {
   a.heads_type = k::storage_type_of(heads_type);
   a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
   a.to_heads = to_heads;
+  a.block = c.v.block;
   k::run(a, dev.type());
   if (!to_heads) return on_cpu({{"rows", rows, true}});
   return on_cpu({{"q", heads[0], true}, {"k", heads[1], true}, {"v", heads[2], true}});
@@ -399,6 +401,12 @@ const std::vector<KernelRow>& kernel_rows() {
       v.text = std::string(to_heads ? "to=heads" : "to=rows") + (f32 ? ",store=f32" : "");
       heads_ways.push_back(v);
     }
+  }
+  for (bool to_heads : {true, false}) {  // the heads tensors in blocks of 2 rows
+    Variant v = heads_ways[to_heads ? 1 : 3];
+    v.block = 2;
+    v.text += ",block=2";
+    heads_ways.push_back(v);
   }
   static const std::vector<KernelRow> rows = {
       {"DROP_ADD_LN", "DropAddLnArgs", "n,d", rows_cols,

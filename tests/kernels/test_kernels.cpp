@@ -3,6 +3,7 @@
 // the CPU, and the dtypes run() refuses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -128,7 +129,7 @@ TEST(KernelRun, CausalSoftmaxRowsSumToOneBelowTheDiagonal) {
 // The heads layout (HeadsArgs) against LibTorch's permute and conversions, bit for bit: q, k, v
 // split from rows [b*s, 3*h*hd] and merged back, in each storage pair the attention uses (the
 // dtype's own, float32 rounded to it, widened from it, narrowed to it) and float32/float64
-// copies; hd = 13 leaves a tail after the 8-wide F16C passes.
+// copies; hd = 13 leaves a tail after the 8-wide F16C passes; and in blocks of rows.
 TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
   const int64_t b = 2, s = 5, h = 3, hd = 13;
   torch::manual_seed(4);
@@ -140,6 +141,7 @@ TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
   auto split = [&](const torch::Tensor& r) {
     return r.view({b, s, 3, h, hd}).permute({2, 0, 3, 1, 4}).reshape({3, b * h, s, hd});
   };
+  int64_t block = 0;  // the heads tensors' row blocks (HeadsArgs::block)
   auto run = [&](const torch::Tensor& rows, const std::vector<torch::Tensor>& heads, bool to_heads,
                  k::StorageType round) {
     k::HeadsArgs a;
@@ -154,6 +156,7 @@ TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
     a.heads_type = k::storage_type_of(heads[0].scalar_type());
     a.round = round;
     a.to_heads = to_heads;
+    a.block = block;
     k::run(a, c10::DeviceType::CPU);
   };
   auto empties = [&](c10::ScalarType t, int64_t n) {
@@ -189,6 +192,28 @@ TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
     const torch::Tensor one = torch::full({b * s, h * hd}, 7.0, dt);
     run(one, {parts32[1].contiguous()}, false, k::StorageType::kF32);
     EXPECT_TRUE(torch::equal(one, rows32.narrow(1, h * hd, h * hd).to(dt)));
+    // In blocks of 2 rows (the attention in blocks' P V and gradients, causal_gemm.h; a last
+    // block of 1): each block [b*h, rows, hd] contiguous, one after another; both ways.
+    auto in_blocks = [&](const torch::Tensor& plain) {
+      std::vector<torch::Tensor> blocks;
+      for (int64_t r0 = 0; r0 < s; r0 += 2) {
+        blocks.push_back(plain.narrow(1, r0, std::min<int64_t>(2, s - r0)).reshape(-1));
+      }
+      return torch::cat(blocks);
+    };
+    std::vector<torch::Tensor> blocked;
+    for (int p = 0; p < 3; ++p) blocked.push_back(in_blocks(parts32[p]));
+    block = 2;
+    const torch::Tensor merged_blocks = torch::full({b * s, 3 * h * hd}, 7.0);
+    run(merged_blocks, blocked, false, round);
+    EXPECT_TRUE(torch::equal(merged_blocks, merged));
+    auto split_blocks = empties(torch::kFloat, 3);
+    for (auto& t : split_blocks) t = t.view(-1);
+    run(rows32, split_blocks, true, k::StorageType::kF32);
+    for (int p = 0; p < 3; ++p) EXPECT_TRUE(torch::equal(split_blocks[p], blocked[p])) << p;
+    EXPECT_EQ(causal_unblocked(blocked[0], b * h, s, 2).sizes(), parts32[0].sizes());
+    EXPECT_TRUE(torch::equal(causal_unblocked(blocked[0], b * h, s, 2), parts32[0]));
+    block = 0;
   }
 }
 

@@ -57,7 +57,9 @@ TEST(FusedOps, TheFloat32RoutesAttentionScoresHaveTheBitsOf16BitScores) {
       k::run(sa, c10::DeviceType::CPU);
       const Tensor p32 = p.to(torch::kFloat);
       auto as_q = [&](const Tensor& t) { return t.to(dt).view({b, h, s, hd}); };
-      EXPECT_TRUE(torch::equal(out, as_q(causal_pv(p32, v32, block)).to(torch::kFloat)));
+      // In blocks, P V and the gradients are in blocks of rows (causal_gemm.h).
+      auto plain = [&](const Tensor& t) { return causal_unblocked(t, b * h, s, block); };
+      EXPECT_TRUE(torch::equal(out, as_q(plain(causal_pv(p32, v32, block))).to(torch::kFloat)));
       Tensor ds = causal_scores(g32, v32, dt, block);
       k::CausalSoftmaxGradArgs ga;
       ga.rows = sa.rows;
@@ -69,9 +71,9 @@ TEST(FusedOps, TheFloat32RoutesAttentionScoresHaveTheBitsOf16BitScores) {
       ga.scale = sa.scale;
       k::run(ga, c10::DeviceType::CPU);
       const auto [dq, dk, dv] = causal_grads(ds.to(torch::kFloat), p32, q32, k32, g32, block);
-      EXPECT_TRUE(torch::equal(q.grad(), as_q(dq)));
-      EXPECT_TRUE(torch::equal(kk.grad(), as_q(dk)));
-      EXPECT_TRUE(torch::equal(v.grad(), as_q(dv)));
+      EXPECT_TRUE(torch::equal(q.grad(), as_q(plain(dq))));
+      EXPECT_TRUE(torch::equal(kk.grad(), as_q(plain(dk))));
+      EXPECT_TRUE(torch::equal(v.grad(), as_q(plain(dv))));
     }
   }
 }
@@ -148,12 +150,17 @@ TEST(FusedOps, TheAttentionInBlocksIsTheSquaresAttention) {
     EXPECT_TRUE(torch::equal(in_square(ds_blocks), ds_square));
     // The products on the blocks against the square's (another order of addition).
     const double tol = dt == torch::kBFloat16 ? 2e-2 : 1e-5;
+    // P V and the gradients in blocks of rows (causal_gemm.h): flat, each block contiguous.
+    auto plain = [&](const Tensor& t) {
+      EXPECT_EQ(t.dim(), 1);
+      return causal_unblocked(t, bh, s, block);
+    };
     EXPECT_TRUE(
-        torch::allclose(causal_pv(p_blocks, v, block), causal_pv(p_square, v, s), tol, tol));
+        torch::allclose(plain(causal_pv(p_blocks, v, block)), causal_pv(p_square, v, s), tol, tol));
     const auto got = causal_grads(ds_blocks, p_blocks, a, b, dout, block);
     const auto want = causal_grads(ds_square, p_square, a, b, dout, s);
     for (int i = 0; i < 3; ++i) {
-      EXPECT_TRUE(torch::allclose(got[i], want[i], tol, tol)) << "gradient " << i;
+      EXPECT_TRUE(torch::allclose(plain(got[i]), want[i], tol, tol)) << "gradient " << i;
     }
   }
 }

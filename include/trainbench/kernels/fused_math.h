@@ -152,6 +152,20 @@ TB_HOST_DEVICE int64_t causal_block_row(int64_t h, int64_t t, int64_t heads, int
   // Blocks 0..j-1 hold block rows and (i + 1) * block keys each, per head.
   return heads * block * block * (j * (j + 1) / 2) + (h * rows + (t - r0)) * keys;
 }
+// The attention's [B*H, S, hd] products in blocks of query rows (model/causal_gemm.h): block j
+// holds rows [j*block, j*block + rows_j) of all `heads` (B*H) heads, [heads, rows_j, hd]
+// contiguous, one block after another, so that each block's product writes one contiguous
+// tensor; block <= 0 or >= seq: the plain layout. Row t of head h (in rows of hd elements), and
+// the rows from it to row t of head h + 1.
+struct HeadRow {
+  int64_t row, step;
+};
+TB_HOST_DEVICE HeadRow head_block_row(int64_t h, int64_t t, int64_t heads, int64_t seq,
+                                      int64_t block) {
+  if (block <= 0 || block >= seq) return {h * seq + t, seq};
+  const int64_t r0 = t / block * block, rows = seq - r0 < block ? seq - r0 : block;
+  return {heads * r0 + h * rows + (t - r0), rows};
+}
 // Score row r (= h * seq + t) of `rows` (B*H*S): its offset and length, in the blocked causal
 // layout where 0 < block < seq, else in the square [rows, seq].
 struct ScoreRow {

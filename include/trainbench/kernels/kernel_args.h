@@ -130,6 +130,7 @@ struct HeadsArgs {
   StorageType rows_type = StorageType::kF32, heads_type = StorageType::kF32,
               round = StorageType::kF32;
   bool to_heads = true;
+  int64_t block = 0;  // the heads tensors in blocks of query rows (fused_math.h head_block_row)
 };
 
 // Output head + cross-entropy over the vocabulary: per row, z = logits + bias, loss = lse(z) -

@@ -2,9 +2,11 @@
 // scores, probabilities and their gradients in blocks of `block` query rows, each against the
 // keys up to its own end, one contiguous block after another (the square and its zeros above
 // the diagonal never exist), and every product on them: q k^T and dO v^T into the blocks, P v
-// and dS k from them row-block by row-block, dS^T q and P^T dO added block by block into the
-// key rows they reach. Measured (docs/BENCHMARKS.md, seq 256, forward + backward of the whole
-// op): with float32 operands on a CPU without AVX-512 (MKL's AVX2 GEMMs: float32 runs and the
+// and dS k from them row-block by row-block, dS^T q and P^T dO key-block by key-block from the
+// score blocks that reach those keys; their [BH, S, hd] results are in blocks of rows too, so
+// that each product writes contiguous rows (LibTorch's CPU bmm runs one GEMM per head into a
+// view that is not contiguous). Measured (docs/BENCHMARKS.md, seq 256, forward + backward of the
+// whole op): with float32 operands on a CPU without AVX-512 (MKL's AVX2 GEMMs: float32 runs and the
 // float32 GEMM route there) blocks of 128 rows took 0.92-0.98x the time with the score products
 // alone in blocks and about 0.76x with all six; with AVX-512 float32 and with bfloat16 on
 // oneDNN/AMX the score products in blocks were no faster or slower (1.00-1.15x), so those keep
@@ -34,15 +36,21 @@ torch::Tensor causal_scores(const torch::Tensor& a, const torch::Tensor& b, c10:
 // Elements of that layout for bh heads: bh * S * S less the blocks above the diagonal.
 int64_t causal_blocks_size(int64_t bh, int64_t seq, int64_t block);
 
-// P V [BH, S, hd] for probabilities p as causal_scores leaves them (whole, or the blocks: each
-// block's rows against the values of its keys).
+// P V for probabilities p as causal_scores leaves them: whole, [BH, S, hd]; in blocks, each
+// block's rows against the values of its keys, flat in blocks of query rows ([BH * S * hd]:
+// kernels/fused_math.h head_block_row, HeadsArgs::block), so that every block's product writes
+// contiguous rows.
 torch::Tensor causal_pv(const torch::Tensor& p, const torch::Tensor& v, int64_t block);
 
 // The attention's input gradients from the score gradient ds and p (both as causal_scores
-// leaves them): dq = ds k, dk = ds^T q, dv = p^T dout, [BH, S, hd] each; in blocks the
-// products cover the blocks at or below the diagonal only.
+// leaves them): dq = ds k, dk = ds^T q, dv = p^T dout; whole, [BH, S, hd] each; in blocks the
+// products cover the blocks at or below the diagonal only, and the three are flat in blocks of
+// query (dq) or key (dk, dv) rows, as P V.
 std::array<torch::Tensor, 3> causal_grads(const torch::Tensor& ds, const torch::Tensor& p,
                                           const torch::Tensor& q, const torch::Tensor& k,
                                           const torch::Tensor& dout, int64_t block);
+
+// t ([BH, S, hd], or flat in blocks of `block` rows as causal_pv leaves it) as [BH, S, hd].
+torch::Tensor causal_unblocked(const torch::Tensor& t, int64_t bh, int64_t seq, int64_t block);
 
 }  // namespace trainbench

@@ -107,11 +107,13 @@ void heads_(const HeadsArgs& a, int64_t c0, int64_t c1) {
   const int64_t hd = a.hd, heads = a.heads, seq = a.seq, width = a.parts * heads * hd;
   RowIo<A, Src> in(kCopy || Round::kHalves ? 1 : hd);
   RowIo<A, Dst> out(kCopy || Round::kHalves ? 1 : hd);
+  const int64_t bh = a.rows / seq * heads;
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t b = r / seq, s = r % seq;
+    const m::HeadRow first = m::head_block_row(b * heads, s, bh, seq, a.block);
     for (int64_t p = 0; p < a.parts; ++p) {
       for (int64_t h = 0; h < heads; ++h) {
-        const int64_t ro = r * width + (p * heads + h) * hd, ho = ((b * heads + h) * seq + s) * hd;
+        const int64_t ro = r * width + (p * heads + h) * hd, ho = (first.row + h * first.step) * hd;
         const Src* src = a.to_heads ? static_cast<const Src*>(a.row_data) + ro
                                     : static_cast<const Src*>(a.head_data[p]) + ho;
         Dst* dst = a.to_heads ? static_cast<Dst*>(a.head_data[p]) + ho

@@ -225,7 +225,10 @@ __global__ void heads_kernel(HeadsArgs a) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = i / width, col = i % width, p = col / (heads * hd), h = (col / hd) % heads;
-    const int64_t ho = (((r / seq) * heads + h) * seq + r % seq) * hd + col % hd;
+    const int64_t ho =
+        m::head_block_row((r / seq) * heads + h, r % seq, a.rows / seq * heads, seq, a.block).row *
+            hd +
+        col % hd;
     if (a.to_heads) {
       const A v = ld<A>(static_cast<const Src*>(a.row_data), i);
       st(static_cast<Dst*>(a.head_data[p]), ho, rounded_<A, Dst, R>(v));
