@@ -26,6 +26,12 @@ torch::Tensor block_of_(const torch::Tensor& flat, int64_t bh, int64_t s, int64_
   return flat.narrow(0, kernels::math::causal_block_row(0, r0, bh, s, block), bh * rows * keys)
       .view({bh, rows, keys});
 }
+// Rows [r0, r0 + rows) of every head of a [BH, S, hd] product in blocks of query rows
+// (fused_math.h head_block_row): one contiguous [BH, rows, hd] view of the flat tensor.
+torch::Tensor rows_of_(const torch::Tensor& flat, int64_t bh, int64_t hd, int64_t r0,
+                       int64_t rows) {
+  return flat.narrow(0, bh * r0 * hd, bh * rows * hd).view({bh, rows, hd});
+}
 }  // namespace
 
 int64_t causal_blocks_size(int64_t bh, int64_t seq, int64_t block) {
@@ -56,15 +62,6 @@ torch::Tensor causal_scores(const torch::Tensor& a, const torch::Tensor& b, c10:
   }
   return out;
 }
-
-namespace {
-// Rows [r0, r0 + rows) of every head of a [BH, S, hd] product in blocks of query rows
-// (fused_math.h head_block_row): one contiguous [BH, rows, hd] view of the flat tensor.
-torch::Tensor rows_of_(const torch::Tensor& flat, int64_t bh, int64_t hd, int64_t r0,
-                       int64_t rows) {
-  return flat.narrow(0, bh * r0 * hd, bh * rows * hd).view({bh, rows, hd});
-}
-}  // namespace
 
 torch::Tensor causal_pv(const torch::Tensor& p, const torch::Tensor& v, int64_t block) {
   const int64_t bh = v.size(0), s = v.size(1), hd = v.size(2);
@@ -107,10 +104,9 @@ std::array<torch::Tensor, 3> causal_grads(const torch::Tensor& ds, const torch::
     torch::Tensor dki = rows_of_(dk, bh, hd, i0, rows_i), dvi = rows_of_(dv, bh, hd, i0, rows_i);
     for (int64_t r0 = last; r0 >= i0; r0 -= block) {
       const int64_t rows = std::min(block, s - r0);
-      const torch::Tensor dsj_t =
-                              block_of_(ds, bh, s, block, r0).narrow(2, i0, rows_i).transpose(1, 2),
-                          pj_t =
-                              block_of_(p, bh, s, block, r0).narrow(2, i0, rows_i).transpose(1, 2);
+      // The key columns of block i in score block j, transposed: [BH, rows_i, rows_j].
+      const torch::Tensor dsj_t = block_of_(ds, bh, s, block, r0).narrow(2, i0, rows_i).mT();
+      const torch::Tensor pj_t = block_of_(p, bh, s, block, r0).narrow(2, i0, rows_i).mT();
       const torch::Tensor qj = q.narrow(1, r0, rows), dout_j = dout.narrow(1, r0, rows);
       if (r0 == last) {
         at::bmm_out(dki, dsj_t, qj);
