@@ -43,7 +43,7 @@ int64_t causal_blocks_size(int64_t bh, int64_t seq, int64_t block) {
 torch::Tensor causal_scores(const torch::Tensor& a, const torch::Tensor& b, c10::ScalarType dtype,
                             int64_t block) {
   const int64_t s = a.size(1);
-  if (block >= s) {
+  if (block <= 0 || block >= s) {
     const torch::Tensor whole = at::bmm(a, b.transpose(1, 2));
     return whole.scalar_type() == dtype ? whole : whole.to(dtype);
   }
@@ -65,7 +65,7 @@ torch::Tensor causal_scores(const torch::Tensor& a, const torch::Tensor& b, c10:
 
 torch::Tensor causal_pv(const torch::Tensor& p, const torch::Tensor& v, int64_t block) {
   const int64_t bh = v.size(0), s = v.size(1), hd = v.size(2);
-  if (block >= s) return at::bmm(p, v);
+  if (block <= 0 || block >= s) return at::bmm(p, v);
   // Each block's product into its own contiguous rows: LibTorch's CPU bmm runs one GEMM per
   // head, each dispatched, when its output is a view that is not contiguous (the rows of a
   // [BH, S, hd] tensor were; docs/BENCHMARKS.md).
@@ -82,7 +82,7 @@ std::array<torch::Tensor, 3> causal_grads(const torch::Tensor& ds, const torch::
                                           const torch::Tensor& q, const torch::Tensor& k,
                                           const torch::Tensor& dout, int64_t block) {
   const int64_t bh = q.size(0), s = q.size(1), hd = q.size(2);
-  if (block >= s) {
+  if (block <= 0 || block >= s) {
     return {at::bmm(ds, k), at::bmm(ds.transpose(1, 2), q), at::bmm(p.transpose(1, 2), dout)};
   }
   // All three in blocks of rows, each block's products into its contiguous rows (as P v): dq's
@@ -121,7 +121,7 @@ std::array<torch::Tensor, 3> causal_grads(const torch::Tensor& ds, const torch::
 }
 
 torch::Tensor causal_unblocked(const torch::Tensor& t, int64_t bh, int64_t seq, int64_t block) {
-  if (block >= seq) return t;
+  if (block <= 0 || block >= seq) return t;
   const int64_t hd = t.numel() / (bh * seq);
   torch::Tensor out = torch::empty({bh, seq, hd}, t.options());
   for (int64_t r0 = 0; r0 < seq; r0 += block) {

@@ -93,8 +93,9 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
     ctx->saved_data["qkv_dtype"] = static_cast<int64_t>(qkv.scalar_type());
     save_route_(ctx, r);
-    // The output [BH, S, hd] into rows [N, d] in the GEMMs' dtype, rounded to dtype as it
-    // moves (the output projection reads float32 rows on the float32 route as they are).
+    // The output [BH, S, hd] (in blocks of rows with the blocks) into rows [N, d] in the GEMMs'
+    // dtype, rounded to dtype as it moves (the output projection reads float32 rows on the
+    // float32 route as they are).
     Tensor out = torch::empty({n, d}, opts);
     heads_(out, {causal_pv(prob, v, block)}, seq, heads, false, round_of_(stored, dtype), block);
     return out;

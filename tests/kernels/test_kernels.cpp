@@ -213,6 +213,9 @@ TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
     for (int p = 0; p < 3; ++p) EXPECT_TRUE(torch::equal(split_blocks[p], blocked[p])) << p;
     EXPECT_EQ(causal_unblocked(blocked[0], b * h, s, 2).sizes(), parts32[0].sizes());
     EXPECT_TRUE(torch::equal(causal_unblocked(blocked[0], b * h, s, 2), parts32[0]));
+    for (const int64_t whole : {int64_t{0}, s}) {  // no blocks: the tensor as it is
+      EXPECT_TRUE(causal_unblocked(parts32[0], b * h, s, whole).is_same(parts32[0])) << whole;
+    }
     block = 0;
   }
 }

@@ -50,7 +50,8 @@ std::array<torch::Tensor, 3> causal_grads(const torch::Tensor& ds, const torch::
                                           const torch::Tensor& q, const torch::Tensor& k,
                                           const torch::Tensor& dout, int64_t block);
 
-// t ([BH, S, hd], or flat in blocks of `block` rows as causal_pv leaves it) as [BH, S, hd].
+// t ([BH, S, hd], or flat in blocks of `block` rows as causal_pv leaves it) as [BH, S, hd];
+// block <= 0 or >= S: t itself (as for causal_pv and causal_grads: the whole products).
 torch::Tensor causal_unblocked(const torch::Tensor& t, int64_t bh, int64_t seq, int64_t block);
 
 }  // namespace trainbench
