@@ -81,24 +81,19 @@ torch::Tensor causal_pv(const torch::Tensor& p, const torch::Tensor& v, int64_t 
 std::array<torch::Tensor, 3> causal_grads(const torch::Tensor& ds, const torch::Tensor& p,
                                           const torch::Tensor& q, const torch::Tensor& k,
                                           const torch::Tensor& dout, int64_t block) {
+  // dq = ds k: the product causal_pv makes of P and V (row-block by row-block in blocks).
+  torch::Tensor dq = causal_pv(ds, k, block);
   const int64_t bh = q.size(0), s = q.size(1), hd = q.size(2);
   if (block <= 0 || block >= s) {
-    return {at::bmm(ds, k), at::bmm(ds.transpose(1, 2), q), at::bmm(p.transpose(1, 2), dout)};
+    return {dq, at::bmm(ds.transpose(1, 2), q), at::bmm(p.transpose(1, 2), dout)};
   }
-  // All three in blocks of rows, each block's products into its contiguous rows (as P v): dq's
-  // block j from block j of the scores; dk's and dv's key block i gathers the key columns
-  // [i*block, i*block + rows_i) of every score block j >= i (the blocks that reach them), the
-  // last first and the others added in the GEMM (baddbmm_ into contiguous rows: one batched
-  // product).
+  // dk and dv in blocks of key rows, each block's products into its contiguous rows (as P v):
+  // key block i gathers the key columns [i*block, i*block + rows_i) of every score block j >= i
+  // (the blocks that reach them), the last first and the others added in the GEMM (baddbmm_
+  // into contiguous rows: one batched product).
   const auto opts = q.options();
-  torch::Tensor dq = torch::empty({q.numel()}, opts), dk = torch::empty({k.numel()}, opts),
-                dv = torch::empty({dout.numel()}, opts);
+  torch::Tensor dk = torch::empty({k.numel()}, opts), dv = torch::empty({dout.numel()}, opts);
   const int64_t last = (s - 1) / block * block;
-  for (int64_t r0 = 0; r0 < s; r0 += block) {
-    const torch::Tensor dsj = block_of_(ds, bh, s, block, r0);
-    torch::Tensor dqj = rows_of_(dq, bh, hd, r0, dsj.size(1));
-    at::bmm_out(dqj, dsj, k.narrow(1, 0, dsj.size(2)));
-  }
   for (int64_t i0 = 0; i0 < s; i0 += block) {
     const int64_t rows_i = std::min(block, s - i0);
     torch::Tensor dki = rows_of_(dk, bh, hd, i0, rows_i), dvi = rows_of_(dv, bh, hd, i0, rows_i);
@@ -123,10 +118,11 @@ std::array<torch::Tensor, 3> causal_grads(const torch::Tensor& ds, const torch::
 torch::Tensor causal_unblocked(const torch::Tensor& t, int64_t bh, int64_t seq, int64_t block) {
   if (block <= 0 || block >= seq) return t;
   const int64_t hd = t.numel() / (bh * seq);
+  const torch::Tensor flat = t.reshape({-1});
   torch::Tensor out = torch::empty({bh, seq, hd}, t.options());
   for (int64_t r0 = 0; r0 < seq; r0 += block) {
     const int64_t rows = std::min(block, seq - r0);
-    out.narrow(1, r0, rows).copy_(rows_of_(t.reshape({-1}), bh, hd, r0, rows));
+    out.narrow(1, r0, rows).copy_(rows_of_(flat, bh, hd, r0, rows));
   }
   return out;
 }

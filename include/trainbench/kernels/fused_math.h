@@ -142,15 +142,24 @@ template <typename A>
 TB_HOST_DEVICE A softmax_grad(A p, A dp, A dot) {
   return p * (dp - dot);
 }
+// Row t's block of `block` query rows: its first row and its row count (block but in the
+// last), for the blocked layouts of the attention (model/causal_gemm.h) below.
+struct RowBlock {
+  int64_t r0, rows;
+};
+TB_HOST_DEVICE RowBlock row_block(int64_t t, int64_t seq, int64_t block) {
+  const int64_t r0 = t / block * block;
+  return {r0, seq - r0 < block ? seq - r0 : block};
+}
 // Blocked causal scores (model/causal_gemm.h): for every j, query rows [j*block, j*block + rows_j)
 // of all `heads` (B*H) heads against keys [0, j*block + rows_j), one contiguous [heads, rows_j,
 // keys_j] block after another (rows_j = block but in the last). The offset of row t of head h.
 TB_HOST_DEVICE int64_t causal_block_row(int64_t h, int64_t t, int64_t heads, int64_t seq,
                                         int64_t block) {
-  const int64_t j = t / block, r0 = j * block;
-  const int64_t rows = seq - r0 < block ? seq - r0 : block, keys = r0 + rows;
+  const RowBlock b = row_block(t, seq, block);
+  const int64_t j = b.r0 / block, keys = b.r0 + b.rows;
   // Blocks 0..j-1 hold block rows and (i + 1) * block keys each, per head.
-  return heads * block * block * (j * (j + 1) / 2) + (h * rows + (t - r0)) * keys;
+  return heads * block * block * (j * (j + 1) / 2) + (h * b.rows + (t - b.r0)) * keys;
 }
 // The attention's [B*H, S, hd] products in blocks of query rows (model/causal_gemm.h): block j
 // holds rows [j*block, j*block + rows_j) of all `heads` (B*H) heads, [heads, rows_j, hd]
@@ -163,8 +172,8 @@ struct HeadRow {
 TB_HOST_DEVICE HeadRow head_block_row(int64_t h, int64_t t, int64_t heads, int64_t seq,
                                       int64_t block) {
   if (block <= 0 || block >= seq) return {h * seq + t, seq};
-  const int64_t r0 = t / block * block, rows = seq - r0 < block ? seq - r0 : block;
-  return {heads * r0 + h * rows + (t - r0), rows};
+  const RowBlock b = row_block(t, seq, block);
+  return {heads * b.r0 + h * b.rows + (t - b.r0), b.rows};
 }
 // Score row r (= h * seq + t) of `rows` (B*H*S): its offset and length, in the blocked causal
 // layout where 0 < block < seq, else in the square [rows, seq].
@@ -173,8 +182,9 @@ struct ScoreRow {
 };
 TB_HOST_DEVICE ScoreRow score_row(int64_t r, int64_t seq, int64_t rows, int64_t block) {
   if (block <= 0 || block >= seq) return {r * seq, seq};
-  const int64_t t = r % seq, end = (t / block + 1) * block;
-  return {causal_block_row(r / seq, t, rows / seq, seq, block), end < seq ? end : seq};
+  const int64_t t = r % seq;
+  const RowBlock b = row_block(t, seq, block);
+  return {causal_block_row(r / seq, t, rows / seq, seq, block), b.r0 + b.rows};
 }
 // Cross-entropy gradient for one logit: softmax - one-hot, divided by the row count.
 template <typename A>
