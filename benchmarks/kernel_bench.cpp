@@ -213,6 +213,29 @@ void BM_OpResidualDropoutLayerNorm(benchmark::State& s) {
 }
 BENCHMARK(BM_OpResidualDropoutLayerNorm)->ArgsProduct({{0, 1, 2}, {0, 1}})->UseRealTime();
 
+// The LayerNorm into the qkv GEMMs on the float32 route (16-bit dtype from range(0)), forward +
+// backward: y float32 storage of the dtype's values, the GEMM op told so (range(1) == 1), against
+// y in the dtype, which the GEMM op converts to float32 and whose gradient it rounds (0).
+void BM_OpLayerNormQkv(benchmark::State& s) {
+  const auto t = dtype_(s);
+  const bool stored32 = s.range(1) == 1;
+  const auto route = trainbench::GemmRoute::kFloat32;
+  const Tensor r = torch::randn({kRows, kD}).requires_grad_(),
+               b = torch::randn({kRows, kD}).requires_grad_(),
+               g = torch::ones({kD}).requires_grad_(), be = torch::zeros({kD}).requires_grad_();
+  const Tensor w = (torch::randn({3 * kD, kD}) * 0.04).to(t).to(torch::kFloat).requires_grad_(),
+               wb = torch::zeros({3 * kD}).requires_grad_();
+  for (auto _ : s) {
+    const auto h = trainbench::drop_add_layer_norm(
+        r, b, {}, g, be, {0.1, 3}, t, stored32 ? route : trainbench::GemmRoute::kNative);
+    const Tensor qkv = trainbench::fused_linear(h[1], w, wb, route, true,
+                                                stored32 ? t : c10::ScalarType::Undefined);
+    (h[0].sum() + qkv.sum()).backward();
+  }
+  s.SetLabel(std::string(dtype_name_(s)) + (stored32 ? ", y float32 storage" : ", y 16-bit"));
+}
+BENCHMARK(BM_OpLayerNormQkv)->ArgsProduct({{1, 2}, {0, 1}})->UseRealTime();
+
 void BM_OpLinearReluDropout(benchmark::State& s) {
   const auto t = dtype_(s);
   const bool fused = s.range(1) == 1;

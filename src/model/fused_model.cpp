@@ -3,9 +3,9 @@
 // fused operations of fused_ops.h. Activations are rows [N = batch * seq, width] in
 // batch-major order, so that the attention kernels' [B, S, H, hd] outputs are the next GEMM's
 // input without a copy. The residual stream stays in float32 (the accumulation dtype); what a
-// GEMM reads (LayerNorm outputs, attention and FF activations) is in the run's compute dtype,
-// and each weight is cast to it once per step, or, with --fused_adam 1, kept in it by the
-// optimizer (WeightCopies below).
+// GEMM reads (LayerNorm outputs, attention and FF activations) holds the run's compute dtype's
+// values (on the float32 GEMM route in float32 storage), and each weight is cast to it once per
+// step, or, with --fused_adam 1, kept in it by the optimizer (WeightCopies below).
 #include <cmath>
 #include <unordered_map>
 
@@ -99,19 +99,20 @@ class FusedBlockImpl : public BlockLayers {
   // Returns the stream after this block; seq: tokens per sequence of the rows.
   Stream forward(const Stream& in, int64_t seq, c10::ScalarType compute_dtype, double p,
                  WeightCopies& weights) {
-    auto h1 =
-        drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias, fused_dropout_(p),
-                            compute_dtype);  // {r [N, d] f32, y [N, d] compute_dtype}
+    // {r [N, d] f32, y [N, d] compute_dtype (on the float32 route float32 storage of its values,
+    // which the GEMM ops read as they are)}
+    auto h1 = drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias,
+                                  fused_dropout_(p), compute_dtype, route_);
     // Without flash, the float32 route's qkv rows stay float32 (the attention rounds them).
     const Tensor qkv_rows =
-        fused_linear(h1[1], weights.get(qkv->weight), qkv->bias, route_, !flash_);
+        fused_linear(h1[1], weights.get(qkv->weight), qkv->bias, route_, !flash_, compute_dtype);
     const Tensor attn = attention_(qkv_rows, seq, compute_dtype);  // [N, d], the GEMMs' dtype
     const Tensor proj =
         fused_linear(attn, weights.get(out->weight), Tensor(), route_, true);  // bias later
     auto h2 = drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p),
-                                  compute_dtype);
-    const Tensor hidden =
-        linear_relu_dropout(h2[1], weights.get(ff1->weight), ff1->bias, fused_dropout_(p), route_);
+                                  compute_dtype, route_);
+    const Tensor hidden = linear_relu_dropout(h2[1], weights.get(ff1->weight), ff1->bias,
+                                              fused_dropout_(p), route_, compute_dtype);
     return {h2[0], fused_linear(hidden, weights.get(ff2->weight), Tensor(), route_, true),
             ff2->bias};
   }
@@ -157,10 +158,10 @@ class FusedModel : public ByteModelBase {
 
   // bytes [S, B] → logits [S, B, 256] (evaluation, tests, the TorchScript twin's check).
   Tensor forward(const Tensor& bytes) override {
-    const Tensor x = trunk_(bytes);  // [N, d] compute_dtype, batch-major
+    const Tensor x = trunk_(bytes);  // [N, d] compute_dtype's values, batch-major
     const int64_t s = bytes.size(0), b = bytes.size(1);
-    const Tensor logits =
-        fused_linear(x, weights_.get(head_->weight), head_->bias, options_.gemm_route);
+    const Tensor logits = fused_linear(x, weights_.get(head_->weight), head_->bias,
+                                       options_.gemm_route, false, options_.compute_dtype);
     return logits.view({b, s, kVocabSize}).transpose(0, 1);
   }
 
@@ -169,7 +170,7 @@ class FusedModel : public ByteModelBase {
     const Tensor x = trunk_(bytes);
     const Tensor targets = bytes.t().reshape({-1});  // row b*S + s predicts bytes[s, b]
     return head_cross_entropy(x, weights_.get(head_->weight), head_->bias, targets,
-                              options_.gemm_route)
+                              options_.gemm_route, options_.compute_dtype)
         .to(torch::kFloat);
   }
 
@@ -187,7 +188,8 @@ class FusedModel : public ByteModelBase {
   Tensor body(const Tensor& x) override { return x; }  // unused: forward is the fused one
 
  private:
-  // bytes [S, B] → rows [N, d] in the compute dtype after the last block (no final LayerNorm).
+  // bytes [S, B] → rows [N, d] in the compute dtype after the last block (no final LayerNorm; on
+  // the float32 route float32 storage of its values).
   Tensor trunk_(const Tensor& bytes) {
     const int64_t s = bytes.size(0), b = bytes.size(1), d = options_.d_model;
     // The shared front ([S, B, d]) in batch-major rows: one copy of the embedded input.
@@ -199,7 +201,7 @@ class FusedModel : public ByteModelBase {
       st = block->as<FusedBlockImpl>()->forward(st, s, compute_dtype, p, weights_);
     // The last FF branch joins the stream with dropout; no LayerNorm follows.
     return drop_add_layer_norm(st.resid, st.branch, st.bias, Tensor(), Tensor(), fused_dropout_(p),
-                               compute_dtype)[1];
+                               compute_dtype, options_.gemm_route)[1];
   }
 
   torch::nn::ModuleList blocks{nullptr};

@@ -40,11 +40,12 @@ Tensor column_sums_(const Tensor& x_in, c10::ScalarType acc) {
 
 struct FusedLinear : torch::autograd::Function<FusedLinear> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
-                        GemmRoute r, bool keep_float32) {
+                        GemmRoute r, bool keep_float32, c10::ScalarType dtype) {
     RECORD_FUNCTION("fused::linear", std::vector<c10::IValue>());
-    const bool up = upcast_(r, x.scalar_type());
-    const auto out = up && keep_float32 ? torch::kFloat : x.scalar_type();
-    const Tensor x_up = save_input_(ctx, x, r);
+    const auto values = values_of_(x, dtype, r, "fused_linear");
+    const bool up = upcast_(r, values);
+    const auto out = up && keep_float32 ? torch::kFloat : values;
+    const Tensor x_up = save_input_(ctx, x, r, values);
     Tensor y;
     if (!present_(b)) {
       y = gemm_(x_up, up_(w, r).t(), out);  // [N, out]
@@ -65,29 +66,30 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
     const auto saved = ctx->get_saved_variables();
     const Tensor &x = saved[0], &w = saved[1];  // x as the route's GEMMs read it
     const GemmRoute r = route_of_(ctx);
-    const auto dt = input_dtype_(ctx);
+    const auto dt = input_storage_(ctx);
     // The float32 route reads the output gradient in float32 (exact for a rounded one).
     const Tensor dy = dense_(grads[0], x.scalar_type());                         // [N, out]
     Tensor dx = ctx->needs_input_grad(0) ? gemm_(dy, up_(w, r), dt) : Tensor();  // [N, in]
     Tensor dw = gemm_(dy.t(), x, w.scalar_type());                               // [out, in]
     const auto bias_dtype = static_cast<c10::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
     Tensor db = ctx->saved_data["has_bias"].toBool() ? column_sums_(dy, bias_dtype) : Tensor();
-    return {dx, dw, db, Tensor(), Tensor()};
+    return {dx, dw, db, Tensor(), Tensor(), Tensor()};
   }
 };
 
 struct DropAddLn : torch::autograd::Function<DropAddLn> {
   static variable_list forward(AutogradContext* ctx, const Tensor& resid_in,
                                const Tensor& branch_in, const Tensor& bias, const Tensor& gamma,
-                               const Tensor& beta, double p, int64_t key,
-                               c10::ScalarType out_dtype) {
+                               const Tensor& beta, double p, int64_t key, c10::ScalarType out_dtype,
+                               GemmRoute r) {
     RECORD_FUNCTION("fused::drop_add_layer_norm", std::vector<c10::IValue>());
+    const auto y_dtype = upcast_(r, out_dtype) ? torch::kFloat : out_dtype;  // fused_ops.h
     const Tensor resid = contig_(resid_in), branch = branch_in.contiguous();
     const int64_t d = branch.size(-1), n = branch.numel() / d;
     const auto acc = present_(resid) ? resid.scalar_type() : acc_of_(branch.scalar_type());
     const auto acc_opts = branch.options().dtype(acc);
     Tensor resid_out = torch::empty({n, d}, acc_opts);
-    Tensor y = torch::empty({n, d}, branch.options().dtype(out_dtype));
+    Tensor y = torch::empty({n, d}, branch.options().dtype(y_dtype));
     Tensor mean, rstd;
     if (present_(gamma)) {
       mean = torch::empty({n}, acc_opts);
@@ -109,7 +111,8 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     a.rstd = mut_(rstd);
     a.acc = k::storage_type_of(acc);
     a.branch_type = k::storage_type_of(branch.scalar_type());
-    a.out_type = k::storage_type_of(out_dtype);
+    a.out_type = k::storage_type_of(y_dtype);
+    a.round = round_of_(y_dtype, out_dtype);
     a.drop = k::math::dropout_args(p, static_cast<uint64_t>(key));
     run_(a, branch);
     ctx->save_for_backward({resid_out, opt_(mean, branch), opt_(rstd, branch), gamma});
@@ -119,6 +122,7 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     ctx->saved_data["has_bias"] = present_(bias);
     ctx->saved_data["branch_dtype"] = static_cast<int64_t>(branch.scalar_type());
     ctx->saved_data["out_dtype"] = static_cast<int64_t>(out_dtype);
+    ctx->saved_data["y_dtype"] = static_cast<int64_t>(y_dtype);
     return {resid_out, y};
   }
 
@@ -133,6 +137,7 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     const int64_t n = resid_out.size(0), d = resid_out.size(1);
     const auto branch_dtype = static_cast<c10::ScalarType>(ctx->saved_data["branch_dtype"].toInt());
     const auto out_dtype = static_cast<c10::ScalarType>(ctx->saved_data["out_dtype"].toInt());
+    const auto y_dtype = static_cast<c10::ScalarType>(ctx->saved_data["y_dtype"].toInt());
     const bool has_resid = ctx->saved_data["has_resid"].toBool();
     Tensor d_resid = has_resid ? torch::empty_like(resid_out) : Tensor();
     Tensor d_branch = torch::empty({n, d}, resid_out.options().dtype(branch_dtype));
@@ -140,9 +145,11 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     k::DropAddLnGradArgs a;
     a.rows = n;
     a.cols = d;
+    // y's gradient in y's storage (on the float32 route a GEMM's float32 product: the kernel
+    // rounds it to out_dtype as it reads it).
     const Tensor dy_typed = present_(grads[1])
-                                ? grads[1].to(out_dtype).contiguous()
-                                : torch::zeros({n, d}, resid_out.options().dtype(out_dtype));
+                                ? dense_(grads[1], y_dtype)
+                                : torch::zeros({n, d}, resid_out.options().dtype(y_dtype));
     a.dy = ptr_(dy_typed);
     a.d_resid_out = ptr_(d_resid_out);
     a.resid_out = ptr_(resid_out);
@@ -154,25 +161,27 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     a.partials = mut_(partials);
     a.acc = k::storage_type_of(resid_out.scalar_type());
     a.branch_type = k::storage_type_of(branch_dtype);
-    a.out_type = k::storage_type_of(out_dtype);
+    a.out_type = k::storage_type_of(y_dtype);
+    a.round = round_of_(y_dtype, out_dtype);
     a.drop = k::math::dropout_args(p, static_cast<uint64_t>(ctx->saved_data["key"].toInt()));
     run_(a, resid_out);
     const Tensor sums = chunk_sums_(partials);  // [3, d]
     Tensor d_bias = ctx->saved_data["has_bias"].toBool() ? sums[0] : Tensor();
     Tensor d_gamma = present_(gamma) ? sums[1] : Tensor();
     Tensor d_beta = present_(gamma) ? sums[2] : Tensor();
-    return {d_resid, d_branch, d_bias, d_gamma, d_beta, Tensor(), Tensor(), Tensor()};
+    return {d_resid, d_branch, d_bias, d_gamma, d_beta, Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
 struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
-                        double p, int64_t key, GemmRoute r) {
+                        double p, int64_t key, GemmRoute r, c10::ScalarType dtype) {
     RECORD_FUNCTION("fused::linear_relu_dropout", std::vector<c10::IValue>());
+    const auto values = values_of_(x, dtype, r, "linear_relu_dropout");
     // On the float32 route the hidden stays in float32 storage holding values of x's dtype (the
     // kernel rounds the GEMM's output as it reads it and its result as it stores it): the FF-out
     // GEMMs read it, and the gradient the kernel writes, without a conversion either way.
-    const Tensor x_up = save_input_(ctx, x, r);
+    const Tensor x_up = save_input_(ctx, x, r, values);
     Tensor out = gemm_(x_up, up_(w, r).t(), x_up.scalar_type());  // [N, f]
     k::BiasReluDropoutArgs a;
     a.rows = out.size(0);
@@ -181,7 +190,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.bias = ptr_(b);
     a.acc = k::storage_type_of(b.scalar_type());
     a.type = k::storage_type_of(out.scalar_type());
-    a.round = round_of_(out.scalar_type(), x.scalar_type());
+    a.round = round_of_(out.scalar_type(), values);
     a.drop = k::math::dropout_args(p, static_cast<uint64_t>(key));
     run_(a, out);
     ctx->save_for_backward({x_up, w, out});
@@ -214,19 +223,20 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     run_(a, out);
     const GemmRoute r = route_of_(ctx);
     const Tensor da_up = up_(da, r);
-    Tensor dx = ctx->needs_input_grad(0) ? gemm_(da_up, up_(w, r), input_dtype_(ctx)) : Tensor();
+    Tensor dx = ctx->needs_input_grad(0) ? gemm_(da_up, up_(w, r), input_storage_(ctx)) : Tensor();
     Tensor dw = gemm_(da_up.t(), x, w.scalar_type());  // [f, in]
-    return {dx, dw, chunk_sums_(partials), Tensor(), Tensor(), Tensor()};
+    return {dx, dw, chunk_sums_(partials), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
 struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
-                        const Tensor& targets_in, GemmRoute r) {
+                        const Tensor& targets_in, GemmRoute r, c10::ScalarType dtype) {
     RECORD_FUNCTION("fused::head_cross_entropy", std::vector<c10::IValue>());
     const Tensor targets = targets_in.contiguous();
-    const Tensor x_up = save_input_(ctx, x, r);
-    Tensor logits = gemm_(x_up, up_(w, r).t(), x.scalar_type());  // [N, V], the loss gradient
+    const auto values = values_of_(x, dtype, r, "head_cross_entropy");
+    const Tensor x_up = save_input_(ctx, x, r, values);
+    Tensor logits = gemm_(x_up, up_(w, r).t(), values);  // [N, V], the loss gradient
     const int64_t n = logits.size(0);
     Tensor partials = torch::empty({k::num_chunks(n)}, logits.options().dtype(b.scalar_type()));
     k::HeadCrossEntropyArgs a;
@@ -252,10 +262,10 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     const Tensor dl = dlogits * grads[0].to(dlogits.scalar_type());
     const GemmRoute r = route_of_(ctx);
     const Tensor dl_up = up_(dl, r);
-    Tensor dx = ctx->needs_input_grad(0) ? gemm_(dl_up, up_(w, r), input_dtype_(ctx)) : Tensor();
+    Tensor dx = ctx->needs_input_grad(0) ? gemm_(dl_up, up_(w, r), input_storage_(ctx)) : Tensor();
     Tensor dw = gemm_(dl_up.t(), x, w.scalar_type());  // [V, d]
     Tensor db = column_sums_(dl, grads[0].scalar_type());
-    return {dx, dw, db, Tensor(), Tensor()};
+    return {dx, dw, db, Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -263,24 +273,26 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
 
 std::vector<Tensor> drop_add_layer_norm(const Tensor& resid, const Tensor& branch,
                                         const Tensor& bias, const Tensor& gamma, const Tensor& beta,
-                                        FusedDropout drop, c10::ScalarType out_dtype) {
+                                        FusedDropout drop, c10::ScalarType out_dtype,
+                                        GemmRoute route) {
   return DropAddLn::apply(opt_(resid, branch), branch, opt_(bias, branch), opt_(gamma, branch),
-                          opt_(beta, branch), drop.p, static_cast<int64_t>(drop.key), out_dtype);
+                          opt_(beta, branch), drop.p, static_cast<int64_t>(drop.key), out_dtype,
+                          route);
 }
 
 Tensor fused_linear(const Tensor& x, const Tensor& w, const Tensor& b, GemmRoute route,
-                    bool keep_float32) {
-  return FusedLinear::apply(x, w, opt_(b, x), route, keep_float32);
+                    bool keep_float32, c10::ScalarType dtype) {
+  return FusedLinear::apply(x, w, opt_(b, x), route, keep_float32, dtype);
 }
 
 Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, FusedDropout drop,
-                           GemmRoute route) {
-  return LinearReluDropout::apply(x, w, b, drop.p, static_cast<int64_t>(drop.key), route);
+                           GemmRoute route, c10::ScalarType dtype) {
+  return LinearReluDropout::apply(x, w, b, drop.p, static_cast<int64_t>(drop.key), route, dtype);
 }
 
 Tensor head_cross_entropy(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& targets,
-                          GemmRoute route) {
-  return HeadCrossEntropy::apply(x, w, b, targets, route);
+                          GemmRoute route, c10::ScalarType dtype) {
+  return HeadCrossEntropy::apply(x, w, b, targets, route, dtype);
 }
 
 }  // namespace trainbench

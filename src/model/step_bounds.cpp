@@ -29,18 +29,19 @@ std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t param
     // The scores: float32 storage on the float32 route (fused_ops.h), as the FF hidden.
     w["attention"].bytes = 5.0 * (route32 ? 4.0 : e) * B * H * S * S * L;
   }
-  w["normalisation"].bytes = 2.0 * ((8 + 2 * e) + (12 + 2 * e)) * d * N * L;
+  // Two LayerNorms a layer: r' and the residual in float32, the branch and y (and their
+  // gradients) in the dtype, all float32 storage on the float32 route (fused_ops.h).
+  const double ln_e = route32 ? 4.0 : e;
+  w["normalisation"].bytes = 2.0 * ((8 + 2 * ln_e) + (12 + 2 * ln_e)) * d * N * L;
   w["pointwise"].bytes = 5.0 * (route32 ? 4.0 : e) * ff * N * L;
   // The float32 parameters rounded every step (4 + e bytes each), but where fused Adam writes
   // the GEMM weights' copies in its pass (the optimizer's bytes below).
   double copy = lowp && !plan.weight_copies() ? (4.0 + e) * static_cast<double>(params) : 0.0;
   if (route32) {
-    // The GEMMs whose input is a LayerNorm's 16-bit output (qkv and FF in: d each) convert it
-    // once (backward keeps the float32 copy) and round their input gradient; the head converts
-    // its input and rounds its input gradient, and rounds the logits and converts their
-    // gradient (256 wide). The qkv rows, the attention output, the FF hidden and both residual
-    // branches are float32 already (the heads, bias-ReLU-dropout and LayerNorm kernels round).
-    copy += (4.0 + e) * N * (2 * 2 * d * L + 2 * d + 2 * 256);
+    // The head rounds its logits and converts their gradient (256 wide). What the GEMMs read
+    // and write besides (LayerNorm outputs, qkv rows, attention output, FF hidden, residual
+    // branches) is float32 storage already: the kernels on either side round.
+    copy += (4.0 + e) * N * 2 * 256;
   }
   if (!cfg.flash) {
     // The attention's heads passes (HeadsArgs): q, k, v split from the qkv rows and their

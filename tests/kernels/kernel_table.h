@@ -66,6 +66,9 @@ using Shape = std::array<int64_t, 4>;
 // The switches a case runs with (each row uses the ones it has) and their part of the name.
 struct Variant {
   bool resid = true, bias = true, ln = true, keep_float32 = false;
+  // A GEMM op's x as float32 storage of the 16-bit dtype's values (the float32 route's
+  // LayerNorm output; fused_ops.h): float32-route cases only.
+  bool x_float32 = false;
   double p = 0;       // dropout probability
   int64_t block = 0;  // causal attention's score block (0: the op's own choice)
   std::string text;   // "resid=null,bias=yes,ln=yes,p=0.1"

@@ -72,6 +72,8 @@ std::vector<Output> on_cpu(std::vector<Output> outs) {
 }
 
 // ---- DROP_ADD_LN (DropAddLnArgs) ---------------------------------------------------------------
+// store=f32 (variant keep_float32), here and in DROP_ADD_LN_BACK: y float32 storage of the
+// dtype's values (the float32 route's LayerNorm output), its gradient unrounded float32.
 std::vector<Output> drop_add_ln_run(const KernelCase& c, torch::Device dev) {
   const auto [n, d, u1, u2] = c.shape;
   torch::manual_seed(1);
@@ -79,7 +81,9 @@ std::vector<Output> drop_add_ln_run(const KernelCase& c, torch::Device dev) {
   const Tensor branch = on(torch::randn({n, d}).to(c.dtype), dev),
                bias = on(torch::randn({d}), dev);
   const Tensor gamma = on(torch::rand({d}) + 0.5, dev), beta = on(torch::randn({d}), dev);
-  Tensor resid_out = empty({n, d}, torch::kFloat, dev), y = empty({n, d}, c.dtype, dev);
+  const bool f32 = c.v.keep_float32;
+  Tensor resid_out = empty({n, d}, torch::kFloat, dev);
+  Tensor y = empty({n, d}, f32 ? torch::kFloat : c.dtype, dev);
   Tensor mean = empty({n}, torch::kFloat, dev), rstd = empty({n}, torch::kFloat, dev);
   k::DropAddLnArgs a;
   a.rows = n;
@@ -93,7 +97,9 @@ std::vector<Output> drop_add_ln_run(const KernelCase& c, torch::Device dev) {
   a.y = y.data_ptr();
   a.mean = ptr_if(c.v.ln, mean);
   a.rstd = ptr_if(c.v.ln, rstd);
-  a.branch_type = a.out_type = k::storage_type_of(c.dtype);
+  a.branch_type = k::storage_type_of(c.dtype);
+  a.out_type = k::storage_type_of(y.scalar_type());
+  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
   a.drop = k::math::dropout_args(c.v.p, kBitsDropKey);
   k::run(a, dev.type());
   std::vector<Output> out = {{"resid_out", resid_out, true}, {"y", y, !c.v.ln}};
@@ -124,7 +130,9 @@ std::vector<Output> store_run(const KernelCase& c, torch::Device dev) {
 std::vector<Output> drop_add_ln_back_run(const KernelCase& c, torch::Device dev) {
   const auto [n, d, u1, u2] = c.shape;
   torch::manual_seed(2);
-  const Tensor dy = on(torch::randn({n, d}).to(c.dtype), dev), dro = on(torch::randn({n, d}), dev);
+  const bool f32 = c.v.keep_float32;
+  const Tensor dy = on(f32 ? torch::randn({n, d}) : torch::randn({n, d}).to(c.dtype), dev);
+  const Tensor dro = on(torch::randn({n, d}), dev);
   const Tensor ro_cpu = torch::randn({n, d}) * 2 + 0.5, ro = on(ro_cpu, dev);
   const Tensor gamma = on(torch::rand({d}) + 0.5, dev), mean = on(ro_cpu.mean(1), dev);
   const Tensor rstd = on(torch::rsqrt(ro_cpu.var(1, false) + 1e-5), dev);
@@ -142,7 +150,9 @@ std::vector<Output> drop_add_ln_back_run(const KernelCase& c, torch::Device dev)
   a.d_resid = ptr_if(c.v.resid, d_resid);
   a.d_branch = d_branch.data_ptr();
   a.partials = partials.data_ptr();
-  a.branch_type = a.out_type = k::storage_type_of(c.dtype);
+  a.branch_type = k::storage_type_of(c.dtype);
+  a.out_type = k::storage_type_of(dy.scalar_type());
+  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
   a.drop = k::math::dropout_args(c.v.p, kBitsDropKey);
   k::run(a, dev.type());
   // With LayerNorm every gradient but d_gamma's and d_beta's partial sums has the row sums in it.
@@ -392,6 +402,17 @@ const std::vector<KernelRow>& kernel_rows() {
   blocks_f32.block = 3;
   blocks_f32.text = "store=f32,block=3";
   const std::vector<Variant> softmax_stores = {Variant{}, scores_f32, blocks_f32};
+  // The LayerNorm's variants, each also with y (and its gradient) in float32 storage.
+  const auto ln_stores = [](std::vector<Variant> vs) {
+    const size_t n = vs.size();
+    for (size_t i = 0; i < n; ++i) {
+      Variant v = vs[i];
+      v.keep_float32 = true;
+      v.text += ",store=f32";
+      vs.push_back(v);
+    }
+    return vs;
+  };
   std::vector<Variant> heads_ways;
   for (bool to_heads : {true, false}) {
     for (bool f32 : {false, true}) {
@@ -410,10 +431,11 @@ const std::vector<KernelRow>& kernel_rows() {
   }
   static const std::vector<KernelRow> rows = {
       {"DROP_ADD_LN", "DropAddLnArgs", "n,d", rows_cols,
-       testing::drop_add_ln_variants("resid", false), bf16, drop_add_ln_run},
+       ln_stores(testing::drop_add_ln_variants("resid", false)), both_16bit, drop_add_ln_run},
       {"STORE", "DropAddLnArgs", "", {Shape{}}, awkward_values, both_16bit, store_run},
       {"DROP_ADD_LN_BACK", "DropAddLnGradArgs", "n,d", rows_cols,
-       testing::drop_add_ln_variants("d_resid", false), bf16, drop_add_ln_back_run},
+       ln_stores(testing::drop_add_ln_variants("d_resid", false)), both_16bit,
+       drop_add_ln_back_run},
       {"BIAS_RELU_DROPOUT", "BiasReluDropoutArgs", "n,f", rows_cols, relu_stores, both_16bit,
        bias_relu_dropout_run},
       {"BIAS_RELU_DROPOUT_BACK", "BiasReluDropoutGradArgs", "n,f", rows_cols, relu_stores,

@@ -44,7 +44,6 @@ struct OpRow {
   const char* dims;  // the shape's dims in case names
   std::vector<Shape> shapes;
   std::vector<Variant> variants;
-  bool gemm;  // runs GEMMs: both routes for the 16-bit dtypes
   // Float32 on CUDA against the op on the CPU: allclose with rtol = atol = this.
   double cuda_vs_cpu_f32_tol;
   std::vector<const char*> input_names, output_names;
@@ -57,25 +56,37 @@ struct OpRow {
 // x rounded to dtype and read back in float32: where the op stores a tensor in its dtype.
 Tensor stored(const Tensor& x, c10::ScalarType dtype) { return x.to(dtype).to(torch::kFloat); }
 Tensor f32(const Tensor& x) { return x.to(torch::kFloat); }
+// A GEMM op's x in the case's dtype, or with x_float32 float32 storage of its values; and the
+// `dtype` argument that tells the op so (fused_ops.h).
+Tensor gemm_input(const OpCase& c, const Tensor& x) {
+  return c.v.x_float32 ? x.to(c.dt()).to(torch::kFloat) : x.to(c.dt());
+}
+c10::ScalarType values(const OpCase& c) {
+  return c.v.x_float32 ? c.dt() : c10::ScalarType::Undefined;
+}
+// The float32 route of a 16-bit dtype: what it stores in float32 holds the dtype's values.
+bool route32(const OpCase& c) {
+  return c.route == GemmRoute::kFloat32 && testing::is_16bit(c.dt());
+}
 
 // ---- LINEAR: fused_linear(x [n, in], w [out, in], b [out] or null, route, keep_float32) ----
 std::vector<Tensor> linear_inputs(const OpCase& c) {
   const auto [n, in, out, unused] = c.shape;
-  const Tensor x = torch::randn({n, in}).to(c.dt()), w = (torch::randn({out, in}) * 0.2).to(c.dt());
+  const Tensor x = gemm_input(c, torch::randn({n, in}));
+  const Tensor w = (torch::randn({out, in}) * 0.2).to(c.dt());
   return {x, w, c.v.bias ? torch::randn({out}) : Tensor()};
 }
 std::vector<Tensor> linear_fused(const OpCase& c, const std::vector<Tensor>& in) {
-  return {fused_linear(in[0], in[1], in[2], c.route, c.v.keep_float32)};
+  return {fused_linear(in[0], in[1], in[2], c.route, c.v.keep_float32, values(c))};
 }
 std::vector<Tensor> linear_reference(const OpCase& c, const std::vector<Tensor>& in) {
   Tensor y = torch::mm(f32(in[0]), f32(in[1]).t());
   if (in[2].defined()) y = y + in[2];
   // keep_float32: the float32 route's product stays float32 (fused_ops.h).
-  const bool keep = c.v.keep_float32 && c.route == GemmRoute::kFloat32 && testing::is_16bit(c.dt());
-  return {y.to(keep ? torch::kFloat : c.dt())};
+  return {y.to(c.v.keep_float32 && route32(c) ? torch::kFloat : c.dt())};
 }
 
-// ---- DROP_ADD_LN: drop_add_layer_norm(resid, branch, bias, gamma, beta, drop, dtype) ----------
+// ---- DROP_ADD_LN: drop_add_layer_norm(resid, branch, bias, gamma, beta, drop, dtype, route) ---
 std::vector<Tensor> drop_add_ln_inputs(const OpCase& c) {
   const auto [n, d, u1, u2] = c.shape;
   const Tensor resid = c.v.resid ? torch::randn({n, d}) : Tensor();
@@ -85,7 +96,8 @@ std::vector<Tensor> drop_add_ln_inputs(const OpCase& c) {
   return {resid, branch, bias, gamma, c.v.ln ? torch::randn({d}) : Tensor()};
 }
 std::vector<Tensor> drop_add_ln_fused(const OpCase& c, const std::vector<Tensor>& in) {
-  return drop_add_layer_norm(in[0], in[1], in[2], in[3], in[4], {c.v.p, kTableDropKey}, c.dt());
+  return drop_add_layer_norm(in[0], in[1], in[2], in[3], in[4], {c.v.p, kTableDropKey}, c.dt(),
+                             c.route);
 }
 std::vector<Tensor> drop_add_ln_reference(const OpCase& c, const std::vector<Tensor>& in) {
   const int64_t n = in[1].size(0), d = in[1].size(1);
@@ -94,17 +106,19 @@ std::vector<Tensor> drop_add_ln_reference(const OpCase& c, const std::vector<Ten
   if (c.v.p > 0) h = h * testing::dropout_factors(n, d, c.v.p, kTableDropKey).to(h.device());
   if (in[0].defined()) h = in[0] + h;
   const Tensor y = c.v.ln ? torch::layer_norm(h, {d}, in[3], in[4], 1e-5) : h;
-  return {h, y.to(c.dt())};
+  // The float32 route's y: float32 storage of the dtype's values (fused_ops.h).
+  return {h, route32(c) ? stored(y, c.dt()) : y.to(c.dt())};
 }
 
 // ---- LINEAR_RELU_DROPOUT: dropout(relu(x w^T + b)), x [n, in], w [f, in], b [f] ------------
 std::vector<Tensor> lrd_inputs(const OpCase& c) {
   const auto [n, in, f, unused] = c.shape;
-  const Tensor x = torch::randn({n, in}).to(c.dt()), w = (torch::randn({f, in}) * 0.2).to(c.dt());
+  const Tensor x = gemm_input(c, torch::randn({n, in}));
+  const Tensor w = (torch::randn({f, in}) * 0.2).to(c.dt());
   return {x, w, torch::randn({f}) * 0.1};
 }
 std::vector<Tensor> lrd_fused(const OpCase& c, const std::vector<Tensor>& in) {
-  return {linear_relu_dropout(in[0], in[1], in[2], {c.v.p, kTableDropKey}, c.route)};
+  return {linear_relu_dropout(in[0], in[1], in[2], {c.v.p, kTableDropKey}, c.route, values(c))};
 }
 std::vector<Tensor> lrd_reference(const OpCase& c, const std::vector<Tensor>& in) {
   const Tensor a = stored(torch::mm(f32(in[0]), f32(in[1]).t()), c.dt());  // [n, f]
@@ -113,8 +127,7 @@ std::vector<Tensor> lrd_reference(const OpCase& c, const std::vector<Tensor>& in
     out = out * testing::dropout_factors(a.size(0), a.size(1), c.v.p, kTableDropKey).to(a.device());
   }
   // The float32 route keeps the hidden in float32 storage of the dtype's values (fused_ops.h).
-  const bool route32 = c.route == GemmRoute::kFloat32 && testing::is_16bit(c.dt());
-  return {route32 ? out.to(c.dt()).to(torch::kFloat) : out.to(c.dt())};
+  return {route32(c) ? stored(out, c.dt()) : out.to(c.dt())};
 }
 
 // ---- CAUSAL_ATTENTION: softmax(q k^T / sqrt(hd) + causal mask) v, q, k, v [b, h, s, hd] ----
@@ -132,19 +145,19 @@ std::vector<Tensor> attention_reference(const OpCase& c, const std::vector<Tenso
   const Tensor mask = causal_mask(s, scores.options());
   const Tensor p = stored(torch::softmax(scores / std::sqrt(double(hd)) + mask, -1), c.dt());
   // The float32 route returns float32 rows of the dtype's values (fused_ops.h).
-  const bool route32 = c.route == GemmRoute::kFloat32 && testing::is_16bit(c.dt());
   const Tensor out = torch::matmul(p, f32(in[2]));
-  return {route32 ? stored(out, c.dt()) : out.to(c.dt())};
+  return {route32(c) ? stored(out, c.dt()) : out.to(c.dt())};
 }
 
 // ---- HEAD_CROSS_ENTROPY: mean cross-entropy of x w^T + b, x [n, d], w [v, d], b [v] --------
 std::vector<Tensor> head_ce_inputs(const OpCase& c) {
   const auto [n, d, v, unused] = c.shape;
-  const Tensor x = torch::randn({n, d}).to(c.dt()), w = (torch::randn({v, d}) * 0.3).to(c.dt());
+  const Tensor x = gemm_input(c, torch::randn({n, d}));
+  const Tensor w = (torch::randn({v, d}) * 0.3).to(c.dt());
   return {x, w, torch::randn({v}) * 0.1, torch::randint(0, v, {n}, torch::kLong)};
 }
 std::vector<Tensor> head_ce_fused(const OpCase& c, const std::vector<Tensor>& in) {
-  return {head_cross_entropy(in[0], in[1], in[2], in[3], c.route)};
+  return {head_cross_entropy(in[0], in[1], in[2], in[3], c.route, values(c))};
 }
 std::vector<Tensor> head_ce_reference(const OpCase& c, const std::vector<Tensor>& in) {
   const Tensor logits = stored(torch::mm(f32(in[0]), f32(in[1]).t()), c.dt()) + in[2];
@@ -152,6 +165,18 @@ std::vector<Tensor> head_ce_reference(const OpCase& c, const std::vector<Tensor>
 }
 
 // ---- variants ---------------------------------------------------------------------------------
+// Each of `variants`, and each again with x as float32 storage (x_float32; its name ends
+// ",x=f32").
+std::vector<Variant> with_x_float32(std::vector<Variant> variants) {
+  const size_t n = variants.size();
+  for (size_t i = 0; i < n; ++i) {
+    Variant v = variants[i];
+    v.x_float32 = true;
+    v.text += v.text.empty() ? "x=f32" : ",x=f32";
+    variants.push_back(v);
+  }
+  return variants;
+}
 std::vector<Variant> linear_variants() {
   std::vector<Variant> out;
   for (bool bias : {true, false}) {
@@ -164,7 +189,7 @@ std::vector<Variant> linear_variants() {
       out.push_back(v);
     }
   }
-  return out;
+  return with_x_float32(out);
 }
 std::vector<Variant> block_variants() {
   Variant own, two;
@@ -183,7 +208,6 @@ const std::vector<OpRow>& op_rows() {
        .dims = "n,in,out",
        .shapes = {{1, 3, 5}, {37, 33, 20}, {64, 96, 130}},
        .variants = linear_variants(),
-       .gemm = true,
        .cuda_vs_cpu_f32_tol = 1e-5,
        .input_names = {"x", "w", "b"},
        .output_names = {"y"},
@@ -194,7 +218,6 @@ const std::vector<OpRow>& op_rows() {
        .dims = "n,d",
        .shapes = {{1, 3}, {3, 7}, {67, 129}, {257, 33}, {64, 512}},
        .variants = testing::drop_add_ln_variants("resid", true),
-       .gemm = false,
        .cuda_vs_cpu_f32_tol = 1e-5,
        .input_names = {"resid", "branch", "bias", "gamma", "beta"},
        .output_names = {"resid_out", "y"},
@@ -204,8 +227,7 @@ const std::vector<OpRow>& op_rows() {
       {.name = "LINEAR_RELU_DROPOUT",
        .dims = "n,in,f",
        .shapes = {{1, 16, 3}, {3, 16, 7}, {70, 24, 50}, {257, 16, 33}, {64, 16, 512}},
-       .variants = testing::dropout_variants(),
-       .gemm = true,
+       .variants = with_x_float32(testing::dropout_variants()),
        .cuda_vs_cpu_f32_tol = 1e-4,
        .input_names = {"x", "w", "b"},
        .output_names = {"out"},
@@ -216,7 +238,6 @@ const std::vector<OpRow>& op_rows() {
        .dims = "b,h,s,hd",
        .shapes = {{2, 3, 1, 8}, {2, 3, 3, 8}, {2, 3, 33, 8}, {2, 3, 257, 8}, {1, 2, 7, 5}},
        .variants = block_variants(),
-       .gemm = true,
        .cuda_vs_cpu_f32_tol = 1e-4,
        .input_names = {"q", "k", "v"},
        .output_names = {"out"},
@@ -226,8 +247,7 @@ const std::vector<OpRow>& op_rows() {
       {.name = "HEAD_CROSS_ENTROPY",
        .dims = "n,d,v",
        .shapes = {{1, 20, 256}, {3, 20, 256}, {45, 16, 256}, {257, 20, 256}, {7, 9, 255}},
-       .variants = {Variant{}},
-       .gemm = true,
+       .variants = with_x_float32({Variant{}}),
        .cuda_vs_cpu_f32_tol = 1e-5,
        .input_names = {"x", "w", "b", "targets"},
        .output_names = {"loss"},
@@ -314,21 +334,22 @@ void check_case(const OpRow& row, const OpCase& c, torch::Device device) {
   }
 }
 
-// Every row x dtype x route (both for a GEMM op in a 16-bit dtype) x shape x variant, once in
-// KernelTable (CPU) and once in KernelTableCuda.
+// Every row x dtype x route (both in a 16-bit dtype) x shape x variant (x_float32 on the float32
+// route only), once in KernelTable (CPU) and once in KernelTableCuda.
 std::vector<std::string> register_op_table() {
   std::vector<std::string> names;
   for (const OpRow& row : op_rows()) {
     for (const DtypeRow* dtype : testing::kTableDtypes) {
       std::vector<GemmRoute> routes = {GemmRoute::kNative};
-      if (row.gemm && testing::is_16bit(dtype->type)) routes.push_back(GemmRoute::kFloat32);
+      if (testing::is_16bit(dtype->type)) routes.push_back(GemmRoute::kFloat32);
       for (GemmRoute route : routes) {
-        const std::string route_text = !row.gemm || !testing::is_16bit(dtype->type) ? ""
-                                       : route == GemmRoute::kNative                ? "native"
-                                                                                    : "f32";
+        const std::string route_text = !testing::is_16bit(dtype->type) ? ""
+                                       : route == GemmRoute::kNative   ? "native"
+                                                                       : "f32";
         for (const Shape& shape : row.shapes) {
           for (const Variant& v : row.variants) {
             const OpCase c{dtype, route, shape, v};
+            if (v.x_float32 && !route32(c)) continue;  // float32 x: the float32 route's own
             const std::string name =
                 testing::case_name(row.name, dtype->name, route_text, row.dims, shape, v.text);
             testing::register_case(

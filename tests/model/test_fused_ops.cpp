@@ -255,6 +255,108 @@ TEST(FusedOps, TheFloat32RoutesHiddenHasTheBitsOfA16BitHidden) {
   }
 }
 
+// The float32 route's LayerNorm output in float32 storage (drop_add_layer_norm on the route, the
+// GEMM ops told its dtype) against a 16-bit LayerNorm output, which each GEMM op converted to
+// float32 and whose gradient it rounded; here the LayerNorm rounds y as it stores it and its
+// gradient as it reads it. The same bits, but for one thing: the compiler vectorizes the
+// backward's row sums (omp simd reductions) differently over bfloat16 and float32 rows, so they
+// add in another order and in bfloat16 the gradients through the LayerNorm (resid, branch,
+// bias) agree to float32 roundings, not to the bit (float16 rows go through float buffers
+// either way: bit for bit).
+TEST(FusedOps, TheFloat32RoutesLayerNormOutputHasTheBitsOfA16BitOutput) {
+  for (const auto dt : {torch::kBFloat16, torch::kHalf}) {
+    SCOPED_TRACE(c10::toString(dt));
+    torch::manual_seed(6);
+    const int64_t n = 70, d = 24, f = 40;
+    const Tensor resid = leaf(torch::randn({n, d})), branch = leaf(torch::randn({n, d}));
+    const Tensor bias = leaf(torch::randn({d})), gamma = leaf(torch::rand({d}) + 0.5);
+    const Tensor beta = leaf(torch::randn({d})), b = leaf(torch::randn({f}) * 0.1);
+    const Tensor w = leaf(torch::randn({f, d}).mul(0.2).to(dt).to(torch::kFloat));  // a copy
+    const Tensor head_w = leaf(torch::randn({256, d}).mul(0.2).to(dt).to(torch::kFloat));
+    const Tensor head_b = leaf(torch::randn({256}) * 0.1);
+    const Tensor targets = torch::randint(0, 256, {n}, torch::kLong);
+    const Tensor up_r = torch::randn({n, d}), up_y = torch::randn({n, f});
+    const std::vector<Tensor> leaves{resid, branch, bias, gamma, beta, w, b, head_w, head_b};
+    constexpr auto kRoute = GemmRoute::kFloat32;
+    // consumer(y, dtype): a GEMM op on the LayerNorm output, reduced to a scalar.
+    const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&, c10::ScalarType)>>>
+        consumers = {
+            {"linear",
+             [&](const Tensor& y, auto t) {
+               return (fused_linear(y, w, b, kRoute, false, t).to(torch::kFloat) * up_y).sum();
+             }},
+            {"linear keep_float32",
+             [&](const Tensor& y, auto t) {
+               return (fused_linear(y, w, b, kRoute, true, t) * up_y).sum();
+             }},
+            {"linear_relu_dropout",
+             [&](const Tensor& y, auto t) {
+               return (linear_relu_dropout(y, w, b, {0.2, 9}, kRoute, t) * up_y).sum();
+             }},
+            {"head_cross_entropy",
+             [&](const Tensor& y, auto t) {
+               return head_cross_entropy(y, head_w, head_b, targets, kRoute, t);
+             }},
+        };
+    for (const auto& [name, consumer] : consumers) {
+      SCOPED_TRACE(name);
+      // {loss, y, the leaves' gradients} with y in dt (route: native) or float32 storage.
+      const auto run = [&, &consumer = consumer](GemmRoute ln_route) {
+        const auto h =
+            drop_add_layer_norm(resid, branch, bias, gamma, beta, {0.1, 5}, dt, ln_route);
+        const Tensor loss = consumer(h[1], ln_route == kRoute ? dt : c10::ScalarType::Undefined) +
+                            (h[0] * up_r).sum();
+        loss.backward();
+        std::vector<Tensor> out{loss.detach(), h[1].detach()};
+        for (const Tensor& g : grads_of(leaves)) out.push_back(g);
+        return out;
+      };
+      const auto want = run(GemmRoute::kNative), got = run(kRoute);
+      EXPECT_EQ(got[1].scalar_type(), torch::kFloat);
+      EXPECT_TRUE(torch::equal(got[1], want[1].to(torch::kFloat))) << "y";
+      EXPECT_TRUE(torch::equal(got[0], want[0])) << "loss";
+      for (size_t i = 2; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].defined(), want[i].defined()) << "gradient " << i - 2;
+        if (!got[i].defined()) continue;
+        const bool summed = dt == torch::kBFloat16 && i - 2 < 3;  // resid, branch, bias
+        if (summed) {
+          EXPECT_LE(rel_err(got[i], want[i]), 1e-6) << "gradient " << i - 2;
+        } else {
+          EXPECT_TRUE(torch::equal(got[i], want[i])) << "gradient " << i - 2;
+        }
+      }
+    }
+  }
+}
+
+// A GEMM op told that float32 x holds 16-bit values off the float32 route, or that x holds
+// another dtype's values, refuses it in one line naming what it got.
+TEST(FusedOps, AGemmOpRefusesAnInputDtypeItCannotHold) {
+  const Tensor x = torch::randn({4, 8}), w = torch::randn({6, 8});
+  EXPECT_THROW(
+      {
+        try {
+          fused_linear(x, w, {}, GemmRoute::kNative, false, torch::kBFloat16);
+        } catch (const c10::Error& e) {
+          EXPECT_NE(std::string(e.what_without_backtrace())
+                        .find("fused_linear: x in Float holding BFloat16 values; only float32 "
+                              "storage of 16-bit values, on the float32 route"),
+                    std::string::npos)
+              << e.what_without_backtrace();
+          throw;
+        }
+      },
+      c10::Error);
+  EXPECT_THROW(linear_relu_dropout(x.to(torch::kHalf), w.to(torch::kHalf), torch::zeros({6}), {},
+                                   GemmRoute::kFloat32, torch::kBFloat16),
+               c10::Error);
+  EXPECT_THROW(
+      head_cross_entropy(x.to(torch::kDouble), torch::randn({256, 8}, torch::kDouble),
+                         torch::zeros({256}, torch::kDouble), torch::zeros({4}, torch::kLong),
+                         GemmRoute::kFloat32, torch::kBFloat16),
+      c10::Error);
+}
+
 // LibTorch's conversions of a tensor of one shape and dtype, counted by a RecordFunction
 // callback (a plain function: what it counts is in these globals).
 std::atomic<int> g_conversions{0};
@@ -271,37 +373,45 @@ std::unique_ptr<at::ObserverContext> count_conversion(const at::RecordFunction& 
 }
 
 // The float32 route converts each GEMM op's 16-bit input to float32 once: backward keeps the
-// copy its forward made (fused_ops.h). Counted over a forward and backward of each op.
+// copy its forward made (fused_ops.h); and an input in float32 storage of the 16-bit values (the
+// op told their dtype) not at all, either way. Counted over a forward and backward of each op.
 TEST(FusedOps, TheFloat32RouteConvertsEachGemmInputOnce) {
   const int64_t n = 6, in = 8, out = 12;
   for (const auto dt : {torch::kBFloat16, torch::kHalf}) {
-    SCOPED_TRACE(c10::toString(dt));
-    torch::manual_seed(4);
-    const Tensor x = leaf(torch::randn({n, in}).to(dt));
-    const Tensor w = leaf(torch::randn({out, in}).to(dt).to(torch::kFloat));
-    const Tensor head_w = leaf(torch::randn({256, in}).to(dt).to(torch::kFloat));
-    const Tensor b = leaf(torch::randn({out})), head_b = leaf(torch::randn({256}));
-    const Tensor targets = torch::randint(0, 256, {n}, torch::kLong);
-    const std::vector<std::pair<const char*, std::function<Tensor()>>> ops = {
-        {"linear", [&] { return fused_linear(x, w, b, GemmRoute::kFloat32).sum(); }},
-        {"linear_relu_dropout",
-         [&] {
-           return linear_relu_dropout(x, w, b, {0.1, 3}, GemmRoute::kFloat32).sum();
-         }},
-        {"head_cross_entropy",
-         [&] { return head_cross_entropy(x, head_w, head_b, targets, GemmRoute::kFloat32); }},
-    };
-    g_counted_dtype = dt;
-    g_counted_shape = {n, in};
-    for (const auto& [name, loss] : ops) {
-      g_conversions = 0;
-      const auto handle = at::addThreadLocalCallback(
-          at::RecordFunctionCallback(count_conversion).needsInputs(true));
-      loss().backward();
-      at::removeCallback(handle);
-      EXPECT_EQ(g_conversions.load(), 1) << name;
-      EXPECT_TRUE(x.grad().defined() && x.grad().scalar_type() == dt) << name;
-      grads_of({x, w, b, head_w, head_b});
+    for (const bool stored32 : {false, true}) {
+      SCOPED_TRACE(std::string(c10::toString(dt)) + (stored32 ? ", x float32" : ""));
+      torch::manual_seed(4);
+      const auto x_dtype = stored32 ? torch::kFloat : dt;
+      const auto values = stored32 ? dt : c10::ScalarType::Undefined;
+      const Tensor x = leaf(torch::randn({n, in}).to(dt).to(x_dtype));
+      const Tensor w = leaf(torch::randn({out, in}).to(dt).to(torch::kFloat));
+      const Tensor head_w = leaf(torch::randn({256, in}).to(dt).to(torch::kFloat));
+      const Tensor b = leaf(torch::randn({out})), head_b = leaf(torch::randn({256}));
+      const Tensor targets = torch::randint(0, 256, {n}, torch::kLong);
+      const std::vector<std::pair<const char*, std::function<Tensor()>>> ops = {
+          {"linear",
+           [&] { return fused_linear(x, w, b, GemmRoute::kFloat32, false, values).sum(); }},
+          {"linear_relu_dropout",
+           [&] {
+             return linear_relu_dropout(x, w, b, {0.1, 3}, GemmRoute::kFloat32, values).sum();
+           }},
+          {"head_cross_entropy",
+           [&] {
+             return head_cross_entropy(x, head_w, head_b, targets, GemmRoute::kFloat32, values);
+           }},
+      };
+      g_counted_dtype = x_dtype;
+      g_counted_shape = {n, in};
+      for (const auto& [name, loss] : ops) {
+        g_conversions = 0;
+        const auto handle = at::addThreadLocalCallback(
+            at::RecordFunctionCallback(count_conversion).needsInputs(true));
+        loss().backward();
+        at::removeCallback(handle);
+        EXPECT_EQ(g_conversions.load(), stored32 ? 0 : 1) << name;
+        EXPECT_TRUE(x.grad().defined() && x.grad().scalar_type() == x_dtype) << name;
+        grads_of({x, w, b, head_w, head_b});
+      }
     }
   }
 }

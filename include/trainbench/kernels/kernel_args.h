@@ -44,8 +44,10 @@ struct DropAddLnArgs {
   void* y = nullptr;             // [N, d] out_type
   void* mean = nullptr;          // [N] acc (with gamma)
   void* rstd = nullptr;          // [N] acc (with gamma)
+  // round (out_type float32 only; else kF32): y is float32 storage of this 16-bit type's values
+  // (the float32 GEMM route's LayerNorm output, which the next GEMMs read without a conversion).
   StorageType acc = StorageType::kF32, branch_type = StorageType::kF32,
-              out_type = StorageType::kF32;
+              out_type = StorageType::kF32, round = StorageType::kF32;
   DropoutArgs drop;
   double eps = 1e-5;
 };
@@ -63,8 +65,9 @@ struct DropAddLnGradArgs {
   void* d_resid = nullptr;            // [N, d] acc, or null: not wanted
   void* d_branch = nullptr;           // [N, d] branch_type
   void* partials = nullptr;           // [chunks, 3, d] acc: d_bias, d_gamma, d_beta
+  // round: as DropAddLnArgs'; dy (a GEMM's unrounded float32 output) is rounded as it is read.
   StorageType acc = StorageType::kF32, branch_type = StorageType::kF32,
-              out_type = StorageType::kF32;
+              out_type = StorageType::kF32, round = StorageType::kF32;
   DropoutArgs drop;
 };
 

@@ -143,20 +143,30 @@ TB_HOST void with_copy_types(StorageType type, StorageType round, Fn&& fn) {
   return fn(static_cast<float*>(nullptr), static_cast<float*>(nullptr));
 }
 
+// fn(tag, round_tag) for storage `type` in a kernel accumulating in A: for float32 storage with
+// a float accumulation the 16-bit type its values are rounded to (`round`: Bf16, Half, or float
+// for none); any other storage is its own round_tag.
+template <typename A, typename Fn>
+TB_HOST void with_rounded_storage(StorageType type, StorageType round, Fn&& fn) {
+  with_storage(type, [&](auto tag) {
+    if constexpr (std::is_same_v<A, float> && std::is_same_v<Elem<decltype(tag)>, float>) {
+      if (round == StorageType::kBF16) return fn(tag, static_cast<Bf16*>(nullptr));
+      if (round == StorageType::kF16) return fn(tag, static_cast<Half*>(nullptr));
+    }
+    fn(tag, tag);
+  });
+}
+
 // fn(acc, tag, round_tag) for args with acc, type and round (the bias-ReLU-dropout and causal
-// softmax args): as with_types, and for float32 storage with a float accumulation the 16-bit type
-// its values are rounded to (Bf16, Half, or float for none); any other storage is its own
-// round_tag.
+// softmax args): acc as with_types', tag and round_tag as with_rounded_storage's.
 template <typename Args, typename Fn>
 TB_HOST void with_rounded_types(const Args& a, Fn&& fn) {
-  with_types(a.acc, a.type, [&](auto acc, auto tag) {
-    using A = decltype(acc);
-    if constexpr (std::is_same_v<A, float> && std::is_same_v<Elem<decltype(tag)>, float>) {
-      if (a.round == StorageType::kBF16) return fn(acc, tag, static_cast<Bf16*>(nullptr));
-      if (a.round == StorageType::kF16) return fn(acc, tag, static_cast<Half*>(nullptr));
-    }
-    fn(acc, tag, tag);
-  });
+  auto in = [&](auto acc) {
+    with_rounded_storage<decltype(acc)>(a.type, a.round,
+                                        [&](auto tag, auto r) { fn(acc, tag, r); });
+  };
+  if (a.acc == StorageType::kF64) return in(double{});
+  in(float{});
 }
 
 // The type a HeadsArgs element passes through between storages Src and Dst: double where either

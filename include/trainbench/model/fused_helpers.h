@@ -57,15 +57,30 @@ inline void save_route_(AutogradContext* ctx, GemmRoute r) {
 inline GemmRoute route_of_(AutogradContext* ctx) {
   return static_cast<GemmRoute>(ctx->saved_data["route"].toInt());
 }
+// The dtype of x's values (a GEMM op's `dtype`, fused_ops.h): x's own, or on the float32 route
+// a 16-bit dtype that float32 x holds; any other pair is refused.
+inline c10::ScalarType values_of_(const Tensor& x, c10::ScalarType dtype, GemmRoute r,
+                                  const char* op) {
+  if (dtype == c10::ScalarType::Undefined || dtype == x.scalar_type()) return x.scalar_type();
+  TORCH_CHECK(upcast_(r, dtype) && x.scalar_type() == torch::kFloat, op, ": x in ", x.scalar_type(),
+              " holding ", dtype,
+              " values; only float32 storage of 16-bit values, on the float32 route");
+  return dtype;
+}
 // An op's input x as backward keeps it: on the float32 route its float32 copy (exact; made once
-// for the forward GEMM, so the weight gradient's GEMM does not convert it again), with x's own
-// dtype beside it for the input gradient.
-inline Tensor save_input_(AutogradContext* ctx, const Tensor& x, GemmRoute r) {
-  ctx->saved_data["dtype"] = static_cast<int64_t>(x.scalar_type());
+// for the forward GEMM, so the weight gradient's GEMM does not convert it again), with the dtype
+// of its values (values_of_) and its own dtype, the input gradient's, beside it.
+inline Tensor save_input_(AutogradContext* ctx, const Tensor& x, GemmRoute r,
+                          c10::ScalarType values) {
+  ctx->saved_data["dtype"] = static_cast<int64_t>(values);
+  ctx->saved_data["x_dtype"] = static_cast<int64_t>(x.scalar_type());
   return up_(x, r);
 }
 inline c10::ScalarType input_dtype_(AutogradContext* ctx) {
   return static_cast<c10::ScalarType>(ctx->saved_data["dtype"].toInt());
+}
+inline c10::ScalarType input_storage_(AutogradContext* ctx) {
+  return static_cast<c10::ScalarType>(ctx->saved_data["x_dtype"].toInt());
 }
 // The kernels' rounding (kernel_args.h) of a tensor stored as `stored` holding values of
 // `dtype`: float32 storage of 16-bit values on the float32 route, else none.

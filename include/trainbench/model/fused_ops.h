@@ -23,6 +23,10 @@ namespace trainbench {
 // the same operands rounded once to the dtype). Tensors kept for backward hold the dtype's
 // values either way; on the float32 route the GEMMs' inputs, the FF hidden and the attention
 // scores are kept as float32 storage of them. kAuto is refused.
+// `dtype` of the GEMM ops: the dtype of x's values: x's own (Undefined), or on the float32 route
+// the 16-bit dtype whose values a float32 x holds (drop_add_layer_norm's output there). Such an
+// x gets a float32 gradient, the GEMM's product unrounded: the op that made x rounds it as it
+// reads it, so no conversion runs either way.
 
 // Dropout as the fused kernels apply it: probability p, key from dropout_key() (p == 0: off).
 struct FusedDropout {
@@ -38,18 +42,20 @@ struct FusedDropout {
 // branch, which the next drop_add_layer_norm reads in any dtype and nothing keeps; the qkv rows,
 // which causal_attention rounds as it splits them), and its gradient is read so.
 torch::Tensor fused_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
-                           GemmRoute route = GemmRoute::kNative, bool keep_float32 = false);
+                           GemmRoute route = GemmRoute::kNative, bool keep_float32 = false,
+                           c10::ScalarType dtype = c10::ScalarType::Undefined);
 
 // r' = resid + dropout(branch + bias), y = LayerNorm(r'; gamma, beta) in `out_dtype` (or r'
 // itself in `out_dtype` when gamma is undefined). resid [N, d] accumulation dtype (float32, or
 // float64) or undefined (r' = dropout(branch + bias)); branch [N, d] any float dtype; bias,
 // gamma, beta [d] accumulation dtype or undefined. Returns {r' [N, d] accumulation, y [N, d]}.
-std::vector<torch::Tensor> drop_add_layer_norm(const torch::Tensor& resid,
-                                               const torch::Tensor& branch,
-                                               const torch::Tensor& bias,
-                                               const torch::Tensor& gamma,
-                                               const torch::Tensor& beta, FusedDropout drop,
-                                               c10::ScalarType out_dtype);
+// On the float32 route (16-bit out_dtype) y is float32 storage of out_dtype's values, as the
+// GEMM ops read it (their `dtype`), and its gradient, their unrounded float32 product, is
+// rounded to out_dtype as it is read.
+std::vector<torch::Tensor> drop_add_layer_norm(
+    const torch::Tensor& resid, const torch::Tensor& branch, const torch::Tensor& bias,
+    const torch::Tensor& gamma, const torch::Tensor& beta, FusedDropout drop,
+    c10::ScalarType out_dtype, GemmRoute route = GemmRoute::kNative);
 
 // dropout(relu(x w^T + b)): x [N, in], w [f, in] (same dtype), b [f] accumulation dtype.
 // Saves x (as above), w and the output only (the mask is regenerated, the output tells where
@@ -58,7 +64,8 @@ std::vector<torch::Tensor> drop_add_layer_norm(const torch::Tensor& resid,
 // the gradient its backward passes on: the GEMMs on either side read them as they are.
 torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& w,
                                   const torch::Tensor& b, FusedDropout drop,
-                                  GemmRoute route = GemmRoute::kNative);
+                                  GemmRoute route = GemmRoute::kNative,
+                                  c10::ScalarType dtype = c10::ScalarType::Undefined);
 
 // Causal attention of a qkv linear's rows, with explicit scores: qkv [N = B*S, 3*H*hd] (row
 // b*S + s holds q, k, v, each H heads of hd) → [N, H*hd] in the GEMMs' dtype (`dtype`, or
@@ -84,6 +91,7 @@ torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t seq, int64_t he
 // is all that is kept: no float32 logits, no softmax tensor.
 torch::Tensor head_cross_entropy(const torch::Tensor& x, const torch::Tensor& w,
                                  const torch::Tensor& b, const torch::Tensor& targets,
-                                 GemmRoute route = GemmRoute::kNative);
+                                 GemmRoute route = GemmRoute::kNative,
+                                 c10::ScalarType dtype = c10::ScalarType::Undefined);
 
 }  // namespace trainbench

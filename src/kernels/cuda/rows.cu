@@ -42,7 +42,18 @@ __device__ A block_max(A v, A* shm) {
   return best;
 }
 
-template <typename A, typename Sb, typename So>
+// R: the 16-bit type float32 storage holds (args.round), else R = S: rounded as read and as
+// stored (cpu/rows.cpp says why).
+template <typename A, typename S, typename R>
+__device__ A rounded_(A x) {
+  if constexpr (std::is_same_v<S, float> && !std::is_same_v<R, float>) {
+    return m::rounded_to<R>(x);
+  } else {
+    return x;
+  }
+}
+
+template <typename A, typename Sb, typename So, typename R>
 __global__ void drop_add_ln_kernel(DropAddLnArgs a) {
   __shared__ A shm[32];
   const int64_t r = blockIdx.x, d = a.cols, o = r * d;
@@ -60,7 +71,7 @@ __global__ void drop_add_ln_kernel(DropAddLnArgs a) {
     sum += x[c];
   }
   if (!gamma) {
-    for (int64_t c = threadIdx.x; c < d; c += blockDim.x) st(y, c, x[c]);
+    for (int64_t c = threadIdx.x; c < d; c += blockDim.x) st(y, c, rounded_<A, So, R>(x[c]));
     return;
   }
   const A mean0 = block_sum(sum, shm) / static_cast<A>(d);
@@ -73,11 +84,11 @@ __global__ void drop_add_ln_kernel(DropAddLnArgs a) {
     static_cast<A*>(a.rstd)[r] = rstd;
   }
   for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-    st(y, c, m::layer_norm_value(x[c], mean, rstd, gamma[c], beta[c]));
+    st(y, c, rounded_<A, So, R>(m::layer_norm_value(x[c], mean, rstd, gamma[c], beta[c])));
   }
 }
 
-template <typename A, typename Sb, typename So>
+template <typename A, typename Sb, typename So, typename R>
 __global__ void drop_add_ln_grad_kernel(DropAddLnGradArgs a) {
   __shared__ A shm[32];
   const int64_t chunk = blockIdx.x, d = a.cols;
@@ -97,7 +108,7 @@ __global__ void drop_add_ln_grad_kernel(DropAddLnGradArgs a) {
       rstd = static_cast<const A*>(a.rstd)[r];
       A s1 = 0, s2 = 0;
       for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-        const A xhat = (ro[o + c] - mean) * rstd, dyv = ld<A>(dy, o + c);
+        const A xhat = (ro[o + c] - mean) * rstd, dyv = rounded_<A, So, R>(ld<A>(dy, o + c));
         s1 += dyv * gamma[c];
         s2 += dyv * gamma[c] * xhat;
         pb[d + c] += dyv * xhat;
@@ -108,28 +119,17 @@ __global__ void drop_add_ln_grad_kernel(DropAddLnGradArgs a) {
     }
     for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
       A g = dro[o + c];
+      const A dyv = rounded_<A, So, R>(ld<A>(dy, o + c));
       if (gamma) {
-        g +=
-            m::layer_norm_grad(ld<A>(dy, o + c), gamma[c], (ro[o + c] - mean) * rstd, rstd, c1, c2);
+        g += m::layer_norm_grad(dyv, gamma[c], (ro[o + c] - mean) * rstd, rstd, c1, c2);
       } else {
-        g += ld<A>(dy, o + c);
+        g += dyv;
       }
       if (a.d_resid) static_cast<A*>(a.d_resid)[o + c] = g;
       const A db = g * m::dropout_factor<A>(a.drop, static_cast<uint64_t>(o + c));
       st(static_cast<Sb*>(a.d_branch), o + c, db);
       pb[c] += db;
     }
-  }
-}
-
-// R: the 16-bit type float32 storage holds (args.round), else R = S: rounded as read and as
-// stored (cpu/rows.cpp says why).
-template <typename A, typename S, typename R>
-__device__ A rounded_(A x) {
-  if constexpr (std::is_same_v<S, float> && !std::is_same_v<R, float>) {
-    return m::rounded_to<R>(x);
-  } else {
-    return x;
   }
 }
 
@@ -307,18 +307,18 @@ cudaError_t launch(const AdamArgs& a, cudaStream_t stream) {
 }
 cudaError_t launch(const DropAddLnArgs& a, cudaStream_t stream) {
   with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
-    with_storage(a.out_type, [&](auto out) {
-      drop_add_ln_kernel<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>>
-          <<<a.rows, kThreads, 0, stream>>>(a);
+    with_rounded_storage<decltype(acc)>(a.out_type, a.round, [&](auto out, auto r) {
+      drop_add_ln_kernel<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>,
+                         Elem<decltype(r)>><<<a.rows, kThreads, 0, stream>>>(a);
     });
   });
   return cudaGetLastError();
 }
 cudaError_t launch(const DropAddLnGradArgs& a, cudaStream_t stream) {
   with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
-    with_storage(a.out_type, [&](auto out) {
-      drop_add_ln_grad_kernel<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>>
-          <<<num_chunks(a.rows), kThreads, 0, stream>>>(a);
+    with_rounded_storage<decltype(acc)>(a.out_type, a.round, [&](auto out, auto r) {
+      drop_add_ln_grad_kernel<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>,
+                              Elem<decltype(r)>><<<num_chunks(a.rows), kThreads, 0, stream>>>(a);
     });
   });
   return cudaGetLastError();
