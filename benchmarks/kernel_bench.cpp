@@ -147,10 +147,11 @@ BENCHMARK(BM_KernelCausalSoftmax)->Apply(rounding_args_)->UseRealTime();
 
 // The attention's heads split (HeadsArgs): q, k, v [8*H, S, hd] from qkv rows [8*S, 3d], in the
 // dtype (rows and heads alike), or float32 rows into float32 heads rounded to the second
-// argument's type (the float32 route, as the model runs it).
+// argument's type (the float32 route, as the model runs it); a third argument of 1 adds the qkv
+// bias as the rows are read (float32 rows, as the model has it there).
 void BM_KernelHeads(benchmark::State& s) {
   const auto t = dtype_(s);
-  const Tensor rows = torch::randn({8 * kSeq, 3 * kD}).to(t);
+  const Tensor rows = torch::randn({8 * kSeq, 3 * kD}).to(t), bias = torch::randn({3 * kD});
   std::vector<Tensor> heads;
   for (int p = 0; p < 3; ++p) heads.push_back(torch::empty({8 * kHeads, kSeq, kD / kHeads}, t));
   k::HeadsArgs a;
@@ -163,11 +164,25 @@ void BM_KernelHeads(benchmark::State& s) {
   for (int p = 0; p < 3; ++p) a.head_data[p] = heads[p].data_ptr();
   a.rows_type = a.heads_type = k::storage_type_of(t);
   a.round = round_(s);
+  if (s.range(2) == 1) a.bias = bias.data_ptr();
   for (auto _ : s) k::run(a, c10::DeviceType::CPU);
   s.SetBytesProcessed(s.iterations() * rows.numel() * 2 * bytes_(t));
-  round_label_(s);
+  const char* rounds[] = {"", " rounded to bfloat16", " rounded to float16"};
+  s.SetLabel(std::string(dtype_name_(s)) + rounds[s.range(1)] + (s.range(2) == 1 ? " + bias" : ""));
 }
-BENCHMARK(BM_KernelHeads)->Apply(rounding_args_)->UseRealTime();
+BENCHMARK(BM_KernelHeads)
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      for (const auto& a : std::vector<std::vector<int64_t>>{{0, 0, 0},
+                                                             {1, 0, 0},
+                                                             {2, 0, 0},
+                                                             {0, 1, 0},
+                                                             {0, 2, 0},
+                                                             {0, 0, 1},
+                                                             {0, 1, 1},
+                                                             {0, 2, 1}})
+        b->Args(a);
+    })
+    ->UseRealTime();
 
 void BM_KernelHeadCrossEntropy(benchmark::State& s) {
   const auto t = dtype_(s);

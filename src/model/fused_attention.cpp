@@ -19,9 +19,10 @@ using torch::autograd::variable_list;
 
 // Heads between rows [N, P*H*hd] and P tensors [B*H, S, hd] (HeadsArgs): to_heads reads the
 // rows; round: the 16-bit type a float32 destination holds (k::StorageType::kF32: none); block:
-// the heads tensors flat in blocks of that many rows (causal_pv; >= S or 0: plain).
+// the heads tensors flat in blocks of that many rows (causal_pv; >= S or 0: plain); bias
+// (to_heads; [P*H*hd] in the rows' accumulation dtype, or empty): added to each row as it is read.
 void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, int64_t heads,
-            bool to_heads, k::StorageType round, int64_t block = 0) {
+            bool to_heads, k::StorageType round, int64_t block = 0, const Tensor& bias = {}) {
   RECORD_FUNCTION("fused::heads", std::vector<c10::IValue>());  // the profile's copy category
   k::HeadsArgs a;
   TORCH_CHECK(!parts.empty() && parts.size() <= std::size(a.head_data),
@@ -40,13 +41,21 @@ void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, i
   a.round = round;
   a.to_heads = to_heads;
   a.block = block;
+  if (present_(bias)) {
+    TORCH_CHECK(to_heads && bias.is_contiguous() && bias.numel() == rows.size(1) &&
+                    bias.scalar_type() == acc_of_(rows.scalar_type()),
+                "fused heads: a bias of ", rows.size(1), " ", acc_of_(rows.scalar_type()),
+                " values, read with the rows; got ", bias.numel(), " ", bias.scalar_type());
+    a.bias = ptr_(bias);
+  }
   run_(a, rows);
 }
 
 struct CausalAttention : torch::autograd::Function<CausalAttention> {
-  // qkv [N, 3 * H * hd] (fused_ops.h) → [N, H * hd] in the GEMMs' dtype.
-  static Tensor forward(AutogradContext* ctx, const Tensor& qkv_in, int64_t seq, int64_t heads,
-                        c10::ScalarType dtype, GemmRoute r, int64_t block) {
+  // qkv [N, 3 * H * hd] (fused_ops.h), bias [3 * H * hd] or empty → [N, H * hd] in the GEMMs'
+  // dtype.
+  static Tensor forward(AutogradContext* ctx, const Tensor& qkv_in, const Tensor& bias, int64_t seq,
+                        int64_t heads, c10::ScalarType dtype, GemmRoute r, int64_t block) {
     RECORD_FUNCTION("fused::causal_attention", std::vector<c10::IValue>());
     TORCH_CHECK(qkv_in.dim() == 2 && seq > 0 && heads > 0 && qkv_in.size(0) % seq == 0 &&
                     qkv_in.size(1) % (3 * heads) == 0,
@@ -56,6 +65,11 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const auto stored = upcast_(r, dtype) ? torch::kFloat : dtype;  // the GEMMs' dtype
     TORCH_CHECK(qkv.scalar_type() == dtype || qkv.scalar_type() == stored,
                 "causal_attention: qkv rows in ", qkv.scalar_type(), ", expected ", dtype);
+    TORCH_CHECK(!present_(bias) || qkv.scalar_type() == torch::kFloat ||
+                    qkv.scalar_type() == torch::kDouble,
+                "causal_attention: a bias with ", qkv.scalar_type(),
+                " qkv rows; it is added to float32 or float64 rows only (16-bit rows are rounded "
+                "already: their linear adds it)");
     const int64_t n = qkv.size(0), d = qkv.size(1) / 3, hd = d / heads, bh = n / seq * heads;
     const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
     // q, k, v [BH, S, hd] in the GEMMs' dtype, split from the rows in one pass (on the float32
@@ -64,7 +78,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const std::vector<Tensor> qkv_heads{torch::empty({bh, seq, hd}, opts),
                                         torch::empty({bh, seq, hd}, opts),
                                         torch::empty({bh, seq, hd}, opts)};
-    heads_(qkv, qkv_heads, seq, heads, true, round_of_(stored, dtype));
+    heads_(qkv, qkv_heads, seq, heads, true, round_of_(stored, dtype), 0, bias);
     const Tensor &q = qkv_heads[0], &kk = qkv_heads[1], &v = qkv_heads[2];
     // The scores, then in place the probabilities: [BH, S, S] with zeros above the mask, or
     // with float32/float64 GEMMs the flat layout of the blocks at or below the diagonal
@@ -92,6 +106,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     ctx->saved_data["heads"] = heads;
     ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
     ctx->saved_data["qkv_dtype"] = static_cast<int64_t>(qkv.scalar_type());
+    ctx->saved_data["has_bias"] = present_(bias);
     save_route_(ctx, r);
     // The output [BH, S, hd] (in blocks of rows with the blocks) into rows [N, d] in the GEMMs'
     // dtype, rounded to dtype as it moves (the output projection reads float32 rows on the
@@ -133,15 +148,18 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
                                dout_rows.options().dtype(qkv_dtype));
     const auto [dq, dk, dv] = causal_grads(ds, prob, q, kk, dout, block);
     heads_(dqkv, {dq, dk, dv}, seq, heads, false, round_of_(qkv_dtype, dt), block);
-    return {dqkv, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+    // The bias's gradient: the qkv linear's, as its backward would have summed it.
+    Tensor d_bias =
+        ctx->saved_data["has_bias"].toBool() ? column_sums_(dqkv, acc_of_(qkv_dtype)) : Tensor();
+    return {dqkv, d_bias, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
 }  // namespace
 
 Tensor causal_attention(const Tensor& qkv, int64_t seq, int64_t heads, c10::ScalarType dtype,
-                        GemmRoute route, int64_t block) {
-  return CausalAttention::apply(qkv, seq, heads, dtype, route, block);
+                        GemmRoute route, int64_t block, const Tensor& bias) {
+  return CausalAttention::apply(qkv, opt_(bias, qkv), seq, heads, dtype, route, block);
 }
 
 }  // namespace trainbench

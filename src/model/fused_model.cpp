@@ -103,10 +103,16 @@ class FusedBlockImpl : public BlockLayers {
     // which the GEMM ops read as they are)}
     auto h1 = drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias,
                                   fused_dropout_(p), compute_dtype, route_);
-    // Without flash, the float32 route's qkv rows stay float32 (the attention rounds them).
+    // Without flash, the float32 route's qkv rows stay float32 (the attention rounds them), and
+    // float32 rows get their bias as the attention splits them (no addmm copying it into the
+    // product); 16-bit rows, rounded by their GEMM, get it from the linear.
+    const bool wide_rows = compute_dtype == torch::kFloat || compute_dtype == torch::kDouble ||
+                           route_ == GemmRoute::kFloat32;
+    const Tensor qkv_bias = !flash_ && wide_rows ? qkv->bias : Tensor();
     const Tensor qkv_rows =
-        fused_linear(h1[1], weights.get(qkv->weight), qkv->bias, route_, !flash_, compute_dtype);
-    const Tensor attn = attention_(qkv_rows, seq, compute_dtype);  // [N, d], the GEMMs' dtype
+        fused_linear(h1[1], weights.get(qkv->weight), qkv_bias.defined() ? Tensor() : qkv->bias,
+                     route_, !flash_, compute_dtype);
+    const Tensor attn = attention_(qkv_rows, seq, compute_dtype, qkv_bias);  // [N, d]
     const Tensor proj =
         fused_linear(attn, weights.get(out->weight), Tensor(), route_, true);  // bias later
     auto h2 = drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p),
@@ -119,10 +125,12 @@ class FusedBlockImpl : public BlockLayers {
 
  private:
   // qkv rows [N, 3d] (batch-major) → attention output rows [N, d] (dtype, or float32 on the
-  // float32 route without flash).
-  Tensor attention_(const Tensor& qkv_rows, int64_t seq, c10::ScalarType dtype) const {
+  // float32 route without flash); bias: the qkv linear's where the attention adds it, else
+  // undefined.
+  Tensor attention_(const Tensor& qkv_rows, int64_t seq, c10::ScalarType dtype,
+                    const Tensor& bias) const {
     // The fused causal softmax over explicit scores, heads split and merged by its kernel.
-    if (!flash_) return causal_attention(qkv_rows, seq, heads_, dtype, route_);
+    if (!flash_) return causal_attention(qkv_rows, seq, heads_, dtype, route_, 0, bias);
     // Flash: LibTorch's CPU flash kernel (blockwise, no [B, H, S, S] tensor) on q, k, v views
     // [B, H, S, hd] of the rows [B, S, 3, H, hd]; in float32 on the float32 GEMM route (its
     // bfloat16 blocks would run LibTorch's reference GEMM; autograd then keeps float32 q, k, v).

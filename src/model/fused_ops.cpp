@@ -16,28 +16,6 @@ namespace {
 using namespace fused_detail;  // NOLINT(google-build-using-namespace): the ops' own helpers
 using torch::autograd::variable_list;
 
-// Column partial sums [chunks, width] → [width].
-Tensor chunk_sums_(const Tensor& partials) { return partials.sum(0); }
-
-// Column sums of rows [N, w] in `acc` (a bias gradient): the ColumnSums kernel's per-chunk
-// partials, added in chunk order as every kernel's are. The rows are read once in their own
-// dtype: LibTorch's sum with a dtype converted the whole tensor to it first on the CPU (a
-// float32 copy of the gradient; docs/BENCHMARKS.md).
-Tensor column_sums_(const Tensor& x_in, c10::ScalarType acc) {
-  const Tensor x = x_in.contiguous();
-  const int64_t n = x.size(0), w = x.size(1);
-  Tensor partials = torch::empty({k::num_chunks(n), w}, x.options().dtype(acc));
-  k::ColumnSumsArgs a;
-  a.rows = n;
-  a.cols = w;
-  a.x = ptr_(x);
-  a.partials = mut_(partials);
-  a.acc = k::storage_type_of(acc);
-  a.type = k::storage_type_of(x.scalar_type());
-  run_(a, x);
-  return chunk_sums_(partials);
-}
-
 struct FusedLinear : torch::autograd::Function<FusedLinear> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
                         GemmRoute r, bool keep_float32, c10::ScalarType dtype) {

@@ -324,6 +324,8 @@ std::vector<Output> heads_run(const KernelCase& c, torch::Device dev) {
   a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
   a.to_heads = to_heads;
   a.block = c.v.block;
+  const Tensor bias = on(torch::randn({parts * h * hd}), dev);
+  if (c.v.qkv_bias) a.bias = bias.data_ptr();
   k::run(a, dev.type());
   if (!to_heads) return on_cpu({{"rows", rows, true}});
   return on_cpu({{"q", heads[0], true}, {"k", heads[1], true}, {"v", heads[2], true}});
@@ -427,6 +429,12 @@ const std::vector<KernelRow>& kernel_rows() {
     Variant v = heads_ways[to_heads ? 1 : 3];
     v.block = 2;
     v.text += ",block=2";
+    heads_ways.push_back(v);
+  }
+  for (bool f32 : {false, true}) {  // to heads with the rows' bias added
+    Variant v = heads_ways[f32 ? 1 : 0];
+    v.qkv_bias = true;
+    v.text += ",bias=yes";
     heads_ways.push_back(v);
   }
   static const std::vector<KernelRow> rows = {

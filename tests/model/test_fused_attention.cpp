@@ -20,6 +20,7 @@ namespace {
 
 using testing::attention_of;
 using testing::leaf;
+using testing::rel_err;
 using torch::Tensor;
 
 // The float32 route's attention scores in float32 storage: the output and the q, k, v gradients
@@ -191,6 +192,30 @@ TEST(FusedOps, TheFloat32RoutesQkvRowsAreRoundedAsTheHeadsAreSplit) {
   }
 }
 
+// The qkv linear's bias added as the heads are split (the model's float32 rows: float32 runs and
+// the float32 route): the output and the rows' gradient are those of the rows with the bias
+// added first, bit for bit (one float32 add either way), and the bias's gradient is the column
+// sums of the rows' gradient.
+TEST(FusedOps, AQkvBiasAddedAsTheHeadsAreSplitIsTheBiasAddedFirst) {
+  const int64_t b = 2, h = 4, s = 33, hd = 16;
+  for (const auto dt : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    SCOPED_TRACE(c10::toString(dt));
+    const auto route = dt == torch::kFloat ? GemmRoute::kNative : GemmRoute::kFloat32;
+    torch::manual_seed(13);
+    const Tensor rows = leaf(torch::randn({b * s, 3 * h * hd}));
+    const Tensor bias = leaf(torch::randn({3 * h * hd}));
+    const Tensor first = leaf(rows.detach());  // the same rows, the bias added before the op
+    const Tensor g = torch::randn({b * s, h * hd});
+    const Tensor out = causal_attention(rows, s, h, dt, route, 0, bias);
+    const Tensor want = causal_attention(first + bias.detach(), s, h, dt, route);
+    EXPECT_TRUE(torch::equal(out, want));
+    out.backward(g);
+    want.backward(g);
+    EXPECT_TRUE(torch::equal(rows.grad(), first.grad()));
+    EXPECT_LE(rel_err(bias.grad(), first.grad().sum(0)), 1e-6);
+  }
+}
+
 // Rows that are not q, k, v of the given heads and sequence are refused in one line, as is a
 // dtype that neither the rows nor the route's storage is.
 TEST(FusedOps, CausalAttentionRefusesRowsThatAreNotQkvOfItsHeads) {
@@ -213,6 +238,19 @@ TEST(FusedOps, CausalAttentionRefusesRowsThatAreNotQkvOfItsHeads) {
   EXPECT_NE(message([&] {
               causal_attention(rows, 4, 2, torch::kBFloat16);
             }).find("qkv rows in Float, expected BFloat16"),
+            std::string::npos);
+  // A bias: only to float32 or float64 rows (16-bit rows are rounded: their linear adds it),
+  // and only of the rows' width in their accumulation dtype.
+  const Tensor rows16 = rows.to(torch::kBFloat16);
+  EXPECT_NE(message([&] {
+              causal_attention(rows16, 4, 2, torch::kBFloat16, GemmRoute::kNative, 0,
+                               torch::zeros({24}));
+            }).find("a bias with BFloat16 qkv rows; it is added to float32 or float64 rows only"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              causal_attention(rows, 4, 2, torch::kFloat, GemmRoute::kNative, 0,
+                               torch::zeros({23}));
+            }).find("fused heads: a bias of 24 Float values, read with the rows; got 23 Float"),
             std::string::npos);
 }
 

@@ -125,11 +125,14 @@ struct CausalSoftmaxGradArgs {
 // reverse. Each element goes from the source's storage to the destination's (rounded to it when
 // it is 16-bit); where the destination is float32 storage of 16-bit values (round, as in
 // BiasReluDropoutArgs) a float32 source is rounded to that type: one pass where the layout
-// copy, the rounding of a GEMM's output and the next GEMM's conversion were three.
+// copy, the rounding of a GEMM's output and the next GEMM's conversion were three. bias (to_heads
+// only): the rows' linear's bias, added to each row as it is read (in HeadsAcc, before any
+// rounding: the GEMM then runs without it, and addmm's copy of it into the product is gone).
 struct HeadsArgs {
   int64_t rows = 0, seq = 1, heads = 1, hd = 0, parts = 1;
   void* row_data = nullptr;                          // [N, P*H*hd] rows_type
   void* head_data[3] = {nullptr, nullptr, nullptr};  // P x [B*H, S, hd] heads_type
+  const void* bias = nullptr;                        // [P*H*hd] HeadsAcc, or null
   StorageType rows_type = StorageType::kF32, heads_type = StorageType::kF32,
               round = StorageType::kF32;
   bool to_heads = true;

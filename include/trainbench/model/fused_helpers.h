@@ -1,6 +1,6 @@
 // What the fused model's autograd functions share (fused_ops.cpp, fused_attention.cpp): the
 // kernels' launch on a tensor's device, optional inputs as null pointers, the GEMMs on the run's
-// route, and what a node keeps of its route and its input's dtype.
+// route, what a node keeps of its route and its input's dtype, and bias gradients as column sums.
 #pragma once
 
 #include <torch/autograd.h>
@@ -86,6 +86,28 @@ inline c10::ScalarType input_storage_(AutogradContext* ctx) {
 // `dtype`: float32 storage of 16-bit values on the float32 route, else none.
 inline k::StorageType round_of_(c10::ScalarType stored, c10::ScalarType dtype) {
   return stored != dtype ? k::storage_type_of(dtype) : k::StorageType::kF32;
+}
+
+// Column partial sums [chunks, width] → [width].
+inline Tensor chunk_sums_(const Tensor& partials) { return partials.sum(0); }
+
+// Column sums of rows [N, w] in `acc` (a bias gradient): the ColumnSums kernel's per-chunk
+// partials, added in chunk order as every kernel's are. The rows are read once in their own
+// dtype: LibTorch's sum with a dtype converted the whole tensor to it first on the CPU (a
+// float32 copy of the gradient; docs/BENCHMARKS.md).
+inline Tensor column_sums_(const Tensor& x_in, c10::ScalarType acc) {
+  const Tensor x = x_in.contiguous();
+  const int64_t n = x.size(0), w = x.size(1);
+  Tensor partials = torch::empty({k::num_chunks(n), w}, x.options().dtype(acc));
+  k::ColumnSumsArgs a;
+  a.rows = n;
+  a.cols = w;
+  a.x = ptr_(x);
+  a.partials = mut_(partials);
+  a.acc = k::storage_type_of(acc);
+  a.type = k::storage_type_of(x.scalar_type());
+  run_(a, x);
+  return chunk_sums_(partials);
 }
 
 // t in `dtype`, contiguous, in one copy where both a conversion and a new layout are needed

@@ -80,10 +80,13 @@ torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& w
 // or float64 GEMMs every product covers only the blocks of `block` query rows at or below the
 // diagonal (causal_gemm.h; 0: the block for the GEMM dtype, causal_block_for; >= S: the whole
 // products); 16-bit GEMMs take the whole products (in blocks the key and value gradients would
-// add their blocks' products in 16 bits).
+// add their blocks' products in 16 bits). bias: the qkv linear's [3*H*hd] (accumulation dtype),
+// or undefined: added to the rows as they are split (before any rounding, so only where qkv is
+// the unrounded float32 or float64 product: the linear then runs without its bias), its gradient
+// the column sums of the rows' gradient.
 torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t seq, int64_t heads,
                                c10::ScalarType dtype, GemmRoute route = GemmRoute::kNative,
-                               int64_t block = 0);
+                               int64_t block = 0, const torch::Tensor& bias = {});
 
 // Mean cross-entropy of x w^T + b against targets: x [N, d], w [V, d] (same dtype), b [V]
 // accumulation dtype, targets [N] int64 → scalar in the accumulation dtype. The logits buffer

@@ -97,16 +97,19 @@ void causal_softmax_grad_(const CausalSoftmaxGradArgs& a, int64_t c0, int64_t c1
 
 // ---- heads layout ------------------------------------------------------------------------------
 // Src, Dst: the storages read and written; R: the 16-bit type a float32 destination holds (else
-// R = Dst), as with_heads_types gives them. A chunk is kChunkRows rows of the rows layout; each
-// row moves P*H segments of hd contiguous elements to or from their [B*H, S, hd] places.
-template <typename Src, typename Dst, typename R>
+// R = Dst), as with_heads_types gives them; kBias: a.bias given (to_heads). A chunk is
+// kChunkRows rows of the rows layout; each row moves P*H segments of hd contiguous elements to or
+// from their [B*H, S, hd] places.
+template <typename Src, typename Dst, typename R, bool kBias>
 void heads_(const HeadsArgs& a, int64_t c0, int64_t c1) {
   using A = HeadsAcc<Src, Dst>;
   using Round = Rounding<A, Dst, R>;
-  constexpr bool kCopy = std::is_same_v<Src, Dst> && !Round::kOn;  // the same bits, moved
+  // The same bits, moved.
+  constexpr bool kCopy = std::is_same_v<Src, Dst> && !Round::kOn && !kBias;
   const int64_t hd = a.hd, heads = a.heads, seq = a.seq, width = a.parts * heads * hd;
   RowIo<A, Src> in(kCopy || Round::kHalves ? 1 : hd);
   RowIo<A, Dst> out(kCopy || Round::kHalves ? 1 : hd);
+  const A* bias_all = static_cast<const A*>(a.bias);
   const int64_t bh = a.rows / seq * heads;
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t b = r / seq, s = r % seq;
@@ -127,12 +130,19 @@ void heads_(const HeadsArgs& a, int64_t c0, int64_t c1) {
 #pragma omp simd
           for (int64_t c = 0; c < hd; ++c) to[c] = from[c];
         } else if constexpr (Round::kHalves) {
-          round_row_<R>(src, dst, hd);  // float32 into float32 storage of float16 values
+          // float32 into float32 storage of float16 values
+          round_row_<R, kBias>(src, dst, hd, kBias ? bias_all + (p * heads + h) * hd : nullptr);
         } else {
           const auto* x = in.load(src, hd);
           auto* y = out.row(dst);
+          if constexpr (kBias) {
+            const A* bias = bias_all + (p * heads + h) * hd;
 #pragma omp simd
-          for (int64_t c = 0; c < hd; ++c) st(y, c, Round::in_loop(ld<A>(x, c)));
+            for (int64_t c = 0; c < hd; ++c) st(y, c, Round::in_loop(ld<A>(x, c) + bias[c]));
+          } else {
+#pragma omp simd
+            for (int64_t c = 0; c < hd; ++c) st(y, c, Round::in_loop(ld<A>(x, c)));
+          }
           out.store(dst, hd);
         }
       }

@@ -85,20 +85,22 @@ class RowIo {
 // ---- float32 storage of 16-bit values -------------------------------------------------
 namespace m = trainbench::kernels::math;
 
-// x[0, n) rounded to R and back into float, into y (may be x; R float: copied); float16 by
-// F16C both ways in one pass, 8 values at a time.
-template <typename R>
-void round_row_(const float* x, float* y, int64_t n) {
+// x[0, n) (plus add[0, n) where kAdd) rounded to R and back into float, into y (may be x; R
+// float: copied); float16 by F16C both ways in one pass, 8 values at a time.
+template <typename R, bool kAdd = false>
+void round_row_(const float* x, float* y, int64_t n, const float* add = nullptr) {
   if constexpr (std::is_same_v<R, Half>) {
     constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     int64_t c = 0;
     for (; c + 8 <= n; c += 8) {
-      _mm256_storeu_ps(y + c, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + c), kNearest)));
+      __m256 v = _mm256_loadu_ps(x + c);
+      if constexpr (kAdd) v = _mm256_add_ps(v, _mm256_loadu_ps(add + c));
+      _mm256_storeu_ps(y + c, _mm256_cvtph_ps(_mm256_cvtps_ph(v, kNearest)));
     }
-    for (; c < n; ++c) y[c] = to_float(to_half(x[c]));
+    for (; c < n; ++c) y[c] = to_float(to_half(kAdd ? x[c] + add[c] : x[c]));
   } else {
 #pragma omp simd
-    for (int64_t c = 0; c < n; ++c) y[c] = m::rounded_to<R>(x[c]);
+    for (int64_t c = 0; c < n; ++c) y[c] = m::rounded_to<R>(kAdd ? x[c] + add[c] : x[c]);
   }
 }
 

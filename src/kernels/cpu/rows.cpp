@@ -341,7 +341,11 @@ TB_CPU_ROUNDED_ROWS(CausalSoftmaxGradArgs, causal_softmax_grad_)
 #undef TB_CPU_ROUNDED_ROWS
 void rows(const HeadsArgs& a, int64_t c0, int64_t c1) {
   with_heads_types(a, [&](auto src, auto dst, auto r) {
-    heads_<Elem<decltype(src)>, Elem<decltype(dst)>, Elem<decltype(r)>>(a, c0, c1);
+    using Src = Elem<decltype(src)>;
+    using Dst = Elem<decltype(dst)>;
+    using R = Elem<decltype(r)>;
+    if (a.to_heads && a.bias != nullptr) return heads_<Src, Dst, R, true>(a, c0, c1);
+    heads_<Src, Dst, R, false>(a, c0, c1);
   });
 }
 // The other kernels have one accumulation and one storage type.

@@ -230,7 +230,8 @@ __global__ void heads_kernel(HeadsArgs a) {
             hd +
         col % hd;
     if (a.to_heads) {
-      const A v = ld<A>(static_cast<const Src*>(a.row_data), i);
+      A v = ld<A>(static_cast<const Src*>(a.row_data), i);
+      if (a.bias != nullptr) v += static_cast<const A*>(a.bias)[col];
       st(static_cast<Dst*>(a.head_data[p]), ho, rounded_<A, Dst, R>(v));
     } else {
       const A v = ld<A>(static_cast<const Src*>(a.head_data[p]), ho);
