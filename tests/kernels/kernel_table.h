@@ -44,6 +44,13 @@ inline constexpr const DtypeRow* kTableDtypes[] = {&kFloat32Row, &kBfloat16Row, 
 
 // A leaf of t's values that records its gradient.
 inline torch::Tensor leaf(const torch::Tensor& t) { return t.detach().requires_grad_(true); }
+// The gradients of leaves xs (clones; undefined where none), which are then cleared.
+inline std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& xs) {
+  std::vector<torch::Tensor> g;
+  for (const auto& x : xs) g.push_back(x.grad().defined() ? x.grad().clone() : torch::Tensor());
+  for (const auto& x : xs) x.mutable_grad() = torch::Tensor();
+  return g;
+}
 
 // causal_attention (fused_ops.h) on q, k, v [B, H, S, hd]: the qkv rows [B*S, 3*H*hd] made from
 // them, the output back as [B, H, S, hd] (autograd through both).

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "trainbench/app/validate.h"  // make_plan
 #include "trainbench/core/cpu_isa.h"
 #include "trainbench/model/flops.h"
 #include "trainbench/model/gemm_probe.h"
