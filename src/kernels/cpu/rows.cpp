@@ -27,11 +27,19 @@ namespace {
 
 // ---- residual add + dropout + LayerNorm ----------------------------------------------------
 // The inputs that may be null (kernel_args.h) are template flags, not pointer tests inside the
-// loops: a load under a condition keeps the compiler from vectorizing. R: the 16-bit type that
-// float32 storage of y and dy holds (args.round), else R = So (Rounding in row_io.h).
-template <typename A, typename Sb, typename So, typename R, bool kResid, bool kLn>
+// loops: a load under a condition keeps the compiler from vectorizing. Float32 storage of 16-bit
+// values (args.round) is rounded a row at a time (round_rows_), outside the loops and their
+// template parameters: a rounding type there multiplied the instantiations and made this file's
+// compile 1.3x longer.
+template <typename A, typename So>
+void round_rows_(StorageType round, const So* x, float* y, int64_t n) {
+  if constexpr (std::is_same_v<A, float> && std::is_same_v<So, float>) {
+    if (round == StorageType::kBF16) round_row_<Bf16>(x, y, n);
+    if (round == StorageType::kF16) round_row_<Half>(x, y, n);
+  }
+}
+template <typename A, typename Sb, typename So, bool kResid, bool kLn>
 void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
-  using Round = Rounding<A, So, R>;
   const int64_t d = a.cols;
   const A* resid = static_cast<const A*>(a.resid);
   const Sb* branch = static_cast<const Sb*>(a.branch);
@@ -57,7 +65,7 @@ void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
     }
     if constexpr (!kLn) {
 #pragma omp simd
-      for (int64_t c = 0; c < d; ++c) st(y, c, Round::in_loop(x[c]));
+      for (int64_t c = 0; c < d; ++c) st(y, c, x[c]);
     } else {
       const A mean0 = sum / static_cast<A>(d);
       A sq = 0;  // a second pass over a row that is in L1: no cancellation in the variance
@@ -68,18 +76,19 @@ void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
       static_cast<A*>(a.rstd)[r] = rstd;
 #pragma omp simd
       for (int64_t c = 0; c < d; ++c) {
-        st(y, c, Round::in_loop(m::layer_norm_value(x[c], mean, rstd, gamma[c], beta[c])));
+        st(y, c, m::layer_norm_value(x[c], mean, rstd, gamma[c], beta[c]));
       }
     }
-    if constexpr (Round::kHalves) round_row_<R>(y, y, d);
+    if constexpr (std::is_same_v<So, float>) round_rows_<A>(a.round, y, y, d);
     y_io.store(y_row, d);
   }
 }
 
-template <typename A, typename Sb, typename So, typename R, bool kDResid, bool kLn>
+template <typename A, typename Sb, typename So, bool kDResid, bool kLn>
 void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
-  using Round = Rounding<A, So, R>;
   const int64_t d = a.cols;
+  const bool rounds =
+      std::is_same_v<A, float> && std::is_same_v<So, float> && a.round != StorageType::kF32;
   const So* dy_all = static_cast<const So*>(a.dy);
   const A* dro = static_cast<const A*>(a.d_resid_out);
   const A* ro = static_cast<const A*>(a.resid_out);
@@ -89,7 +98,7 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
   const DropoutArgs drop = a.drop;  // a local copy: no store below may alias it
   RowIo<A, So> dy_io(d);
   RowIo<A, Sb> d_branch_io(d);
-  RowBuf<float> dy_rounded(Round::kHalves ? d : 1);
+  RowBuf<float> dy_rounded(rounds ? d : 1);
   for (int64_t chunk = c0; chunk < c1; ++chunk) {
     A* pb = static_cast<A*>(a.partials) + chunk * 3 * d;  // d_bias, then d_gamma, d_beta
     A* pg = pb + d;
@@ -98,9 +107,11 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
     for (int64_t r = chunk * kChunkRows; r < min_(a.rows, (chunk + 1) * kChunkRows); ++r) {
       const int64_t o = r * d;
       const auto* dy = dy_io.load(dy_all + o, d);
-      if constexpr (Round::kHalves) {
-        round_row_<R>(dy, dy_rounded.data(), d);
-        dy = dy_rounded.data();
+      if constexpr (std::is_same_v<So, float>) {
+        if (rounds) {  // the GEMM's float32 product, rounded as a 16-bit gradient would be
+          round_rows_<A>(a.round, dy, dy_rounded.data(), d);
+          dy = dy_rounded.data();
+        }
       }
       auto* d_branch = d_branch_io.row(d_branch_all + o);
       A mean = 0, rstd = 0, c1m = 0, c2m = 0;
@@ -110,7 +121,7 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
         A s1 = 0, s2 = 0;
 #pragma omp simd reduction(+ : s1, s2)
         for (int64_t c = 0; c < d; ++c) {
-          const A xhat = (ro[o + c] - mean) * rstd, dyv = Round::in_loop(ld<A>(dy, c));
+          const A xhat = (ro[o + c] - mean) * rstd, dyv = ld<A>(dy, c);
           s1 += dyv * gamma[c];
           s2 += dyv * gamma[c] * xhat;
           pg[c] += dyv * xhat;
@@ -124,10 +135,9 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
         A g;
         if constexpr (kLn) {
           const A xhat = (ro[o + c] - mean) * rstd;
-          const A dyv = Round::in_loop(ld<A>(dy, c));
-          g = m::layer_norm_grad(dyv, gamma[c], xhat, rstd, c1m, c2m) + dro[o + c];
+          g = m::layer_norm_grad(ld<A>(dy, c), gamma[c], xhat, rstd, c1m, c2m) + dro[o + c];
         } else {
-          g = Round::in_loop(ld<A>(dy, c)) + dro[o + c];
+          g = ld<A>(dy, c) + dro[o + c];
         }
         if constexpr (kDResid) d_resid[o + c] = g;
         const A db = g * m::dropout_factor<A>(drop, static_cast<uint64_t>(o + c));
@@ -308,20 +318,20 @@ void rows(const AdamArgs& a, int64_t c0, int64_t c1) {
 }
 void rows(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
   with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
-    with_rounded_storage<decltype(acc)>(a.out_type, a.round, [&](auto out, auto r) {
+    with_storage(a.out_type, [&](auto out) {
       with_switches(a.resid != nullptr, a.gamma != nullptr, [&](auto resid, auto ln) {
-        drop_add_ln_<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>, Elem<decltype(r)>,
-                     resid(), ln()>(a, c0, c1);
+        drop_add_ln_<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>, resid(), ln()>(
+            a, c0, c1);
       });
     });
   });
 }
 void rows(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
   with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
-    with_rounded_storage<decltype(acc)>(a.out_type, a.round, [&](auto out, auto r) {
+    with_storage(a.out_type, [&](auto out) {
       with_switches(a.d_resid != nullptr, a.gamma != nullptr, [&](auto d_resid, auto ln) {
-        drop_add_ln_grad_<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>,
-                          Elem<decltype(r)>, d_resid(), ln()>(a, c0, c1);
+        drop_add_ln_grad_<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>, d_resid(),
+                          ln()>(a, c0, c1);
       });
     });
   });
@@ -344,7 +354,10 @@ void rows(const HeadsArgs& a, int64_t c0, int64_t c1) {
     using Src = Elem<decltype(src)>;
     using Dst = Elem<decltype(dst)>;
     using R = Elem<decltype(r)>;
-    if (a.to_heads && a.bias != nullptr) return heads_<Src, Dst, R, true>(a, c0, c1);
+    // A bias is added to float32 or float64 rows only (fused_ops.h causal_attention).
+    if constexpr (std::is_same_v<Src, float> || std::is_same_v<Src, double>) {
+      if (a.to_heads && a.bias != nullptr) return heads_<Src, Dst, R, true>(a, c0, c1);
+    }
     heads_<Src, Dst, R, false>(a, c0, c1);
   });
 }
