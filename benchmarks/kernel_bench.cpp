@@ -184,6 +184,42 @@ BENCHMARK(BM_KernelHeads)
     })
     ->UseRealTime();
 
+// The merge of dq, dk, dv [8*H, S, hd] float32 into qkv-gradient rows [8*S, 3d] float32 rounded
+// to the first argument's type (0: none), as the float32 route's attention backward runs it; the
+// second: 0 the merge alone, 1 with the bias gradient's column partials written as it goes, 2
+// the merge and then the column-sum pass over the rows (before the partials moved into it).
+void BM_KernelHeadsMerge(benchmark::State& s) {
+  const Tensor rows = torch::empty({8 * kSeq, 3 * kD}), partials = torch::empty({64, 3 * kD});
+  std::vector<Tensor> heads;
+  for (int p = 0; p < 3; ++p) heads.push_back(torch::randn({8 * kHeads, kSeq, kD / kHeads}));
+  k::HeadsArgs a;
+  a.rows = 8 * kSeq;
+  a.seq = kSeq;
+  a.heads = kHeads;
+  a.hd = kD / kHeads;
+  a.parts = 3;
+  a.row_data = rows.data_ptr();
+  for (int p = 0; p < 3; ++p) a.head_data[p] = heads[p].data_ptr();
+  a.to_heads = false;
+  const k::StorageType rounds[] = {k::StorageType::kF32, k::StorageType::kBF16,
+                                   k::StorageType::kF16};
+  a.round = rounds[s.range(0)];
+  if (s.range(1) == 1) a.partials = partials.data_ptr();
+  k::ColumnSumsArgs sums;
+  sums.rows = a.rows;
+  sums.cols = 3 * kD;
+  sums.x = rows.data_ptr();
+  sums.partials = partials.data_ptr();
+  for (auto _ : s) {
+    k::run(a, c10::DeviceType::CPU);
+    if (s.range(1) == 2) k::run(sums, c10::DeviceType::CPU);
+  }
+  s.SetBytesProcessed(s.iterations() * rows.numel() * 8);
+  const char* ways[] = {"merge", "merge + column partials", "merge, then column sums"};
+  s.SetLabel(std::string(ways[s.range(1)]) + (s.range(0) ? " (rounded)" : ""));
+}
+BENCHMARK(BM_KernelHeadsMerge)->ArgsProduct({{0, 1, 2}, {0, 1, 2}})->UseRealTime();
+
 void BM_KernelHeadCrossEntropy(benchmark::State& s) {
   const auto t = dtype_(s);
   const Tensor src = torch::randn({kRows, 256}).to(t), bias = torch::zeros({256});

@@ -20,9 +20,11 @@ using torch::autograd::variable_list;
 // Heads between rows [N, P*H*hd] and P tensors [B*H, S, hd] (HeadsArgs): to_heads reads the
 // rows; round: the 16-bit type a float32 destination holds (k::StorageType::kF32: none); block:
 // the heads tensors flat in blocks of that many rows (causal_pv; >= S or 0: plain); bias
-// (to_heads; [P*H*hd] in the rows' accumulation dtype, or empty): added to each row as it is read.
+// (to_heads; [P*H*hd] in the rows' accumulation dtype, or empty): added to each row as it is read;
+// partials (to rows; [chunks, P*H*hd] in that dtype, or empty): the rows' column sums per chunk.
 void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, int64_t heads,
-            bool to_heads, k::StorageType round, int64_t block = 0, const Tensor& bias = {}) {
+            bool to_heads, k::StorageType round, int64_t block = 0, const Tensor& bias = {},
+            const Tensor& partials = {}) {
   RECORD_FUNCTION("fused::heads", std::vector<c10::IValue>());  // the profile's copy category
   k::HeadsArgs a;
   TORCH_CHECK(!parts.empty() && parts.size() <= std::size(a.head_data),
@@ -47,6 +49,15 @@ void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, i
                 "fused heads: a bias of ", rows.size(1), " ", acc_of_(rows.scalar_type()),
                 " values, read with the rows; got ", bias.numel(), " ", bias.scalar_type());
     a.bias = ptr_(bias);
+  }
+  if (present_(partials)) {
+    TORCH_CHECK(!to_heads && partials.is_contiguous() &&
+                    partials.numel() == k::num_chunks(rows.size(0)) * rows.size(1) &&
+                    partials.scalar_type() == acc_of_(rows.scalar_type()),
+                "fused heads: column partials are [chunks, ", rows.size(1), "] ",
+                acc_of_(rows.scalar_type()), " of merged rows; got ", partials.sizes(), " ",
+                partials.scalar_type());
+    a.partials = mut_(partials);
   }
   run_(a, rows);
 }
@@ -147,10 +158,14 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     Tensor dqkv = torch::empty({dout_rows.size(0), 3 * dout_rows.size(1)},
                                dout_rows.options().dtype(qkv_dtype));
     const auto [dq, dk, dv] = causal_grads(ds, prob, q, kk, dout, block);
-    heads_(dqkv, {dq, dk, dv}, seq, heads, false, round_of_(qkv_dtype, dt), block);
-    // The bias's gradient: the qkv linear's, as its backward would have summed it.
-    Tensor d_bias =
-        ctx->saved_data["has_bias"].toBool() ? column_sums_(dqkv, acc_of_(qkv_dtype)) : Tensor();
+    // The bias's gradient: the qkv linear's, as its backward would have summed it (the column
+    // sums of dqkv), added by the pass that writes the rows.
+    const Tensor partials = ctx->saved_data["has_bias"].toBool()
+                                ? torch::empty({k::num_chunks(dqkv.size(0)), dqkv.size(1)},
+                                               dqkv.options().dtype(acc_of_(qkv_dtype)))
+                                : Tensor();
+    heads_(dqkv, {dq, dk, dv}, seq, heads, false, round_of_(qkv_dtype, dt), block, {}, partials);
+    Tensor d_bias = partials.defined() ? chunk_sums_(partials) : Tensor();
     return {dqkv, d_bias, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };

@@ -214,20 +214,28 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     const Tensor targets = targets_in.contiguous();
     const auto values = values_of_(x, dtype, r, "head_cross_entropy");
     const Tensor x_up = save_input_(ctx, x, r, values);
-    Tensor logits = gemm_(x_up, up_(w, r).t(), values);  // [N, V], the loss gradient
-    const int64_t n = logits.size(0);
-    Tensor partials = torch::empty({k::num_chunks(n)}, logits.options().dtype(b.scalar_type()));
+    // [N, V]: on the float32 route the GEMM's float32 product, which the kernel rounds to the
+    // dtype as it reads it and leaves the gradient in float32 storage of the dtype's values,
+    // the backward GEMMs' operand (no conversion either way).
+    const auto stored = upcast_(r, values) ? torch::kFloat : values;
+    Tensor logits = gemm_(x_up, up_(w, r).t(), stored);
+    const int64_t n = logits.size(0), v = logits.size(1);
+    const auto acc_opts = logits.options().dtype(b.scalar_type());
+    Tensor partials = torch::empty({k::num_chunks(n)}, acc_opts);
+    Tensor bias_partials = torch::empty({k::num_chunks(n), v}, acc_opts);
     k::HeadCrossEntropyArgs a;
     a.rows = n;
-    a.cols = logits.size(1);
+    a.cols = v;
     a.logits = mut_(logits);
     a.bias = ptr_(b);
     a.targets = targets.const_data_ptr<int64_t>();
     a.partials = mut_(partials);
+    a.bias_partials = mut_(bias_partials);
     a.acc = k::storage_type_of(b.scalar_type());
-    a.type = k::storage_type_of(logits.scalar_type());
+    a.type = k::storage_type_of(stored);
+    a.round = round_of_(stored, values);
     run_(a, logits);
-    ctx->save_for_backward({x_up, w, logits});
+    ctx->save_for_backward({x_up, w, logits, bias_partials});
     save_route_(ctx, r);
     return partials.sum() / static_cast<double>(n);
   }
@@ -235,14 +243,24 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     RECORD_FUNCTION("fused::head_cross_entropy_backward", std::vector<c10::IValue>());
     const auto saved = ctx->get_saved_variables();
-    const Tensor &x = saved[0], &w = saved[1], &dlogits = saved[2];
-    // d loss: a scalar (1, or the loss scale of a float16 run).
-    const Tensor dl = dlogits * grads[0].to(dlogits.scalar_type());
+    const Tensor &x = saved[0], &w = saved[1], &dlogits = saved[2], &bias_partials = saved[3];
+    // d loss: a scalar, 1 or the loss scale of a float16 run (a power of two: scaling the
+    // gradient's sums is exact). A host scalar of 1 leaves the gradient as the forward wrote it;
+    // on a device its value is not read back (no sync): the rows are scaled. The scale is not
+    // rounded to the gradient's dtype first (2^16, the first scale, is inf in float16): a host
+    // scalar multiplies 16-bit rows in float32, a device one through a float32 copy.
+    const Tensor& g = grads[0];
+    const bool one = g.is_cpu() && g.item<double>() == 1.0;
+    const auto dt = dlogits.scalar_type();
+    const Tensor dl = one                                ? dlogits
+                      : g.is_cpu() || dt != torch::kHalf ? dlogits * g
+                                                         : (dlogits.to(torch::kFloat) * g).to(dt);
     const GemmRoute r = route_of_(ctx);
     const Tensor dl_up = up_(dl, r);
     Tensor dx = ctx->needs_input_grad(0) ? gemm_(dl_up, up_(w, r), input_storage_(ctx)) : Tensor();
     Tensor dw = gemm_(dl_up.t(), x, w.scalar_type());  // [V, d]
-    Tensor db = column_sums_(dl, grads[0].scalar_type());
+    // The bias's: the column sums the forward's kernel added as it wrote the gradient, scaled.
+    Tensor db = chunk_sums_(bias_partials) * g;
     return {dx, dw, db, Tensor(), Tensor(), Tensor()};
   }
 };

@@ -36,13 +36,10 @@ std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t param
   w["pointwise"].bytes = 5.0 * (route32 ? 4.0 : e) * ff * N * L;
   // The float32 parameters rounded every step (4 + e bytes each), but where fused Adam writes
   // the GEMM weights' copies in its pass (the optimizer's bytes below).
+  // On the float32 route nothing else converts: what the GEMMs read and write (LayerNorm
+  // outputs, qkv rows, attention output, FF hidden, residual branches, logits) is float32
+  // storage, rounded by the kernels on either side.
   double copy = lowp && !plan.weight_copies() ? (4.0 + e) * static_cast<double>(params) : 0.0;
-  if (route32) {
-    // The head rounds its logits and converts their gradient (256 wide). What the GEMMs read
-    // and write besides (LayerNorm outputs, qkv rows, attention output, FF hidden, residual
-    // branches) is float32 storage already: the kernels on either side round.
-    copy += (4.0 + e) * N * 2 * 256;
-  }
   if (!cfg.flash) {
     // The attention's heads passes (HeadsArgs): q, k, v split from the qkv rows and their
     // gradients merged back (3d each way), the output merged into rows and its gradient split
@@ -50,7 +47,7 @@ std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t param
     copy += N * L * (2 * 3 * d + 2 * d) * (route32 ? 8.0 : 2 * e);
   }
   w["copy"].bytes = copy;
-  w["loss"].bytes = 3.0 * e * 256 * N;
+  w["loss"].bytes = 3.0 * (route32 ? 4.0 : e) * 256 * N;  // the logits: as the FF hidden
   // Parameter, exp_avg, exp_avg_sq read and written, the gradient read: 28 bytes a parameter;
   // a weight copy's gradient and the copy itself are 2 + 2 bytes, on the float32 route 4 + 4.
   w["optimizer"].bytes = 28.0 * static_cast<double>(params);

@@ -76,10 +76,12 @@ struct Variant {
   // A GEMM op's x as float32 storage of the 16-bit dtype's values (the float32 route's
   // LayerNorm output; fused_ops.h): float32-route cases only.
   bool x_float32 = false;
-  bool qkv_bias = false;  // HEADS to heads: the rows' linear's bias added as they are read
-  double p = 0;           // dropout probability
-  int64_t block = 0;      // causal attention's score block (0: the op's own choice)
-  std::string text;       // "resid=null,bias=yes,ln=yes,p=0.1"
+  // HEADS: the rows' linear's bias added as they are read (to heads), or its gradient's column
+  // partials added as they are written (to rows).
+  bool qkv_bias = false;
+  double p = 0;       // dropout probability
+  int64_t block = 0;  // causal attention's score block (0: the op's own choice)
+  std::string text;   // "resid=null,bias=yes,ln=yes,p=0.1"
 };
 
 inline const char* yes_null(bool present) { return present ? "yes" : "null"; }

@@ -298,7 +298,8 @@ std::vector<Output> causal_softmax_back_run(const KernelCase& c, torch::Device d
 // ---- HEADS (HeadsArgs): to=heads splits q, k, v from rows [b*s, 3*h*hd] (the dtype's, or
 // store=f32: float32 rows rounded into float32 heads), to=rows merges one [b*h, s, hd] float32
 // tensor into rows of the dtype (store=f32: three, into float32 rows rounded to the dtype);
-// block=2: the heads tensors in blocks of 2 rows (fused_math.h head_block_row) ----
+// block=2: the heads tensors in blocks of 2 rows (fused_math.h head_block_row); bias=yes: to
+// heads adds a bias, to rows writes the rows' column partials (the bias's gradient) ----
 std::vector<Output> heads_run(const KernelCase& c, torch::Device dev) {
   const auto [b, s, h, hd] = c.shape;
   const bool to_heads = c.v.bias, f32 = c.v.keep_float32;
@@ -325,20 +326,28 @@ std::vector<Output> heads_run(const KernelCase& c, torch::Device dev) {
   a.to_heads = to_heads;
   a.block = c.v.block;
   const Tensor bias = on(torch::randn({parts * h * hd}), dev);
-  if (c.v.qkv_bias) a.bias = bias.data_ptr();
+  const Tensor partials = empty({k::num_chunks(b * s), parts * h * hd}, torch::kFloat, dev);
+  if (c.v.qkv_bias && to_heads) a.bias = bias.data_ptr();
+  if (c.v.qkv_bias && !to_heads) a.partials = partials.data_ptr();
   k::run(a, dev.type());
+  if (!to_heads && c.v.qkv_bias)
+    return on_cpu({{"rows", rows, true}, {"partials", partials, true}});
   if (!to_heads) return on_cpu({{"rows", rows, true}});
   return on_cpu({{"q", heads[0], true}, {"k", heads[1], true}, {"v", heads[2], true}});
 }
 
-// ---- HEAD_CROSS_ENTROPY (HeadCrossEntropyArgs) -------------------------------------------------
+// ---- HEAD_CROSS_ENTROPY (HeadCrossEntropyArgs): the logits in the dtype, or store=f32: float32
+// logits rounded to the dtype as read (the float32 route's), the gradient stored rounded; with
+// the bias's column partials ----
 std::vector<Output> head_ce_run(const KernelCase& c, torch::Device dev) {
   const auto [n, v, u1, u2] = c.shape;
+  const bool f32 = c.v.keep_float32;
   torch::manual_seed(7);
-  Tensor logits = on((torch::randn({n, v}) * 2).to(c.dtype), dev);
+  Tensor logits = on((torch::randn({n, v}) * 2).to(f32 ? torch::kFloat : c.dtype), dev);
   const Tensor bias = on(torch::randn({v}) * 0.1, dev);
   const Tensor targets = on(torch::randint(0, v, {n}, torch::kLong), dev);
   Tensor partials = empty({k::num_chunks(n)}, torch::kFloat, dev);
+  Tensor bias_partials = empty({k::num_chunks(n), v}, torch::kFloat, dev);
   k::HeadCrossEntropyArgs a;
   a.rows = n;
   a.cols = v;
@@ -346,9 +355,16 @@ std::vector<Output> head_ce_run(const KernelCase& c, torch::Device dev) {
   a.bias = bias.data_ptr();
   a.targets = targets.const_data_ptr<int64_t>();
   a.partials = partials.data_ptr();
-  a.type = k::storage_type_of(c.dtype);
+  a.bias_partials = bias_partials.data_ptr();
+  a.type = k::storage_type_of(logits.scalar_type());
+  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
   k::run(a, dev.type());
-  return on_cpu({{"dlogits", logits, false}, {"loss partials", partials, false}});
+  if (f32 && !dev.is_cuda()) {  // what float32 storage holds: the dtype's values
+    EXPECT_TRUE(torch::equal(logits, logits.to(c.dtype).to(torch::kFloat)));
+  }
+  return on_cpu({{"dlogits", logits, false},
+                 {"loss partials", partials, false},
+                 {"bias partials", bias_partials, false}});
 }
 
 // ---- ADAM (AdamArgs): gradient scaled by 8, with values of the case's dtype; the weight copy
@@ -378,7 +394,6 @@ const std::vector<KernelRow>& kernel_rows() {
   const std::vector<Shape> rows_cols = {{1, 3}, {257, 33}, {64, 512}};
   const std::vector<Shape> heads_seq = {{1, 1}, {2, 7}, {3, 257}};
   const std::vector<Shape> rows_vocab = {{1, 5}, {45, 256}, {257, 255}};
-  const std::vector<c10::ScalarType> bf16 = {torch::kBFloat16};
   const std::vector<Variant> one = {Variant{}};
   const std::vector<c10::ScalarType> both_16bit = {torch::kBFloat16, torch::kHalf};
   Variant awkward;
@@ -431,8 +446,8 @@ const std::vector<KernelRow>& kernel_rows() {
     v.text += ",block=2";
     heads_ways.push_back(v);
   }
-  for (bool f32 : {false, true}) {  // to heads with the rows' bias added
-    Variant v = heads_ways[f32 ? 1 : 0];
+  for (int way : {0, 1, 2, 3}) {  // the rows' bias: added to heads, its partials to rows
+    Variant v = heads_ways[way];
     v.qkv_bias = true;
     v.text += ",bias=yes";
     heads_ways.push_back(v);
@@ -459,7 +474,13 @@ const std::vector<KernelRow>& kernel_rows() {
        heads_ways,
        both_16bit,
        heads_run},
-      {"HEAD_CROSS_ENTROPY", "HeadCrossEntropyArgs", "n,v", rows_vocab, one, bf16, head_ce_run},
+      {"HEAD_CROSS_ENTROPY",
+       "HeadCrossEntropyArgs",
+       "n,v",
+       rows_vocab,
+       {Variant{}, scores_f32},
+       both_16bit,
+       head_ce_run},
       {"COLUMN_SUMS", "ColumnSumsArgs", "n,w", rows_cols, one, both_16bit, column_sums_run},
       {"ADAM", "AdamArgs", "n,w", rows_cols, adam_copies, both_16bit, adam_run},
   };

@@ -163,6 +163,76 @@ TEST(FusedOps, TheFloat32RoutesHiddenHasTheBitsOfA16BitHidden) {
   }
 }
 
+// The float32 route's logits in float32 storage (the GEMM's product, rounded by the kernel as it
+// reads it, the gradient rounded as it stores it) against 16-bit logits, which the GEMM rounded
+// and the backward converted to float32: the loss and every gradient bit for bit, for a loss
+// gradient of 1 and of a loss scale (the bias's from the kernel's column partials, scaled). In
+// bfloat16 the softmax's row sums vectorize differently over bfloat16 and float32 rows (as the
+// LayerNorm's below): the same values added in another order, so there the loss agrees to
+// float32 roundings, and a gradient element whose float32 value lies that close to a bfloat16
+// rounding boundary rounds the other way (one row of dx here: 2.8e-6 of its largest value;
+// float16 rows go through float buffers either way).
+TEST(FusedOps, TheFloat32RoutesLogitsHaveTheBitsOf16BitLogits) {
+  namespace k = kernels;
+  for (const auto dt : {torch::kBFloat16, torch::kHalf}) {
+    for (const double scale : {1.0, 65536.0}) {
+      SCOPED_TRACE(std::string(c10::toString(dt)) + " scale " + std::to_string(scale));
+      torch::manual_seed(2);
+      const int64_t n = 70, d = 24, v = 256;
+      const Tensor x = leaf(torch::randn({n, d}).to(dt).to(torch::kFloat));  // a LayerNorm's y
+      const Tensor w = leaf(torch::randn({v, d}).mul(0.3).to(dt).to(torch::kFloat));  // a copy
+      const Tensor b = leaf(torch::randn({v}) * 0.1);
+      const Tensor targets = torch::randint(0, v, {n}, torch::kLong);
+      const Tensor loss = head_cross_entropy(x, w, b, targets, GemmRoute::kFloat32, dt);
+      (loss * scale).backward();
+      // The 16-bit logits by hand: the GEMM rounded, the kernel on dt rows, their column sums.
+      const Tensor z = torch::mm(x.detach(), w.detach().t()).to(dt);
+      const Tensor partials = torch::empty({k::num_chunks(n)});
+      k::HeadCrossEntropyArgs a;
+      a.rows = n;
+      a.cols = v;
+      a.logits = z.data_ptr();
+      a.bias = b.const_data_ptr();
+      a.targets = targets.const_data_ptr<int64_t>();
+      a.partials = partials.data_ptr();
+      a.type = k::storage_type_of(dt);
+      k::run(a, z.device().type());
+      // Bit for bit (float16), or to float32's roundings (bfloat16).
+      const auto same = [&](const Tensor& got, const Tensor& want) {
+        return dt == torch::kHalf ? torch::equal(got, want) : rel_err(got, want) <= 1e-5;
+      };
+      EXPECT_TRUE(same(loss.detach(), partials.sum() / static_cast<double>(n))) << "loss";
+      const Tensor dl = z.to(torch::kFloat) * scale;  // exact: a power of two
+      const Tensor sums = torch::empty({k::num_chunks(n), v});
+      k::ColumnSumsArgs cs;
+      cs.rows = n;
+      cs.cols = v;
+      cs.x = z.const_data_ptr();
+      cs.partials = sums.data_ptr();
+      cs.type = k::storage_type_of(dt);
+      k::run(cs, z.device().type());
+      EXPECT_TRUE(same(x.grad(), torch::mm(dl, w.detach()))) << "dx";
+      EXPECT_TRUE(same(w.grad(), torch::mm(dl.t(), x.detach()))) << "dw";
+      EXPECT_TRUE(same(b.grad(), sums.sum(0) * scale)) << "db";
+    }
+  }
+}
+
+// A float16 loss scale of 2^16 (the scaler's first) is not inf in the head's backward on either
+// route: the scale multiplies the 16-bit gradient in float32, and the step is not skipped.
+TEST(FusedOps, TheHeadTakesAFloat16LossScaleOf65536) {
+  torch::manual_seed(2);
+  for (const auto route : {GemmRoute::kNative, GemmRoute::kFloat32}) {
+    const Tensor x = leaf(torch::randn({6, 8}).to(torch::kHalf));
+    const Tensor w = leaf(torch::randn({256, 8}).to(torch::kHalf)), b = leaf(torch::zeros({256}));
+    const Tensor targets = torch::randint(0, 256, {6}, torch::kLong);
+    (head_cross_entropy(x, w, b, targets, route) * 65536.0).backward();
+    for (const Tensor& g : {x.grad(), w.grad(), b.grad()}) {
+      EXPECT_TRUE(torch::isfinite(g).all().item<bool>()) << static_cast<int>(route);
+    }
+  }
+}
+
 // The float32 route's LayerNorm output in float32 storage (drop_add_layer_norm on the route, the
 // GEMM ops told its dtype) against a 16-bit LayerNorm output, which each GEMM op converted to
 // float32 and whose gradient it rounded; here the LayerNorm rounds y as it stores it and its

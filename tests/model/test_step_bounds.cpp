@@ -48,13 +48,15 @@ TEST(StepBounds, TheWorkOfEachCategoryIsTheHandCalculation) {
   EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("pointwise").bytes, 5.0 * 2 * 16 * 8);
   EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("copy").bytes, 6000 + heads * 2 * 2);
   EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("normalisation").bytes, 2.0 * (12 + 16) * 64);
-  // The float32 route converts only the head's logits and their gradient (2*256 elements a
-  // row, 6 bytes each); the LayerNorm outputs the GEMMs read are float32 storage (its kernels
-  // move 4 bytes an element). The heads passes are float32 on both sides (8 bytes). The FF
-  // kernels move the hidden as float32 (4 bytes), the softmax the scores.
+  // The float32 route converts nothing but the weights: the LayerNorm outputs and the logits
+  // the GEMMs read are float32 storage (their kernels move 4 bytes an element). The heads
+  // passes are float32 on both sides (8 bytes). The FF kernels move the hidden as float32
+  // (4 bytes), the softmax the scores.
   RunPlan routed = make_plan(b);
   routed.gemm_route = GemmRoute::kFloat32;
-  EXPECT_DOUBLE_EQ(step_work(routed, 1000).at("copy").bytes, 6000 + 6.0 * 8 * 512 + heads * 8);
+  EXPECT_DOUBLE_EQ(step_work(routed, 1000).at("copy").bytes, 6000 + heads * 8);
+  EXPECT_DOUBLE_EQ(step_work(routed, 1000).at("loss").bytes, 3.0 * 4 * 256 * 8);
+  EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("loss").bytes, 3.0 * 2 * 256 * 8);
   EXPECT_DOUBLE_EQ(step_work(routed, 1000).at("normalisation").bytes, 2.0 * (16 + 20) * 64);
   EXPECT_DOUBLE_EQ(step_work(routed, 1000).at("pointwise").bytes, 5.0 * 4 * 16 * 8);
   EXPECT_DOUBLE_EQ(step_work(make_plan(b), 1000).at("attention").bytes, 5.0 * 2 * 2 * 2 * 16);

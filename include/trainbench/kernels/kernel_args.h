@@ -128,11 +128,14 @@ struct CausalSoftmaxGradArgs {
 // copy, the rounding of a GEMM's output and the next GEMM's conversion were three. bias (to_heads
 // only): the rows' linear's bias, added to each row as it is read (in HeadsAcc, before any
 // rounding: the GEMM then runs without it, and addmm's copy of it into the product is gone).
+// partials (to rows only): the column sums of the rows as stored, per chunk of kChunkRows rows
+// as ColumnSumsArgs adds them (that bias's gradient, from the pass that writes its rows).
 struct HeadsArgs {
   int64_t rows = 0, seq = 1, heads = 1, hd = 0, parts = 1;
   void* row_data = nullptr;                          // [N, P*H*hd] rows_type
   void* head_data[3] = {nullptr, nullptr, nullptr};  // P x [B*H, S, hd] heads_type
   const void* bias = nullptr;                        // [P*H*hd] HeadsAcc, or null
+  void* partials = nullptr;                          // [chunks, P*H*hd] HeadsAcc, or null
   StorageType rows_type = StorageType::kF32, heads_type = StorageType::kF32,
               round = StorageType::kF32;
   bool to_heads = true;
@@ -141,13 +144,18 @@ struct HeadsArgs {
 
 // Output head + cross-entropy over the vocabulary: per row, z = logits + bias, loss = lse(z) -
 // z[target]; logits are overwritten with the loss gradient (softmax(z) - onehot) / rows.
+// round: float32 logits holding 16-bit values (the float32 route: the GEMM's float32 product,
+// rounded as it is read; the gradient rounded as it is stored, in float32 for the next GEMMs).
+// bias_partials: the column sums of the gradient as stored, per chunk as ColumnSumsArgs adds
+// them (the bias's gradient for a loss gradient of 1).
 struct HeadCrossEntropyArgs {
   int64_t rows = 0, cols = 0;
   void* logits = nullptr;            // [N, V] type; the gradient on return
   const void* bias = nullptr;        // [V] acc
   const int64_t* targets = nullptr;  // [N]
   void* partials = nullptr;          // [chunks] acc: loss sums per chunk
-  StorageType acc = StorageType::kF32, type = StorageType::kF32;
+  void* bias_partials = nullptr;     // [chunks, V] acc, or null
+  StorageType acc = StorageType::kF32, type = StorageType::kF32, round = StorageType::kF32;
 };
 
 // Column sums of rows [N, w] (a bias gradient whose rows no other kernel reads) as per-chunk

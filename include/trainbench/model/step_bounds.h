@@ -32,10 +32,11 @@ struct CategoryWork {
 //   pointwise: the FF hidden's bias, ReLU and dropout, 2e forward and 3e backward per element
 //     of [N, ff] per layer;
 //   copy: the conversions the math needs: the weights rounded to the dtype each step (4 + e per
-//     parameter, bfloat16/float16); on the float32 route the GEMM operands' conversions,
-//     (4 + e) bytes per element of 3 inputs and 2 outputs of each Linear (none for float32:
-//     every copy there is above the bound);
-//   loss: the head's logits [N, 256]: written, read and overwritten by their gradient, 3e;
+//     parameter, bfloat16/float16, none where fused Adam writes the copies), and the attention's
+//     heads passes (explicit scores); the float32 route converts nothing else (its GEMM
+//     operands are float32 storage), and every other copy is above the bound;
+//   loss: the head's logits [N, 256]: written, read and overwritten by their gradient, 3e (on
+//     the float32 route 3 x 4: float32 storage);
 //   optimizer: Adam reads parameter, gradient and two moments and writes three, 28 bytes per
 //     parameter.
 // These are the fused kernels' one pass each way; eager paths move more and show it as time

@@ -99,7 +99,8 @@ void causal_softmax_grad_(const CausalSoftmaxGradArgs& a, int64_t c0, int64_t c1
 // Src, Dst: the storages read and written; R: the 16-bit type a float32 destination holds (else
 // R = Dst), as with_heads_types gives them; kBias: a.bias given (to_heads). A chunk is
 // kChunkRows rows of the rows layout; each row moves P*H segments of hd contiguous elements to or
-// from their [B*H, S, hd] places.
+// from their [B*H, S, hd] places. a.partials (to rows): each written row, read back while it is
+// in cache, added into its chunk's column sums.
 template <typename Src, typename Dst, typename R, bool kBias>
 void heads_(const HeadsArgs& a, int64_t c0, int64_t c1) {
   using A = HeadsAcc<Src, Dst>;
@@ -146,6 +147,15 @@ void heads_(const HeadsArgs& a, int64_t c0, int64_t c1) {
           out.store(dst, hd);
         }
       }
+    }
+    if (a.partials != nullptr && !a.to_heads) {
+      A* pb = static_cast<A*>(a.partials) + (r / kChunkRows) * width;
+      const Dst* row = static_cast<const Dst*>(a.row_data) + r * width;
+      if (r % kChunkRows == 0) {
+        for (int64_t c = 0; c < width; ++c) pb[c] = 0;
+      }
+#pragma omp simd
+      for (int64_t c = 0; c < width; ++c) pb[c] += ld<A>(row, c);
     }
   }
 }

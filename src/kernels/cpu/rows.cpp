@@ -215,8 +215,12 @@ void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64
 }
 
 // ---- output head + cross-entropy ---------------------------------------------------------
+// Float32 logits of 16-bit values (args.round) are rounded in place as a row is read, and its
+// gradient as it is written (round_rows_, a row at a time); the bias partials add the gradient
+// as stored (a float16 row's buffer is rounded before it is stored, exactly as the store does).
 template <typename A, typename S>
 void head_cross_entropy_(const HeadCrossEntropyArgs& a, int64_t c0, int64_t c1) {
+  constexpr bool kRound = std::is_same_v<A, float> && std::is_same_v<S, float>;
   const int64_t v = a.cols;
   S* z_all = static_cast<S*>(a.logits);
   const A* bias = static_cast<const A*>(a.bias);
@@ -225,9 +229,14 @@ void head_cross_entropy_(const HeadCrossEntropyArgs& a, int64_t c0, int64_t c1) 
   RowIo<A, S> z_io(v);
   for (int64_t chunk = c0; chunk < c1; ++chunk) {
     A loss = 0;
+    A* pb = a.bias_partials != nullptr ? static_cast<A*>(a.bias_partials) + chunk * v : nullptr;
+    if (pb != nullptr) {
+      for (int64_t c = 0; c < v; ++c) pb[c] = 0;
+    }
     for (int64_t r = chunk * kChunkRows; r < min_(a.rows, (chunk + 1) * kChunkRows); ++r) {
       const int64_t o = r * v, target = a.targets[r];
       auto* z = z_io.load(z_all + o, v);
+      if constexpr (kRound) round_rows_<A, S>(a.round, z, z, v);
       A mx = ld<A>(z, 0) + bias[0];
 #pragma omp simd reduction(max : mx)
       for (int64_t c = 1; c < v; ++c) {
@@ -246,6 +255,12 @@ void head_cross_entropy_(const HeadCrossEntropyArgs& a, int64_t c0, int64_t c1) 
 #pragma omp simd
       for (int64_t c = 0; c < v; ++c) {
         st(z, c, m::cross_entropy_grad(e[c] * inv, c == target, inv_rows));
+      }
+      if constexpr (kRound) round_rows_<A, S>(a.round, z, z, v);
+      if (pb != nullptr) {
+        if constexpr (RowIo<A, S>::kBuffered) round_row_<Half>(z, z, v);
+#pragma omp simd
+        for (int64_t c = 0; c < v; ++c) pb[c] += ld<A>(z, c);
       }
       z_io.store(z_all + o, v);
     }

@@ -240,32 +240,39 @@ __global__ void heads_kernel(HeadsArgs a) {
   }
 }
 
-template <typename A, typename S>
+// R: the 16-bit type float32 logits hold (args.round), rounded as read and as stored; each
+// thread adds its columns' gradients as stored into the chunk's bias partials.
+template <typename A, typename S, typename R>
 __global__ void head_cross_entropy_kernel(HeadCrossEntropyArgs a) {
   __shared__ A shm[32];
   const int64_t chunk = blockIdx.x, v = a.cols;
   S* z = static_cast<S*>(a.logits);
   const A* bias = static_cast<const A*>(a.bias);
+  A* pb = a.bias_partials != nullptr ? static_cast<A*>(a.bias_partials) + chunk * v : nullptr;
   const A inv_rows = A(1) / static_cast<A>(a.rows);
+  const auto logit = [&](int64_t i, int64_t c) { return rounded_<A, S, R>(ld<A>(z, i)) + bias[c]; };
   A loss = 0;
   const int64_t r_end = min(a.rows, (chunk + 1) * kChunkRows);
+  if (pb != nullptr) {
+    for (int64_t c = threadIdx.x; c < v; c += blockDim.x) pb[c] = 0;
+  }
   for (int64_t r = chunk * kChunkRows; r < r_end; ++r) {
     const int64_t o = r * v, target = a.targets[r];
     A mx = -1e30;
-    for (int64_t c = threadIdx.x; c < v; c += blockDim.x) mx = max(mx, ld<A>(z, o + c) + bias[c]);
+    for (int64_t c = threadIdx.x; c < v; c += blockDim.x) mx = max(mx, logit(o + c, c));
     mx = block_max(mx, shm);
     A sum = 0;
-    for (int64_t c = threadIdx.x; c < v; c += blockDim.x) {
-      sum += m::exp_nonpos(ld<A>(z, o + c) + bias[c] - mx);
-    }
+    for (int64_t c = threadIdx.x; c < v; c += blockDim.x)
+      sum += m::exp_nonpos(logit(o + c, c) - mx);
     sum = block_sum(sum, shm);
-    const A zt = ld<A>(z, o + target) + bias[target];
+    const A zt = logit(o + target, target);
     __syncthreads();  // every thread has read z[target] before it is overwritten
     loss += m::log_(sum) - (zt - mx);
     const A inv = A(1) / sum;
     for (int64_t c = threadIdx.x; c < v; c += blockDim.x) {
-      const A e = m::exp_nonpos(ld<A>(z, o + c) + bias[c] - mx);
-      st(z, o + c, m::cross_entropy_grad(e * inv, c == target, inv_rows));
+      const A e = m::exp_nonpos(logit(o + c, c) - mx);
+      st(z, o + c, rounded_<A, S, R>(m::cross_entropy_grad(e * inv, c == target, inv_rows)));
+      if (pb != nullptr) pb[c] += ld<A>(z, o + c);  // the column's own thread, every row
     }
   }
   if (threadIdx.x == 0) static_cast<A*>(a.partials)[chunk] = loss;
@@ -336,8 +343,21 @@ cudaError_t launch(const HeadsArgs& a, cudaStream_t stream) {
   const int64_t blocks = (a.rows * a.parts * a.heads * a.hd + kThreads - 1) / kThreads;
   if (blocks == 0) return cudaSuccess;
   with_heads_types(a, [&](auto src, auto dst, auto r) {
-    heads_kernel<Elem<decltype(src)>, Elem<decltype(dst)>, Elem<decltype(r)>>
+    using Src = Elem<decltype(src)>;
+    using Dst = Elem<decltype(dst)>;
+    heads_kernel<Src, Dst, Elem<decltype(r)>>
         <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, stream>>>(a);
+    if (a.partials != nullptr && !a.to_heads) {
+      // The merged rows' column sums: a thread per element leaves no row to one thread, so the
+      // column-sum kernel reads them after (the same per-chunk order as the CPU's pass).
+      ColumnSumsArgs sums;
+      sums.rows = a.rows;
+      sums.cols = a.parts * a.heads * a.hd;
+      sums.x = a.row_data;
+      sums.partials = a.partials;
+      column_sums_kernel<HeadsAcc<Src, Dst>, Dst>
+          <<<static_cast<unsigned>(num_chunks(a.rows)), kThreads, 0, stream>>>(sums);
+    }
   });
   return cudaGetLastError();
 }
@@ -353,6 +373,7 @@ cudaError_t launch(const HeadsArgs& a, cudaStream_t stream) {
 TB_CUDA_ROUNDED_LAUNCH(BiasReluDropoutGradArgs, bias_relu_dropout_grad_kernel, num_chunks(a.rows))
 TB_CUDA_ROUNDED_LAUNCH(CausalSoftmaxArgs, causal_softmax_kernel, a.rows)
 TB_CUDA_ROUNDED_LAUNCH(CausalSoftmaxGradArgs, causal_softmax_grad_kernel, a.rows)
+TB_CUDA_ROUNDED_LAUNCH(HeadCrossEntropyArgs, head_cross_entropy_kernel, num_chunks(a.rows))
 #undef TB_CUDA_ROUNDED_LAUNCH
 // The other kernels: one accumulation and one storage type, a block per row or per chunk.
 #define TB_CUDA_LAUNCH(Args, kernel, blocks)                                            \
@@ -362,7 +383,6 @@ TB_CUDA_ROUNDED_LAUNCH(CausalSoftmaxGradArgs, causal_softmax_grad_kernel, a.rows
     });                                                                                 \
     return cudaGetLastError();                                                          \
   }
-TB_CUDA_LAUNCH(HeadCrossEntropyArgs, head_cross_entropy_kernel, num_chunks(a.rows))
 TB_CUDA_LAUNCH(ColumnSumsArgs, column_sums_kernel, num_chunks(a.rows))
 #undef TB_CUDA_LAUNCH
 
