@@ -66,7 +66,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
   // qkv [N, 3 * H * hd] (fused_ops.h), bias [3 * H * hd] or empty → [N, H * hd] in the GEMMs'
   // dtype.
   static Tensor forward(AutogradContext* ctx, const Tensor& qkv_in, const Tensor& bias, int64_t seq,
-                        int64_t heads, c10::ScalarType dtype, GemmRoute r, int64_t block) {
+                        int64_t heads, c10::ScalarType dtype, GemmRoute r, int64_t block,
+                        bool bias_in_rows) {
     RECORD_FUNCTION("fused::causal_attention", std::vector<c10::IValue>());
     TORCH_CHECK(qkv_in.dim() == 2 && seq > 0 && heads > 0 && qkv_in.size(0) % seq == 0 &&
                     qkv_in.size(1) % (3 * heads) == 0,
@@ -76,11 +77,13 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const auto stored = upcast_(r, dtype) ? torch::kFloat : dtype;  // the GEMMs' dtype
     TORCH_CHECK(qkv.scalar_type() == dtype || qkv.scalar_type() == stored,
                 "causal_attention: qkv rows in ", qkv.scalar_type(), ", expected ", dtype);
-    TORCH_CHECK(!present_(bias) || qkv.scalar_type() == torch::kFloat ||
+    TORCH_CHECK(!present_(bias) || bias_in_rows || qkv.scalar_type() == torch::kFloat ||
                     qkv.scalar_type() == torch::kDouble,
                 "causal_attention: a bias with ", qkv.scalar_type(),
                 " qkv rows; it is added to float32 or float64 rows only (16-bit rows are rounded "
-                "already: their linear adds it)");
+                "already: their linear adds it, and bias_in_rows says so)");
+    TORCH_CHECK(!present_(bias) || (bias.numel() == qkv.size(1) && bias.dim() == 1),
+                "causal_attention: a qkv bias of ", qkv.size(1), " values; got ", bias.sizes());
     const int64_t n = qkv.size(0), d = qkv.size(1) / 3, hd = d / heads, bh = n / seq * heads;
     const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
     // q, k, v [BH, S, hd] in the GEMMs' dtype, split from the rows in one pass (on the float32
@@ -89,7 +92,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const std::vector<Tensor> qkv_heads{torch::empty({bh, seq, hd}, opts),
                                         torch::empty({bh, seq, hd}, opts),
                                         torch::empty({bh, seq, hd}, opts)};
-    heads_(qkv, qkv_heads, seq, heads, true, round_of_(stored, dtype), 0, bias);
+    heads_(qkv, qkv_heads, seq, heads, true, round_of_(stored, dtype), 0,
+           bias_in_rows ? Tensor() : bias);
     const Tensor &q = qkv_heads[0], &kk = qkv_heads[1], &v = qkv_heads[2];
     // The scores, then in place the probabilities: [BH, S, S] with zeros above the mask, or
     // with float32/float64 GEMMs the flat layout of the blocks at or below the diagonal
@@ -166,15 +170,16 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
                                 : Tensor();
     heads_(dqkv, {dq, dk, dv}, seq, heads, false, round_of_(qkv_dtype, dt), block, {}, partials);
     Tensor d_bias = partials.defined() ? chunk_sums_(partials) : Tensor();
-    return {dqkv, d_bias, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+    return {dqkv, d_bias, Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
 }  // namespace
 
 Tensor causal_attention(const Tensor& qkv, int64_t seq, int64_t heads, c10::ScalarType dtype,
-                        GemmRoute route, int64_t block, const Tensor& bias) {
-  return CausalAttention::apply(qkv, opt_(bias, qkv), seq, heads, dtype, route, block);
+                        GemmRoute route, int64_t block, const Tensor& bias, bool bias_in_rows) {
+  return CausalAttention::apply(qkv, opt_(bias, qkv), seq, heads, dtype, route, block,
+                                bias_in_rows);
 }
 
 }  // namespace trainbench

@@ -105,14 +105,14 @@ class FusedBlockImpl : public BlockLayers {
                                   fused_dropout_(p), compute_dtype, route_);
     // Without flash, the float32 route's qkv rows stay float32 (the attention rounds them), and
     // float32 rows get their bias as the attention splits them (no addmm copying it into the
-    // product); 16-bit rows, rounded by their GEMM, get it from the linear.
+    // product); 16-bit rows, rounded by their GEMM, get it from the linear, detached: either
+    // way its gradient comes from the attention's merge of the rows' gradient.
     const bool wide_rows = compute_dtype == torch::kFloat || compute_dtype == torch::kDouble ||
                            route_ == GemmRoute::kFloat32;
-    const Tensor qkv_bias = !flash_ && wide_rows ? qkv->bias : Tensor();
+    const Tensor linear_bias = flash_ ? qkv->bias : (wide_rows ? Tensor() : qkv->bias.detach());
     const Tensor qkv_rows =
-        fused_linear(h1[1], weights.get(qkv->weight), qkv_bias.defined() ? Tensor() : qkv->bias,
-                     route_, !flash_, compute_dtype);
-    const Tensor attn = attention_(qkv_rows, seq, compute_dtype, qkv_bias);  // [N, d]
+        fused_linear(h1[1], weights.get(qkv->weight), linear_bias, route_, !flash_, compute_dtype);
+    const Tensor attn = attention_(qkv_rows, seq, compute_dtype, qkv->bias, !wide_rows);
     const Tensor proj =
         fused_linear(attn, weights.get(out->weight), Tensor(), route_, true);  // bias later
     auto h2 = drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p),
@@ -125,12 +125,14 @@ class FusedBlockImpl : public BlockLayers {
 
  private:
   // qkv rows [N, 3d] (batch-major) → attention output rows [N, d] (dtype, or float32 on the
-  // float32 route without flash); bias: the qkv linear's where the attention adds it, else
-  // undefined.
-  Tensor attention_(const Tensor& qkv_rows, int64_t seq, c10::ScalarType dtype,
-                    const Tensor& bias) const {
+  // float32 route without flash); bias: the qkv linear's, added here unless bias_in_rows (its
+  // gradient from here either way; unused with flash, where the linear has it).
+  Tensor attention_(const Tensor& qkv_rows, int64_t seq, c10::ScalarType dtype, const Tensor& bias,
+                    bool bias_in_rows) const {
     // The fused causal softmax over explicit scores, heads split and merged by its kernel.
-    if (!flash_) return causal_attention(qkv_rows, seq, heads_, dtype, route_, 0, bias);
+    if (!flash_) {
+      return causal_attention(qkv_rows, seq, heads_, dtype, route_, 0, bias, bias_in_rows);
+    }
     // Flash: LibTorch's CPU flash kernel (blockwise, no [B, H, S, S] tensor) on q, k, v views
     // [B, H, S, hd] of the rows [B, S, 3, H, hd]; in float32 on the float32 GEMM route (its
     // bfloat16 blocks would run LibTorch's reference GEMM; autograd then keeps float32 q, k, v).

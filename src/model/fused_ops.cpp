@@ -50,7 +50,11 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
     Tensor dx = ctx->needs_input_grad(0) ? gemm_(dy, up_(w, r), dt) : Tensor();  // [N, in]
     Tensor dw = gemm_(dy.t(), x, w.scalar_type());                               // [out, in]
     const auto bias_dtype = static_cast<c10::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
-    Tensor db = ctx->saved_data["has_bias"].toBool() ? column_sums_(dy, bias_dtype) : Tensor();
+    // A bias given detached (the attention sums the qkv bias's gradient as it merges its rows)
+    // needs none here.
+    Tensor db = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)
+                    ? column_sums_(dy, bias_dtype)
+                    : Tensor();
     return {dx, dw, db, Tensor(), Tensor(), Tensor()};
   }
 };

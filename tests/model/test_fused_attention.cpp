@@ -216,6 +216,34 @@ TEST(FusedOps, AQkvBiasAddedAsTheHeadsAreSplitIsTheBiasAddedFirst) {
   }
 }
 
+// 16-bit rows on the native route: the linear adds the qkv bias (rounded once with the product)
+// and is given it detached; the attention, told the rows hold it, adds nothing and returns its
+// gradient from the merge of the rows' gradient. Against the linear computing that gradient
+// itself: the output and every gradient bit for bit (the same column sums, in the same order).
+TEST(FusedOps, AQkvBiasInTheRowsHasItsGradientFromTheAttentionsMerge) {
+  const int64_t b = 2, h = 2, s = 9, hd = 8, d = h * hd;
+  for (const auto dt : {torch::kBFloat16, torch::kHalf}) {
+    SCOPED_TRACE(c10::toString(dt));
+    torch::manual_seed(17);
+    const Tensor x = leaf(torch::randn({b * s, 12}).to(dt));
+    const Tensor w = leaf(torch::randn({3 * d, 12}).mul(0.3).to(dt));
+    const Tensor bias = leaf(torch::randn({3 * d}) * 0.1);
+    const Tensor g = torch::randn({b * s, d}).to(dt);
+    const auto run = [&](bool in_rows) {
+      const Tensor rows = fused_linear(x, w, in_rows ? bias.detach() : bias);
+      const Tensor out = causal_attention(rows, s, h, dt, GemmRoute::kNative, 0,
+                                          in_rows ? bias : Tensor(), in_rows);
+      out.backward(g);
+      std::vector<Tensor> r{out.detach(), x.grad().clone(), w.grad().clone(), bias.grad().clone()};
+      for (const Tensor& t : {x, w, bias}) t.mutable_grad() = Tensor();
+      return r;
+    };
+    const auto want = run(false), got = run(true);
+    const char* names[] = {"out", "x", "w", "bias"};
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(torch::equal(got[i], want[i])) << names[i];
+  }
+}
+
 // Rows that are not q, k, v of the given heads and sequence are refused in one line, as is a
 // dtype that neither the rows nor the route's storage is.
 TEST(FusedOps, CausalAttentionRefusesRowsThatAreNotQkvOfItsHeads) {
@@ -250,7 +278,7 @@ TEST(FusedOps, CausalAttentionRefusesRowsThatAreNotQkvOfItsHeads) {
   EXPECT_NE(message([&] {
               causal_attention(rows, 4, 2, torch::kFloat, GemmRoute::kNative, 0,
                                torch::zeros({23}));
-            }).find("fused heads: a bias of 24 Float values, read with the rows; got 23 Float"),
+            }).find("a qkv bias of 24 values; got [23]"),
             std::string::npos);
 }
 

@@ -83,10 +83,13 @@ torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& w
 // add their blocks' products in 16 bits). bias: the qkv linear's [3*H*hd] (accumulation dtype),
 // or undefined: added to the rows as they are split (before any rounding, so only where qkv is
 // the unrounded float32 or float64 product: the linear then runs without its bias), its gradient
-// the column sums of the rows' gradient.
+// the column sums of the rows' gradient, which the pass merging dq, dk, dv into rows adds as it
+// writes them. bias_in_rows: the linear added the bias already (16-bit rows, rounded by their
+// GEMM; it was given the bias detached): nothing is added, only its gradient comes from here.
 torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t seq, int64_t heads,
                                c10::ScalarType dtype, GemmRoute route = GemmRoute::kNative,
-                               int64_t block = 0, const torch::Tensor& bias = {});
+                               int64_t block = 0, const torch::Tensor& bias = {},
+                               bool bias_in_rows = false);
 
 // Mean cross-entropy of x w^T + b against targets: x [N, d], w [V, d] (same dtype), b [V]
 // accumulation dtype, targets [N] int64 → scalar in the accumulation dtype. The logits buffer

@@ -111,6 +111,7 @@ void heads_(const HeadsArgs& a, int64_t c0, int64_t c1) {
   RowIo<A, Src> in(kCopy || Round::kHalves ? 1 : hd);
   RowIo<A, Dst> out(kCopy || Round::kHalves ? 1 : hd);
   const A* bias_all = static_cast<const A*>(a.bias);
+  RowIo<A, Dst> written(a.partials != nullptr ? width : 1);  // float16 rows read back as floats
   const int64_t bh = a.rows / seq * heads;
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t b = r / seq, s = r % seq;
@@ -150,7 +151,7 @@ void heads_(const HeadsArgs& a, int64_t c0, int64_t c1) {
     }
     if (a.partials != nullptr && !a.to_heads) {
       A* pb = static_cast<A*>(a.partials) + (r / kChunkRows) * width;
-      const Dst* row = static_cast<const Dst*>(a.row_data) + r * width;
+      const auto* row = written.load(static_cast<const Dst*>(a.row_data) + r * width, width);
       if (r % kChunkRows == 0) {
         for (int64_t c = 0; c < width; ++c) pb[c] = 0;
       }
