@@ -51,12 +51,16 @@ void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, i
     a.bias = ptr_(bias);
   }
   if (present_(partials)) {
+    // HeadsAcc (storage.h): float64 where either side is.
+    const auto acc =
+        rows.scalar_type() == torch::kDouble || parts[0].scalar_type() == torch::kDouble
+            ? torch::kDouble
+            : torch::kFloat;
     TORCH_CHECK(!to_heads && partials.is_contiguous() &&
                     partials.numel() == k::num_chunks(rows.size(0)) * rows.size(1) &&
-                    partials.scalar_type() == acc_of_(rows.scalar_type()),
-                "fused heads: column partials are [chunks, ", rows.size(1), "] ",
-                acc_of_(rows.scalar_type()), " of merged rows; got ", partials.sizes(), " ",
-                partials.scalar_type());
+                    partials.scalar_type() == acc,
+                "fused heads: column partials are [chunks, ", rows.size(1), "] ", acc,
+                " of merged rows; got ", partials.sizes(), " ", partials.scalar_type());
     a.partials = mut_(partials);
   }
   run_(a, rows);

@@ -248,11 +248,12 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     RECORD_FUNCTION("fused::head_cross_entropy_backward", std::vector<c10::IValue>());
     const auto saved = ctx->get_saved_variables();
     const Tensor &x = saved[0], &w = saved[1], &dlogits = saved[2], &bias_partials = saved[3];
-    // d loss: a scalar, 1 or the loss scale of a float16 run (a power of two: scaling the
-    // gradient's sums is exact). A host scalar of 1 leaves the gradient as the forward wrote it;
-    // on a device its value is not read back (no sync): the rows are scaled. The scale is not
-    // rounded to the gradient's dtype first (2^16, the first scale, is inf in float16): a host
-    // scalar multiplies 16-bit rows in float32, a device one through a float32 copy.
+    // d loss: a scalar, 1 or the loss scale of a float16 run (a power of two, as the scaler's
+    // options are: scaling the gradient's sums is then exact, not only close). A host scalar of 1
+    // leaves the gradient as the forward wrote it; on a device its value is not read back (no
+    // sync): the rows are scaled. The scale is not rounded to the gradient's dtype first (2^16, the
+    // first scale, is inf in float16): a host scalar multiplies 16-bit rows in float32, a device
+    // one through a float32 copy.
     const Tensor& g = grads[0];
     const bool one = g.is_cpu() && g.item<double>() == 1.0;
     const auto dt = dlogits.scalar_type();

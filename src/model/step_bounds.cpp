@@ -38,7 +38,8 @@ std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t param
   // the GEMM weights' copies in its pass (the optimizer's bytes below).
   // On the float32 route nothing else converts: what the GEMMs read and write (LayerNorm
   // outputs, qkv rows, attention output, FF hidden, residual branches, logits) is float32
-  // storage, rounded by the kernels on either side.
+  // storage, rounded by the kernels on either side (with --flash 1 the flash kernel's q, k, v
+  // and output conversions are above the bound).
   double copy = lowp && !plan.weight_copies() ? (4.0 + e) * static_cast<double>(params) : 0.0;
   if (!cfg.flash) {
     // The attention's heads passes (HeadsArgs): q, k, v split from the qkv rows and their

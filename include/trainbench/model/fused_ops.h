@@ -93,8 +93,9 @@ torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t seq, int64_t he
 
 // Mean cross-entropy of x w^T + b against targets: x [N, d], w [V, d] (same dtype), b [V]
 // accumulation dtype, targets [N] int64 → scalar in the accumulation dtype. The logits buffer
-// [N, V] (activation dtype) is turned into the loss gradient row by row in the forward pass and
-// is all that is kept: no float32 logits, no softmax tensor.
+// [N, V] (activation dtype; on the float32 route float32 storage of its values, rounded by the
+// kernel) is turned into the loss gradient row by row in the forward pass, which also adds the
+// bias gradient's column partials, and is all that is kept: no softmax tensor.
 torch::Tensor head_cross_entropy(const torch::Tensor& x, const torch::Tensor& w,
                                  const torch::Tensor& b, const torch::Tensor& targets,
                                  GemmRoute route = GemmRoute::kNative,
