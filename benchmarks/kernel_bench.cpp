@@ -145,6 +145,20 @@ void BM_KernelCausalSoftmax(benchmark::State& s) {
 }
 BENCHMARK(BM_KernelCausalSoftmax)->Apply(rounding_args_)->UseRealTime();
 
+// HeadsArgs between qkv rows [8*S, 3d] and q, k, v heads [8*H, S, hd] (storage types left
+// float32, to heads).
+k::HeadsArgs qkv_heads_args_(const Tensor& rows, const std::vector<Tensor>& heads) {
+  k::HeadsArgs a;
+  a.rows = 8 * kSeq;
+  a.seq = kSeq;
+  a.heads = kHeads;
+  a.hd = kD / kHeads;
+  a.parts = 3;
+  a.row_data = rows.data_ptr();
+  for (int p = 0; p < 3; ++p) a.head_data[p] = heads[p].data_ptr();
+  return a;
+}
+
 // The attention's heads split (HeadsArgs): q, k, v [8*H, S, hd] from qkv rows [8*S, 3d], in the
 // dtype (rows and heads alike), or float32 rows into float32 heads rounded to the second
 // argument's type (the float32 route, as the model runs it); a third argument of 1 adds the qkv
@@ -154,14 +168,7 @@ void BM_KernelHeads(benchmark::State& s) {
   const Tensor rows = torch::randn({8 * kSeq, 3 * kD}).to(t), bias = torch::randn({3 * kD});
   std::vector<Tensor> heads;
   for (int p = 0; p < 3; ++p) heads.push_back(torch::empty({8 * kHeads, kSeq, kD / kHeads}, t));
-  k::HeadsArgs a;
-  a.rows = 8 * kSeq;
-  a.seq = kSeq;
-  a.heads = kHeads;
-  a.hd = kD / kHeads;
-  a.parts = 3;
-  a.row_data = rows.data_ptr();
-  for (int p = 0; p < 3; ++p) a.head_data[p] = heads[p].data_ptr();
+  k::HeadsArgs a = qkv_heads_args_(rows, heads);
   a.rows_type = a.heads_type = k::storage_type_of(t);
   a.round = round_(s);
   if (s.range(2) == 1) a.bias = bias.data_ptr();
@@ -192,14 +199,7 @@ void BM_KernelHeadsMerge(benchmark::State& s) {
   const Tensor rows = torch::empty({8 * kSeq, 3 * kD}), partials = torch::empty({64, 3 * kD});
   std::vector<Tensor> heads;
   for (int p = 0; p < 3; ++p) heads.push_back(torch::randn({8 * kHeads, kSeq, kD / kHeads}));
-  k::HeadsArgs a;
-  a.rows = 8 * kSeq;
-  a.seq = kSeq;
-  a.heads = kHeads;
-  a.hd = kD / kHeads;
-  a.parts = 3;
-  a.row_data = rows.data_ptr();
-  for (int p = 0; p < 3; ++p) a.head_data[p] = heads[p].data_ptr();
+  k::HeadsArgs a = qkv_heads_args_(rows, heads);
   a.to_heads = false;
   const k::StorageType rounds[] = {k::StorageType::kF32, k::StorageType::kBF16,
                                    k::StorageType::kF16};
