@@ -51,11 +51,8 @@ void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, i
     a.bias = ptr_(bias);
   }
   if (present_(partials)) {
-    // HeadsAcc (storage.h): float64 where either side is.
-    const auto acc =
-        rows.scalar_type() == torch::kDouble || parts[0].scalar_type() == torch::kDouble
-            ? torch::kDouble
-            : torch::kFloat;
+    // HeadsAcc (storage.h): float64 where either side is, else float32.
+    const auto acc = acc_of_(c10::promoteTypes(rows.scalar_type(), parts[0].scalar_type()));
     TORCH_CHECK(!to_heads && partials.is_contiguous() &&
                     partials.numel() == k::num_chunks(rows.size(0)) * rows.size(1) &&
                     partials.scalar_type() == acc,
