@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Markdown tables from kernel_bench's Google Benchmark JSON (the medians of repetitions): each
-kernel's time, bandwidth and share of the machine's copy bandwidth, and each op's eager and
-fused times (forward + backward) with the fused speed-up.
+kernel's time, bandwidth and share of the machine's copy bandwidth, each op's eager and fused
+times (forward + backward) with the fused speed-up, and the CPU's FMA peak (BM_FmaPeak).
 Usage: kernel_bench_table.py KERNEL_BENCH_JSON
 Example: scripts/kernel_bench_table.py runs/kbench/kernel_bench.json"""
 import json
@@ -38,6 +38,11 @@ def main(path):
         if "0" in t and "1" in t:
             print(f"| {name} | {'float32' if dt == '0' else 'bfloat16'} | {t['0']:.2f} | "
                   f"{t['1']:.2f} | {t['0'] / t['1']:.2f}x |")
+    for b in runs:  # a width the CPU lacks was skipped: no counter
+        if b["run_name"].startswith("BM_FmaPeak") and "FLOP/s" in b:
+            bits = b["run_name"].split("/")[1]
+            print(f"\nFMA peak ({bits}-bit vectors, {b.get('label', '')}): "
+                  f"{b['FLOP/s'] / 1e9:.1f} GFLOP/s")
     return 0
 
 

@@ -102,6 +102,13 @@ TEST(Scripts, KernelBenchTableTurnsGoogleBenchmarkMediansIntoRatios) {
                               bm("BM_KernelCausalSoftmax/0/real_time", 2000, 10e9, "float32"),
                               bm("BM_OpAttention/0/0/real_time", 4e6, 0, ""),
                               bm("BM_OpAttention/0/1/real_time", 2e6, 0, ""),
+                              {{"run_name", "BM_FmaPeak/256/real_time"},
+                               {"aggregate_name", "median"},
+                               {"FLOP/s", 203.1e9},
+                               {"label", "2 threads"}},
+                              {{"run_name", "BM_FmaPeak/512/real_time"},
+                               {"aggregate_name", "median"},
+                               {"error_occurred", true}},
                               {{"run_name", "BM_KernelCausalSoftmax/0/real_time"},
                                {"aggregate_name", "mean"},
                                {"real_time", 1}}}}};
@@ -113,6 +120,10 @@ TEST(Scripts, KernelBenchTableTurnsGoogleBenchmarkMediansIntoRatios) {
       << r.output;
   EXPECT_NE(r.output.find("| Attention | float32 | 4.00 | 2.00 | 2.00x |"), std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("FMA peak (256-bit vectors, 2 threads): 203.1 GFLOP/s"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("512-bit"), std::string::npos) << r.output;  // skipped: no figure
 }
 
 TEST(Scripts, ThreadEnvCheckSaysWhetherTheRunsShareOneThreadEnvironment) {
