@@ -15,6 +15,7 @@
 #include "kernels/kernel_table.h"
 #include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/kernels/fused_math.h"
+#include "trainbench/model/fused_helpers.h"
 #include "trainbench/model/fused_ops.h"
 
 namespace trainbench {
@@ -202,18 +203,11 @@ TEST(FusedOps, TheFloat32RoutesLogitsHaveTheBitsOf16BitLogits) {
         return dt == torch::kHalf ? torch::equal(got, want) : rel_err(got, want) <= 1e-5;
       };
       EXPECT_TRUE(same(loss.detach(), partials.sum() / static_cast<double>(n))) << "loss";
-      const Tensor dl = z.to(torch::kFloat) * scale;  // exact: a power of two
-      const Tensor sums = torch::empty({k::num_chunks(n), v});
-      k::ColumnSumsArgs cs;
-      cs.rows = n;
-      cs.cols = v;
-      cs.x = z.const_data_ptr();
-      cs.partials = sums.data_ptr();
-      cs.type = k::storage_type_of(dt);
-      k::run(cs, z.device().type());
+      const Tensor dl = z.to(torch::kFloat) * scale;                   // exact: a power of two
+      const Tensor db = fused_detail::column_sums_(z, torch::kFloat);  // the column-sum kernel
       EXPECT_TRUE(same(x.grad(), torch::mm(dl, w.detach()))) << "dx";
       EXPECT_TRUE(same(w.grad(), torch::mm(dl.t(), x.detach()))) << "dw";
-      EXPECT_TRUE(same(b.grad(), sums.sum(0) * scale)) << "db";
+      EXPECT_TRUE(same(b.grad(), db * scale)) << "db";
     }
   }
 }
