@@ -3,6 +3,7 @@
 
 #include <sys/resource.h>
 
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -18,12 +19,21 @@ namespace {
 constexpr size_t kPage = 4096;
 size_t rounded_(size_t n) { return (n + kPage - 1) / kPage * kPage; }
 
+// Installed once and never taken out: every CPU block of the process, ours or LibTorch's, is
+// then freed through this allocator's one deleter (free_any_), whichever way it is freed —
+// a tensor's DataPtr or c10::Allocator::raw_deallocate, which oneDNN's scratch memory takes
+// (ideep asks GetAllocator(CPU) for raw_allocate/raw_deallocate). keep_freed_memory(false)
+// sends new requests on to LibTorch's own allocator instead of taking it out again, so a
+// block from either side can still be freed from the other after any switch.
 class CachingCpuAllocator final : public c10::Allocator {
  public:
+  explicit CachingCpuAllocator(c10::Allocator* libtorch) : libtorch_(libtorch) {}
+
   c10::DataPtr allocate(size_t n) override {
+    if (!keep_.load(std::memory_order_relaxed)) return libtorch_->allocate(n);
     if (n < static_cast<size_t>(kKeptBlockBytes)) {
-      void* p = c10::alloc_cpu(n);
-      return {p, p, &free_small_, c10::Device(c10::DeviceType::CPU)};
+      void* p = c10::alloc_cpu(n);  // size 0 too: alloc_cpu returns nullptr, free_any_ takes it
+      return {p, p, &free_any_, c10::Device(c10::DeviceType::CPU)};
     }
     const size_t size = rounded_(n);
     void* p = nullptr;
@@ -42,13 +52,20 @@ class CachingCpuAllocator final : public c10::Allocator {
       size_of_[p] = size;
       total_bytes_ += static_cast<int64_t>(size);
     }
-    // data == context: a simple data pointer, as LibTorch's own CPU allocator gives.
-    return {p, p, &free_kept_, c10::Device(c10::DeviceType::CPU)};
+    // data == context: a simple data pointer, as LibTorch's own CPU allocator gives (and as
+    // raw_allocate requires).
+    return {p, p, &free_any_, c10::Device(c10::DeviceType::CPU)};
   }
+
+  // Frees what allocate() or LibTorch's allocator gave: a kept block goes to its free list,
+  // anything else (small blocks, LibTorch's own) back to the C library as LibTorch would.
+  c10::DeleterFnPtr raw_deleter() const override { return &free_any_; }
 
   void copy_data(void* dest, const void* src, size_t count) const override {
     default_copy_data(dest, src, count);
   }
+
+  void set_keep(bool keep) { keep_.store(keep, std::memory_order_relaxed); }
 
   KeptMemory figures() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -56,22 +73,29 @@ class CachingCpuAllocator final : public c10::Allocator {
   }
 
   static CachingCpuAllocator& instance() {
-    // Never destroyed: tensors alive at exit still return their blocks to it.
-    static auto* one = new CachingCpuAllocator();
+    // Never destroyed: tensors alive at exit still return their blocks to it. The first call
+    // saves LibTorch's own allocator, before anything replaced it.
+    static auto* one = new CachingCpuAllocator(c10::GetCPUAllocator());
     return *one;
   }
 
  private:
-  static void free_small_(void* p) { c10::free_cpu(p); }
-  static void free_kept_(void* p) { instance().give_back_(p); }
-
-  void give_back_(void* p) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const size_t size = size_of_.at(p);
-    free_[size].push_back(p);
-    free_bytes_ += static_cast<int64_t>(size);
+  static void free_any_(void* p) {
+    if (p == nullptr) return;
+    if (!instance().give_back_(p)) c10::free_cpu(p);
   }
 
+  bool give_back_(void* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = size_of_.find(p);
+    if (it == size_of_.end()) return false;
+    free_[it->second].push_back(p);
+    free_bytes_ += static_cast<int64_t>(it->second);
+    return true;
+  }
+
+  c10::Allocator* const libtorch_;
+  std::atomic<bool> keep_{false};
   std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_;  // size -> blocks free for reuse
   std::unordered_map<void*, size_t> size_of_;            // every kept block -> its size
@@ -81,9 +105,10 @@ class CachingCpuAllocator final : public c10::Allocator {
 }  // namespace
 
 void keep_freed_memory(bool keep) {
-  // LibTorch's own allocator, as it stood before the first call.
-  static c10::Allocator* const libtorch = c10::GetCPUAllocator();
-  c10::SetCPUAllocator(keep ? &CachingCpuAllocator::instance() : libtorch);
+  CachingCpuAllocator& ours = CachingCpuAllocator::instance();
+  ours.set_keep(keep);
+  // Installed on the first call that keeps memory; from then on it stays (see above).
+  if (keep) c10::SetCPUAllocator(&ours);
 }
 
 KeptMemory kept_memory() { return CachingCpuAllocator::instance().figures(); }

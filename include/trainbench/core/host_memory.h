@@ -21,8 +21,11 @@ namespace trainbench {
 inline constexpr int64_t kKeptBlockBytes = 128 * 1024;
 
 // keep: LibTorch's CPU tensors come from the caching allocator from now on; false: from
-// LibTorch's own CPU allocator again (blocks already kept stay kept, and tensors allocated
-// from either keep their own deleter).
+// LibTorch's own CPU allocator again. The first keep installs the caching allocator as
+// LibTorch's CPU allocator for good (false forwards its requests to LibTorch's own), so that
+// it keeps c10::Allocator's whole contract after any switch: a block from either side, taken
+// as a tensor or by raw_allocate (oneDNN's scratch memory), frees through raw_deallocate or
+// its DataPtr on any thread. Blocks already kept stay kept.
 void keep_freed_memory(bool keep);
 
 // Bytes the caching allocator holds free for reuse now, and in all (free + in use).
