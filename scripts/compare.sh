@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The original benchmark's comparison, on one machine in one run: for each dtype of DTYPES
-# (default: float32 bfloat16) nine columns, one run after another on the same bytes (bench's
+# (default: float32 bfloat16) eleven columns, one run after another on the same bytes (bench's
 # through scripts/sweep.sh):
-#   bench eager | bench --compile torchscript | bench --flash 1 |
-#   bench --compile fused --fused_adam 1 (naive attention, then --flash 1) |
+#   LibTorch as shipped: eager | --compile torchscript | --flash 1 |
+#   bench's replacements, a row each: on the CPU eager with bench's caching CPU allocator
+#   (--keep_memory 1) | eager with its parallel dropout mask (--dropout_impl parallel); then
+#   bench's fused kernels and fused Adam (--compile fused --fused_adam 1) with naive attention |
+#   the same with --flash 1 |
 #   PyTorch eager | PyTorch torch.compile (inductor) | PyTorch --flash 1 | JAX (jax.jit)
 # MFU on bench's peak for each dtype in every column (the peers get it as --peak_tflops),
 # then `bench report` with ratios against the PyTorch eager column, each run's warm-up and
@@ -46,12 +49,25 @@ run() {  # run NAME COMMAND...: one run, its folder collected
     echo "   ($name failed; left out of the table)" >&2
   fi
 }
-# bench's five columns per dtype through the matrix runner (one run after another), as its
-# MATRIX entries: bench flags, one entry per column.
+# bench's seven columns per dtype through the matrix runner (one run after another), as its
+# MATRIX entries: bench flags, one entry per column. `bench report` names a run with any of
+# bench's replacements "bench", LibTorch as shipped "libtorch".
+# bench's CPU replacements (its allocator, its dropout mask) only where bench runs on the CPU.
+on_cpu=1
+case " $* " in
+  *" --device cuda "*) on_cpu=0 ;;
+  *" --device cpu "*) ;;
+  *) "$PYTHON" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' &&
+       on_cpu=0 ;;
+esac
+cpu_only=()
+[ "$on_cpu" = 0 ] || cpu_only=("--compile none --flash 0 --keep_memory 1"
+                               "--compile none --flash 0 --dropout_impl parallel")
 entries=()
 for dtype in "${dtypes[@]}"; do
   for flags in "--compile none --flash 0" "--compile torchscript --flash 0" \
-               "--compile none --flash 1" "--compile fused --flash 0 --fused_adam 1" \
+               "--compile none --flash 1" "${cpu_only[@]}" \
+               "--compile fused --flash 0 --fused_adam 1" \
                "--compile fused --flash 1 --fused_adam 1"; do
     entries+=("--model handcraft --dtype $dtype $flags")
   done

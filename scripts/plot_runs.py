@@ -11,8 +11,8 @@ as the report does (configuration, dtype, and the shape where the runs differ in
 colour per configuration: repetitions are one median line with a min-max band, one bar with
 its range; a bar is hatched and marked "unstable" where the noise check said so. Where the
 folders carry every step's loss (step_losses), the loss-by-step curve has every step. Runs come
-in the order a comparison reads (compare.sh's first table): by dtype, then framework (bench,
-PyTorch, JAX), then the matrix's entry. Folders that cannot be read are named in a warning and
+in the order a comparison reads (compare.sh's first table): by dtype, then framework (LibTorch,
+bench, PyTorch, JAX), then the matrix's entry. Folders that cannot be read are named in a warning and
 left out."""
 import argparse
 import json
@@ -40,10 +40,11 @@ def report_runs(bench, paths):
 
 
 # The order a reader compares in, as compare.sh's first table: by dtype (as bench's --dtype
-# lists them), then framework (bench's LibTorch, PyTorch, JAX: a configuration's first word),
+# lists them), then framework (LibTorch as shipped, bench's replacements, PyTorch, JAX: a
+# configuration's first word),
 # then the matrix's entry (a sweep folder's N_ prefix, numerically: 2_ before 10_).
 DTYPE_ORDER = ("float32", "float16", "bfloat16")
-FRAMEWORK_ORDER = ("libtorch", "pytorch", "jax")
+FRAMEWORK_ORDER = ("libtorch", "bench", "pytorch", "jax")
 
 
 def comparison_order(runs):

@@ -55,6 +55,7 @@ void start_from_recorded_(RunConfig& cfg, const cxxopts::ParseResult& parsed) {
   // Testing aids belong to the session that set them: a resumed run would crash again.
   recorded.fault_nan_step = 0;
   recorded.fault_exit_step = 0;
+  recorded.fault_escape_step = 0;
   recorded.overwrite = false;
   cfg = recorded;
 }

@@ -12,6 +12,7 @@
 #include "trainbench/app/run.h"
 #include "trainbench/app/validate.h"
 #include "trainbench/core/config.h"
+#include "trainbench/core/errors.h"
 #include "trainbench/core/log.h"
 #include "trainbench/core/plan.h"
 #include "trainbench/core/run_files.h"
@@ -46,6 +47,7 @@ int repeat_main(const trainbench::RunConfig& cfg) {
 
 int main(int argc, char** argv) {
   using namespace trainbench;
+  install_fatal_handler("");  // no C++ stack reaches a user, whatever escapes (core/errors.h)
   if (argc > 1 && std::string(argv[1]) == "report") return report_main(argc - 1, argv + 1);
   // A file size limit (ulimit -f) makes the write that crosses it fail with EFBIG, reported
   // like a full disk, instead of killing the process.
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
     const DistEnv env = dist_env_from_environment();
     if (env.distributed()) {
       who = "rank " + std::to_string(env.rank) + ": ";
+      install_fatal_handler(who);
       log_set_prefix(who);
       log_set_quiet(env.rank != 0);  // only rank 0 reports progress
       // A peer that went away makes socket writes fail with an error we can report, instead

@@ -17,7 +17,7 @@ void Run::set_up_() {
   threads_ = cfg_.threads > 0 ? static_cast<int>(cfg_.threads)
                               : std::max(1, available_cores() / env_.local_world_size);
   at::set_num_threads(threads_);
-  keep_freed_memory(cfg_.keep_memory);
+  keep_freed_memory(plan_.keep_memory);
   // float32 on CUDA may use TF32 tensor cores, as in the reference (recorded in env.json).
   if (device_.is_cuda()) at::globalContext().setAllowTF32CuBLAS(true);
 #ifdef TB_WITH_CUDA
@@ -100,6 +100,7 @@ void Run::open_files_() {
   }
   agree_("files", files_error);
   if (!files_error.empty()) throw RunError(files_error);
+  if (writer_) set_fatal_hook([this](const std::string& error) { record_fatal_(error); });
   elapsed_before_ = writer_ ? writer_->elapsed_before() : 0.0;
   log_info(
       "run folder " + setup_.run_dir + ": " + name_of(plan_.cfg.model) + " model, " +
@@ -186,6 +187,13 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
       {"stop_signal", or_null(run_signal_ != 0, run_signal_)},
       {"profile", profile_},  // --profile_steps: time by op category, or null
   };
+}
+
+void Run::record_fatal_(const std::string& error) {
+  fail_(error);
+  nlohmann::json summary = summary_(step_stats(timed_ms_));
+  summary["error_message"] = error_;
+  writer_->write_summary(summary);
 }
 
 RunResult Run::finish_() {

@@ -52,6 +52,15 @@ bool Run::one_step_() {
 
 void Run::before_step_() {
   if (cfg_.fault_exit_step == step_ + 1) std::_Exit(3);  // testing aid: a crashing process
+  if (cfg_.fault_escape_step == step_ + 1) {
+    // Testing aid: a throwing deleter, as oneDNN's scratch memory once had under a CPU
+    // allocator without raw_deleter: the exception leaves a noexcept destructor, so only
+    // the fatal handler (core/errors.h) sees it.
+    static float cell = 0;
+    (void)torch::from_blob(&cell, {1}, [](void*) {
+      throw RunError("a tensor's deleter threw (the --fault_escape_step testing aid)");
+    });
+  }
   // Dropout differs per rank. Rank 0 keeps the single-process stream (checkpointed); the
   // others reseed from (seed, rank, step) each step, so a resume continues them exactly.
   if (dist_ && !rank0_()) torch::manual_seed(rank_step_seed(cfg_.seed, env_.rank, step_));

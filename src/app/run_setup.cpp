@@ -184,6 +184,7 @@ nlohmann::json config_json_(const RunSetup& s, int threads) {
   resolved.threads = threads;
   resolved.valid_bytes = s.split.valid_end - s.split.valid_begin;
   resolved.dropout_impl = plan.dropout;
+  resolved.keep_memory = plan.keep_memory ? KeepMemory::kOn : KeepMemory::kOff;
   resolved.lowp_gemm = plan.gemm_route;
   if (plan.dist.distributed()) resolved.dist_backend = plan.dist_backend;
   nlohmann::json j = resolved;
@@ -198,20 +199,35 @@ nlohmann::json config_json_(const RunSetup& s, int threads) {
   return j;
 }
 
-// A resume: the recorded flags must match (but those a resume may change), then the newest
-// whole checkpoint is loaded.
-void resume_from_checkpoint_(RunSetup& s) {
-  const auto differ = resume_config_differences(
-      read_json_file(run_file(s.run_dir, RunFile::kConfig)), s.config_json);
+// A resume's flags must match the run's recorded ones (but those a resume may change).
+void refuse_resume_differences_(const std::string& run_dir, const nlohmann::json& now) {
+  const auto differ =
+      resume_config_differences(read_json_file(run_file(run_dir, RunFile::kConfig)), now);
   if (!differ.empty()) {
     std::string keys;
     for (const auto& k : differ) {
       keys += (keys.empty() ? "" : ", ") +
               (k == "world_size" ? std::string("WORLD_SIZE (the number of processes)") : "--" + k);
     }
-    throw ConfigError("--resume: these flags differ from the run in '" + s.run_dir + "': " + keys +
+    throw ConfigError("--resume: these flags differ from the run in '" + run_dir + "': " + keys +
                       "; resume with the run's own values (see its config.json)");
   }
+}
+
+// The same refusal before anything is measured or built (the GEMM probe, the model): the
+// flags as given, but those resolved by a measurement or the machine.
+void refuse_resume_differences_early_(const RunPlan& plan, const std::string& run_dir) {
+  RunConfig now = plan.cfg;
+  now.device = plan.cuda() ? DeviceChoice::kCuda : DeviceChoice::kCpu;
+  now.dropout_impl = plan.dropout;
+  nlohmann::json j = now;
+  for (const char* later : {"lowp_gemm", "threads", "valid_bytes", "dist_backend"}) j.erase(later);
+  refuse_resume_differences_(run_dir, j);
+}
+
+// A resume: the recorded flags must match, then the newest whole checkpoint is loaded.
+void resume_from_checkpoint_(RunSetup& s) {
+  refuse_resume_differences_(s.run_dir, s.config_json);
   std::tie(s.checkpoint, s.start_step) = load_newest_whole_checkpoint(s.run_dir, *s.trainer);
   const int64_t steps = s.plan.cfg.steps;
   if (s.start_step >= steps) {
@@ -232,6 +248,7 @@ RunSetup prepare_run(const RunPlan& plan, int threads, DistContext* dist) {
   s.run_dir = cfg.resume.empty() ? run_dir_name(cfg) : cfg.resume;
   if (rank0) hold_run_folder_(cfg, s);
   open_data_(plan, s);
+  if (!s.checkpoint.empty()) refuse_resume_differences_early_(plan, s.run_dir);
   const bool script = plan.cfg.compile == CompilePath::kTorchScript;
   s.backend = script                                    ? configure_script_executor(plan.device)
               : plan.cfg.compile == CompilePath::kFused ? "fused"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "trainbench/app/run.h"
+#include "trainbench/core/errors.h"
 #include "trainbench/core/run_files.h"
 
 #include <ATen/Parallel.h>
@@ -55,6 +56,9 @@ struct Window {
 class Run {
  public:
   explicit Run(const RunPlan& plan) : plan_(plan) {}
+  ~Run() { set_fatal_hook({}); }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
 
   RunResult go() {
     set_up_();
@@ -86,6 +90,9 @@ class Run {
   void train_();
 
   void fail_(const std::string& error);
+  // The fatal hook (core/errors.h) of a run whose folder is open: an error no caller could
+  // catch still leaves summary.json "failed" with its one line.
+  void record_fatal_(const std::string& error);
 
   // What one step measured: its wall time, its loss and the other work on the CPU meanwhile.
   struct StepResult {

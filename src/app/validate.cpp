@@ -23,10 +23,9 @@ namespace {
 
 DropoutImpl resolve_dropout_(const RunPlan& p, DropoutImpl given) {
   if (given != DropoutImpl::kAuto) return given;
-  if (p.cfg.compile == CompilePath::kFused) return DropoutImpl::kFused;  // their own masks
-  const bool eager_handcraft =
-      p.cfg.model == ModelKind::kHandcraft && p.cfg.compile == CompilePath::kNone;
-  return eager_handcraft && !p.cuda() ? DropoutImpl::kParallel : DropoutImpl::kNative;
+  // The fused kernels' own masks; eager and TorchScript runs LibTorch's torch::dropout, as
+  // shipped (bench's parallel mask only where asked for).
+  return p.cfg.compile == CompilePath::kFused ? DropoutImpl::kFused : DropoutImpl::kNative;
 }
 
 // The sizes, steps and the run folder's flags.
@@ -195,6 +194,8 @@ RunPlan make_plan(const RunConfig& cfg, const DistEnv& dist) {
                  ? c10::Device(c10::DeviceType::CUDA, static_cast<int8_t>(dist.local_rank))
                  : c10::Device(c10::DeviceType::CUDA);
   p.dropout = resolve_dropout_(p, cfg.dropout_impl);
+  p.keep_memory = cfg.keep_memory == KeepMemory::kAuto ? cfg.compile == CompilePath::kFused
+                                                       : cfg.keep_memory == KeepMemory::kOn;
   if (!p.has_gemm_choice()) {
     p.gemm_route = GemmRoute::kNative;
     p.gemm_route_by = RouteChosenBy::kOneRoute;

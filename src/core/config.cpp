@@ -80,6 +80,10 @@ std::string json_message(const std::exception& e) {
 
 namespace {
 
+bool is_choice_(const FlagSpec& f, const std::string& name) {
+  return std::find(f.choices.begin(), f.choices.end(), name) != f.choices.end();
+}
+
 // What a flag's config.json value must be, in words, and whether `v` is one.
 std::pair<std::string, bool> expected_(const FlagSpec& f, const nlohmann::json& v) {
   switch (f.kind) {
@@ -93,9 +97,9 @@ std::pair<std::string, bool> expected_(const FlagSpec& f, const nlohmann::json& 
       if (f.choices.empty()) return {"a string", v.is_string()};
       std::string names;
       for (const std::string& n : f.choices) names += (names.empty() ? "" : "|") + n;
-      return {"one of " + names,
-              v.is_string() && std::find(f.choices.begin(), f.choices.end(),
-                                         v.get<std::string>()) != f.choices.end()};
+      // A boolean where 0 and 1 are choices: a run folder from before the flag took auto.
+      if (v.is_boolean()) return {"one of " + names, is_choice_(f, "1") && is_choice_(f, "0")};
+      return {"one of " + names, v.is_string() && is_choice_(f, v.get<std::string>())};
   }
   return {"", true};
 }
@@ -113,7 +117,7 @@ void from_json(const nlohmann::json& j, RunConfig& cfg) {
                         v.dump() + "); expected " + want);
     }
     if (const auto* choice = std::get_if<ChoiceField>(&f.field)) {
-      choice->set(cfg, v.get<std::string>());
+      choice->set(cfg, v.is_boolean() ? (v.get<bool>() ? "1" : "0") : v.get<std::string>());
     } else {
       std::visit(
           [&](auto member) {

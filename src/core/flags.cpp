@@ -143,12 +143,8 @@ std::vector<FlagSpec> make_table_() {
       choice_flag<DeviceChoice>("device", G::kModel, &C::device, "", ""),
       per_rank(resumable(int_flag("threads", G::kModel, &C::threads, 0,
                                   "intra-op CPU threads; 0: all available cores"))),
-      resumable(switch_flag(
-          "keep_memory", G::kModel, &C::keep_memory,
-          "1: CPU tensors of 128 KiB or more come from a caching allocator that keeps freed "
-          "blocks for the next step (as LibTorch's CUDA allocator does), so a step does not "
-          "fault its buffers in again; 0: LibTorch's own CPU allocator (the C library's "
-          "malloc)")),
+      resumable(choice_flag<KeepMemory>("keep_memory", G::kModel, &C::keep_memory, "",
+                                        "; a run's summary and report name it where it is on")),
       int_flag("seed", G::kModel, &C::seed, 0, "seed for init, dropout and the sampler (>= 0)"),
       resumable(
           int_flag("log_every", G::kResults, &C::log_every, 1, "steps per timing/log window")),
@@ -200,6 +196,10 @@ std::vector<FlagSpec> make_table_() {
                             "(multi-process)")),
       per_rank(resumable(int_flag("fault_exit_step", G::kTesting, &C::fault_exit_step, 0,
                                   "testing aid: the process dies just before this step; 0: off"))),
+      per_rank(resumable(int_flag("fault_escape_step", G::kTesting, &C::fault_escape_step, 0,
+                                  "testing aid: just before this step a tensor's deleter "
+                                  "throws, an error no caller can catch (bench's one line, "
+                                  "summary.json failed, exit 1); 0: off"))),
       resumable(choice_flag<SdpaBackend>(
           "sdpa_backend", G::kPrecision, &C::sdpa_backend, "",
           ": the only kernel flash attention may use (--flash 1); a forced one that cannot run "

@@ -67,31 +67,59 @@ nlohmann::json unfinished_summary_(const std::string& dir) {
           {"steps_done", last}};
 }
 
-// A run's label from its config.json: framework, model and the switches that name a
-// configuration ("libtorch handcraft fused float32-gemm flash x2 processes").
+// A run's label from its config.json: the framework, the model, then every choice that changes
+// what is measured ("bench handcraft fused float32-gemm flash x2 processes"). A bench run that
+// replaces a piece of LibTorch (its fused kernels, its fused Adam, its caching CPU allocator,
+// its parallel dropout mask) is named "bench", never "libtorch": "libtorch" rows are LibTorch
+// as shipped. Each replacement outside its path's default is named.
 std::string label_of_(const nlohmann::json& config, const std::string& cfile) {
-  const std::string framework = config.value("framework", std::string("libtorch"));
-  std::string label = framework + " " + field_<std::string>(config, cfile, "model");
+  std::string framework = config.value("framework", std::string("libtorch"));
   // Switches are true/false in bench's config.json, 0/1 in the peers'.
   auto on = [&](const char* key) { return config.contains(key) && switch_on(config.at(key)); };
+  CompilePath path = CompilePath::kNone;
+  if (config.contains("compile")) {
+    const nlohmann::json& given = config.at("compile");
+    path = given.is_string()
+               ? parse_choice<CompilePath>(given.get<std::string>()).value_or(CompilePath::kNone)
+           : on("compile") ? CompilePath::kTorchScript
+                           : CompilePath::kNone;
+  }
+  std::string bench_parts;  // bench's replacements, beyond its fused path's own
+  if (framework == "libtorch") {
+    const bool fused = path == CompilePath::kFused;
+    // keep_memory: true/false before it took auto (every such run used it as given), "0"/"1"
+    // since; a run folder without it predates the allocator.
+    const bool kept =
+        config.contains("keep_memory") &&
+        (config.at("keep_memory").is_string() ? config.at("keep_memory").get<std::string>() == "1"
+                                              : switch_on(config.at("keep_memory")));
+    if (kept && !fused) bench_parts += " keep_memory";
+    if (!kept && fused) bench_parts += " libtorch-allocator";
+    if (config.value("dropout_impl", std::string()) == "parallel") {
+      bench_parts += " parallel-dropout";
+    }
+    if (fused || on("fused_adam") || !bench_parts.empty()) framework = "bench";
+  }
+  std::string label = framework + " " + field_<std::string>(config, cfile, "model");
   // The torch model's blocks are pre-LN unless norm_first says otherwise.
   if (parse_choice<ModelKind>(config.value("model", std::string())) == ModelKind::kTorch &&
       !on("norm_first")) {
     label += " post-LN";
   }
-  // bench's TorchScript path and the peers' torch.compile / jax.jit (their --compile 1, the
-  // original's switch) read "compiled"; bench's own kernels "fused".
-  if (config.contains("compile")) {
-    const nlohmann::json& given = config.at("compile");
-    const auto path = given.is_string() ? parse_choice<CompilePath>(given.get<std::string>())
-                      : on("compile")   ? CompilePath::kTorchScript
-                                        : CompilePath::kNone;
-    if (path == CompilePath::kTorchScript) label += " compiled";
-    if (path == CompilePath::kFused) label += " fused";
-    if (path == CompilePath::kFused &&
-        parse_choice<GemmRoute>(config.value("lowp_gemm", std::string())) == GemmRoute::kFloat32) {
-      label += " float32-gemm";
-    }
+  // bench's TorchScript path reads "torchscript"; the peers' torch.compile / jax.jit (their
+  // --compile 1, the original's switch) "compiled"; bench's own kernels "fused".
+  if (path == CompilePath::kTorchScript) {
+    label += framework == "libtorch" || framework == "bench" ? " torchscript" : " compiled";
+  }
+  if (path == CompilePath::kFused) label += " fused";
+  if (path == CompilePath::kFused &&
+      parse_choice<GemmRoute>(config.value("lowp_gemm", std::string())) == GemmRoute::kFloat32) {
+    label += " float32-gemm";
+  }
+  label += bench_parts;
+  if (const std::string sdpa = config.value("sdpa_backend", std::string());
+      !sdpa.empty() && sdpa != "auto") {
+    label += " sdpa-" + sdpa;
   }
   if (on("flash")) label += " flash";
   if (on("fused_adam")) label += " fused_adam";

@@ -39,7 +39,7 @@ TEST_F(FusedRun, ResultFilesNameTheFusedPath) {
   EXPECT_EQ(cfg["compile"], "fused");
   EXPECT_EQ(cfg["dropout_impl"], "fused");  // the resolved choice: the kernels' own masks
   EXPECT_EQ(r.summary["compile_backend"], "fused");
-  EXPECT_EQ(read_run(r.run_dir).label, "libtorch handcraft fused");
+  EXPECT_EQ(read_run(r.run_dir).label, "bench handcraft fused");
 }
 
 // --flash 1 on the fused path below seq_len 1024 warns with the measured figures; at 1024 and

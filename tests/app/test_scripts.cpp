@@ -221,10 +221,10 @@ TEST(Scripts, CompareTableHasOneRowPerConfigurationInTheMatrixOrder) {
   const nlohmann::json report = {
       {"runs",
        {run("libtorch handcraft", "float32", 10, "completed"),
-        run("libtorch handcraft compiled", "float32", 12, "completed"),
-        run("libtorch handcraft fused fused_adam", "float32", 16, "completed"),
-        run("libtorch handcraft fused fused_adam", "float32", 14, "completed"),
-        run("libtorch handcraft fused fused_adam", "float32", 15, "completed"),
+        run("libtorch handcraft torchscript", "float32", 12, "completed"),
+        run("bench handcraft fused fused_adam", "float32", 16, "completed"),
+        run("bench handcraft fused fused_adam", "float32", 14, "completed"),
+        run("bench handcraft fused fused_adam", "float32", 15, "completed"),
         run("pytorch handcraft", "float32", 8, "completed"),
         run("jax handcraft", "float32", 0, "failed")}}};
   testing::write_file(dir / "report.json", report.dump());
@@ -233,9 +233,9 @@ TEST(Scripts, CompareTableHasOneRowPerConfigurationInTheMatrixOrder) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const size_t eager = r.output.find("| libtorch handcraft | float32 | 10.00 | 2,560 | 1.00x |");
   const size_t ts =
-      r.output.find("| libtorch handcraft compiled | float32 | 12.00 | 3,072 | 1.20x |");
+      r.output.find("| libtorch handcraft torchscript | float32 | 12.00 | 3,072 | 1.20x |");
   const size_t fused = r.output.find(
-      "| libtorch handcraft fused fused_adam | float32 | 15.00 (n=3, 14.00-16.00) | 3,840 | 1.50x "
+      "| bench handcraft fused fused_adam | float32 | 15.00 (n=3, 14.00-16.00) | 3,840 | 1.50x "
       "| 10.0 | completed |");
   const size_t py = r.output.find("| pytorch handcraft | float32 | 8.00 | 2,048 | 0.80x |");
   const size_t jax = r.output.find("| jax handcraft | float32 | - | - | - | - | failed |");
@@ -277,7 +277,7 @@ TEST(Scripts, PlotCurvesStartAtStepZeroWithWindowsAtTheirMiddle) {
 // framework, then the matrix's entry (2_ before 10_), whatever order the report found them in.
 TEST(Scripts, PlotsComeByDtypeThenFrameworkThenTheMatrixEntry) {
   const std::string runs =
-      "[dict(dir='c/bench/10_fused_bf16', configuration='libtorch handcraft fused', "
+      "[dict(dir='c/bench/10_fused_bf16', configuration='bench handcraft fused', "
       "dtype='bfloat16'), dict(dir='c/py_float32', configuration='pytorch handcraft', "
       "dtype='float32'), dict(dir='c/jax_bfloat16', configuration='jax handcraft', "
       "dtype='bfloat16'), dict(dir='c/bench/2_eager_bf16/rep-1', configuration='libtorch "

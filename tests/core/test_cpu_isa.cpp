@@ -95,10 +95,13 @@ TEST(CpuIsa, HardwareSetsAgreeWithTheKernelsCpuFlags) {
   EXPECT_TRUE(model.empty() || (model[0] != ' ' && model.find(':') != 0)) << model;
   const std::vector<std::string> have = isa_names(hardware_isa());
   const std::set<std::string> ours(have.begin(), have.end());
-  for (const char* f : {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq",
-                        "avx512_bf16", "avx512_fp16", "amx_bf16"}) {
+  for (const char* f :
+       {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_bf16"}) {
     EXPECT_EQ(ours.count(f), flags.count(f)) << f;
   }
+  // The newer sets: a kernel may list them and not enable their register state (AMX tiles
+  // before 5.16), or be too old to name them; what bench finds is never more than listed.
+  for (const char* f : {"avx512_fp16", "amx_bf16"}) EXPECT_LE(ours.count(f), flags.count(f)) << f;
 }
 
 // --lowp_gemm auto: float32 where the CPU (as capped) has no native GEMM for the dtype, native

@@ -117,7 +117,7 @@ TEST(Flags, ResumeAndRankRulesAreTableColumns) {
     if (f.ranks_may_differ) per_rank.insert(f.name);
   }
   EXPECT_EQ(per_rank, (std::set<std::string>{"threads", "fault_nan_step", "fault_exit_step",
-                                             "dist_timeout"}));
+                                             "fault_escape_step", "dist_timeout"}));
   EXPECT_TRUE(ranks_may_differ("threads"));
   EXPECT_FALSE(ranks_may_differ("lr"));
 }

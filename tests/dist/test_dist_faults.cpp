@@ -99,12 +99,13 @@ TEST(DistFaults, AnErrorOnlyRankZeroSeesStopsTheOthersAtOnce) {
   testing::write_file(dir / "z_handcraft_layer1_float32/summary.json", "{}");  // occupied
   const auto t0 = std::chrono::steady_clock::now();
   const auto r = run_command(
-      launch(2, free_port(), std::string(kArgs) + " --batch_size 4 --save_dir " + (dir / "z")));
+      launch(2, free_port(),
+             merge_flags(kArgs, " --batch_size 4 --dist_timeout 120 --save_dir " + (dir / "z"))));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(r.exit_code, 2);  // rank 0's own status
   EXPECT_NE(r.output.find("bench: rank 1: failed: rank 0: --save_dir"), std::string::npos)
       << r.output;
-  EXPECT_LT(s, 15.0);  // not the 20 s --dist_timeout
+  EXPECT_LT(s, 60.0);  // not the 120 s --dist_timeout (two cold starts: 2-6 s on 2 vCPUs)
   EXPECT_EQ(testing::read_file(dir / "z_handcraft_layer1_float32/summary.json"), "{}");
 }
 

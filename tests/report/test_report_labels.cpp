@@ -87,8 +87,8 @@ TEST(Report, FusedAdamAndCudaGraphRunsGetTheirOwnColumns) {
     runs.push_back(read_run(d));
   }
   EXPECT_EQ(runs[0].label, "libtorch handcraft flash");
-  EXPECT_EQ(runs[1].label, "libtorch handcraft flash fused_adam");
-  EXPECT_EQ(runs[2].label, "libtorch handcraft flash fused_adam cuda_graph");
+  EXPECT_EQ(runs[1].label, "bench handcraft flash fused_adam");
+  EXPECT_EQ(runs[2].label, "bench handcraft flash fused_adam cuda_graph");
   const std::string md = render_report(runs, {});
   EXPECT_NE(md.find("| bfloat16 | 1000 | 2000 | 3000 | 2.00x | 3.00x |"), std::string::npos) << md;
 }
@@ -138,6 +138,40 @@ TEST(Report, ShortLabelsKeepOnlyWhatSetsAConfigurationApart) {
               "libtorch handcraft fused [8 layers, d_model 128, seq_len 128, "
               "batch 100]");
   }
+}
+
+// "libtorch" is LibTorch as shipped; a run with any of bench's own replacements is "bench" and
+// names each one outside its path's default (keep_memory: auto since; true/false before).
+TEST(Report, BenchsReplacementsAreNamedBenchAndLibTorchRowsAreStock) {
+  testing::TempDir root;
+  int n = 0;
+  auto label = [&](const nlohmann::json& extra, const std::string& framework = "") {
+    const std::string d = make_run(root, "r" + std::to_string(n++), framework, "handcraft",
+                                   "float32", 0, "completed", 100);
+    nlohmann::json config = nlohmann::json::parse(testing::read_file(d + "/config.json"));
+    config.update(extra);
+    testing::write_file(d + "/config.json", config.dump());
+    return read_run(d).label;
+  };
+  using J = nlohmann::json;
+  EXPECT_EQ(label(J{{"compile", "none"}, {"keep_memory", "0"}, {"dropout_impl", "native"}}),
+            "libtorch handcraft");
+  EXPECT_EQ(label(J{{"compile", "torchscript"}, {"keep_memory", "0"}}),
+            "libtorch handcraft torchscript");
+  EXPECT_EQ(label(J{{"compile", "none"}, {"keep_memory", "1"}}), "bench handcraft keep_memory");
+  EXPECT_EQ(label(J{{"compile", "none"}, {"keep_memory", true}}), "bench handcraft keep_memory");
+  EXPECT_EQ(label(J{{"compile", "none"}, {"keep_memory", false}, {"dropout_impl", "parallel"}}),
+            "bench handcraft parallel-dropout");
+  EXPECT_EQ(label(J{{"compile", "fused"}, {"keep_memory", "1"}, {"dropout_impl", "fused"}}),
+            "bench handcraft fused");
+  EXPECT_EQ(label(J{{"compile", "fused"}, {"keep_memory", "0"}}),
+            "bench handcraft fused libtorch-allocator");
+  EXPECT_EQ(label(J{{"compile", "none"}, {"fused_adam", true}}), "bench handcraft fused_adam");
+  EXPECT_EQ(label(J{{"compile", "none"}, {"sdpa_backend", "math"}, {"flash", true}}),
+            "libtorch handcraft sdpa-math flash");
+  // The peers' --compile 1 is torch.compile / jax.jit: "compiled".
+  EXPECT_EQ(label(J{{"compile", 1}}, "pytorch"), "pytorch handcraft compiled");
+  EXPECT_EQ(label(J{{"compile", 1}, {"keep_memory", "1"}}, "jax"), "jax handcraft compiled");
 }
 
 }  // namespace

@@ -72,6 +72,28 @@ struct ChoiceTable<CompilePath> {
   }};
 };
 
+// --keep_memory (kAuto as given; a plan holds the resolved one, core/host_memory.h): bench's
+// caching CPU allocator is the default of bench's own --compile fused path only, so that an
+// eager run measures LibTorch as shipped.
+enum class KeepMemory { kAuto, kOff, kOn, kLast = kOn };
+struct KeepMemoryRow {
+  KeepMemory value;
+  const char* name;
+  const char* help;
+  const char* aliases;  // other spellings on the command line, '|'-separated
+};
+template <>
+struct ChoiceTable<KeepMemory> {
+  static constexpr std::array<KeepMemoryRow, 3> rows = {{
+      {KeepMemory::kAuto, "auto", "1 with --compile fused, 0 otherwise", ""},
+      {KeepMemory::kOff, "0", "LibTorch's own CPU allocator, the C library's malloc", "false"},
+      {KeepMemory::kOn, "1",
+       "bench's caching allocator: CPU tensors of 128 KiB or more reuse freed blocks of their "
+       "size, as LibTorch's CUDA allocator does, so a step does not fault its buffers in again",
+       "true"},
+  }};
+};
+
 // --dropout_impl (kAuto as given; a plan holds the resolved one).
 enum class DropoutImpl { kAuto, kNative, kParallel, kFused, kLast = kFused };
 template <>
@@ -152,6 +174,7 @@ static_assert(choices_in_order<ModelKind>(), "one row per ModelKind, in order");
 static_assert(choices_in_order<Precision>(), "one row per Precision, in order");
 static_assert(choices_in_order<CompilePath>(), "one row per CompilePath, in order");
 static_assert(choices_in_order<DropoutImpl>(), "one row per DropoutImpl, in order");
+static_assert(choices_in_order<KeepMemory>(), "one row per KeepMemory, in order");
 static_assert(choices_in_order<GemmRoute>(), "one row per GemmRoute, in order");
 static_assert(choices_in_order<DeviceChoice>(), "one row per DeviceChoice, in order");
 static_assert(choices_in_order<SdpaBackend>(), "one row per SdpaBackend, in order");

@@ -52,11 +52,11 @@ struct RunConfig {
   std::string data;          // raw file or .zip; empty: the embedded generated corpus
   int64_t valid_bytes = -1;  // held-out tail; -1: min(5,000,000, 5% of the corpus)
   DeviceChoice device = DeviceChoice::kAuto;
-  int64_t threads = 0;        // intra-op threads; 0: all available cores
-  bool keep_memory = true;    // freed memory stays in the process (core/host_memory.h)
-  int64_t seed = 1234;        // seeds the model init, dropout and the sampler
-  int64_t log_every = 20;     // steps per timing/log window
-  int64_t eval_every = 500;   // steps between evaluations (0: only at the end)
+  int64_t threads = 0;                         // intra-op threads; 0: all available cores
+  KeepMemory keep_memory = KeepMemory::kAuto;  // caching CPU allocator (core/host_memory.h)
+  int64_t seed = 1234;                         // seeds the model init, dropout and the sampler
+  int64_t log_every = 20;                      // steps per timing/log window
+  int64_t eval_every = 500;                    // steps between evaluations (0: only at the end)
   int64_t eval_batches = 20;  // validation batches per evaluation (0: the whole range)
   int64_t warmup_steps = 5;   // first steps, excluded from timing
   double peak_tflops = 0;     // peak for MFU; 0: known table (CUDA) or a GEMM probe (CPU)
@@ -73,10 +73,11 @@ struct RunConfig {
 
   // Multi-process runs (torchrun's RANK/WORLD_SIZE/...; see dist.h). Ignored by one process.
   DistBackend dist_backend = DistBackend::kAuto;  // auto: nccl on CUDA, gloo on CPU
-  int64_t dist_timeout = 300;   // seconds to wait for a rank (joining or a collective)
-  double bucket_mb = 25;        // gradient all-reduce bucket size in MiB
-  bool dist_overlap = true;     // all-reduce buckets during backward (else after it)
-  int64_t fault_exit_step = 0;  // testing aid: the process dies before this step (0: off)
+  int64_t dist_timeout = 300;     // seconds to wait for a rank (joining or a collective)
+  double bucket_mb = 25;          // gradient all-reduce bucket size in MiB
+  bool dist_overlap = true;       // all-reduce buckets during backward (else after it)
+  int64_t fault_exit_step = 0;    // testing aid: the process dies before this step (0: off)
+  int64_t fault_escape_step = 0;  // testing aid: an uncatchable error before this step (0: off)
 
   // GPU fast paths (rules in sdpa_backend.h, fused_adam.h, cuda_graph.h).
   SdpaBackend sdpa_backend = SdpaBackend::kAuto;  // with --flash 1

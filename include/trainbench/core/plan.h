@@ -44,6 +44,7 @@ struct RunPlan {
   GemmRoute gemm_route = GemmRoute::kNative;  // never kAuto
   RouteChosenBy gemm_route_by = RouteChosenBy::kOneRoute;
   DropoutImpl dropout = DropoutImpl::kNative;  // never kAuto
+  bool keep_memory = false;                    // --keep_memory resolved
   // The run's device: the CPU, or CUDA (the rank's own GPU, LOCAL_RANK, in a multi-process run).
   c10::Device device = c10::Device(c10::DeviceType::CPU);
   DistEnv dist;

@@ -13,8 +13,10 @@ namespace trainbench {
 // One run folder as the report sees it.
 struct RunRecord {
   std::string dir;
-  // configuration column: "{framework} {model}[ compiled|fused[ float32-gemm]][ flash][
-  // fused_adam][ cuda_graph] [ xN processes[ all-reduce after backward]]"
+  // configuration column: "{framework} {model}[ torchscript|compiled|fused[ float32-gemm]]
+  // [ keep_memory|libtorch-allocator][ parallel-dropout][ sdpa-B][ flash][ fused_adam]
+  // [ cuda_graph][ xN processes[ all-reduce after backward]]"; framework: libtorch (as
+  // shipped), bench (a run with any of bench's own replacements), pytorch, jax
   std::string label;
   std::string dtype;
   int64_t num_layer = 0;
