@@ -39,14 +39,17 @@ case " $* " in
   *) "$BENCH" --export_corpus "$out/corpus.bin" >/dev/null; args+=(--data "$out/corpus.bin") ;;
 esac
 read -r -a thread_env <<< "${THREAD_ENV:-}"
-dirs=()
-run() {  # run NAME COMMAND...: one run, its folder collected
-  local name=$1; shift
+dirs=() failed=()
+run() {  # run NAME COMMAND...: one run, its folder collected (or its failure, a row of its own)
+  local name=$1 log="$out/$1.log"; shift
   echo "== $name" >&2
-  if env "${thread_env[@]}" "$@" --save_dir "$out/$name" "${args[@]}" >/dev/null; then
+  if env "${thread_env[@]}" "$@" --save_dir "$out/$name" "${args[@]}" >/dev/null 2>"$log"; then
     for d in "$out/$name"_*; do [ -d "$d" ] && dirs+=("$d"); done
   else
-    echo "   ($name failed; left out of the table)" >&2
+    local line
+    line=$(grep -v '^\[' "$log" | tail -n 1)
+    echo "   ($name failed: ${line:-no message}; see $log)" >&2
+    failed+=("$name: ${*:2}"$'\t'"${line:-no message}")
   fi
 }
 # bench's seven columns per dtype through the matrix runner (one run after another), as its
@@ -78,10 +81,9 @@ echo "== bench: $matrix" >&2
 env "${thread_env[@]}" MATRIX="$matrix" BENCH="$BENCH" PYTHON="$PYTHON" \
   bash scripts/sweep.sh "$out/bench" "${args[@]}" >/dev/null ||
   echo "   (no bench run finished; see $out/bench/*.log)" >&2
-# In the matrix's order (1_, 2_, ..., 10_: not the glob's, which puts 10_ before 2_).
-for ((i = 1; i <= ${#entries[@]}; i++)); do
-  for d in "$out/bench/${i}"_*/; do [ -d "$d" ] && dirs+=("${d%/}"); done
-done
+# The folders sweep.sh reported, in the matrix's order; its failures, a row each.
+[ ! -s "$out/bench/dirs.txt" ] || mapfile -t -O "${#dirs[@]}" dirs < "$out/bench/dirs.txt"
+[ ! -s "$out/bench/failed.tsv" ] || mapfile -t -O "${#failed[@]}" failed < "$out/bench/failed.tsv"
 # MFU on one peak for every column: the peers get bench's peak for each dtype (what its probe
 # measured on this machine, from the summary of bench's first run of that dtype); without a
 # bench run of that dtype they show '-'.
@@ -114,8 +116,20 @@ for ((k = 1; k <= reps; k++)); do
 done
 # First the table a person reads (one row per configuration, in the matrix's order), then the
 # wide one with every column, which goes to report.md only.
-"$BENCH" report --json --baseline "pytorch handcraft" "${dirs[@]}" > "$out/report.json"
-"$PYTHON" scripts/compare_table.py < "$out/report.json" | tee "$out/report.md"
+# Every configuration that failed is a row with its one line ('failed: ...'), under the others.
+if [ ${#failed[@]} -gt 0 ]; then
+  printf '%s\n' "${failed[@]}" > "$out/failed.tsv"
+else
+  rm -f "$out/failed.tsv"
+fi
+if [ ${#dirs[@]} -eq 0 ]; then
+  echo '{"runs": []}' > "$out/report.json"
+else
+  "$BENCH" report --json --baseline "pytorch handcraft" "${dirs[@]}" > "$out/report.json"
+fi
+"$PYTHON" scripts/compare_table.py ${failed[0]:+--failed "$out/failed.tsv"} < "$out/report.json" |
+  tee "$out/report.md"
+[ ${#dirs[@]} -gt 0 ] || { echo "compare.sh: no run finished" >&2; exit 1; }
 { echo; "$BENCH" report --baseline "pytorch handcraft" "${dirs[@]}"; } >> "$out/report.md"
 echo "every column, ratios against PyTorch eager: $out/report.md" >&2
 echo "every run's curves side by side: $PYTHON -m tensorboard.main --logdir $out" >&2

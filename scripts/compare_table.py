@@ -2,11 +2,15 @@
 """The comparison table a person reads, from `bench report --json` on stdin: one row per
 configuration (framework, model, path) and dtype, in the order of the runs given to the report
 (compare.sh gives the matrix's order), with seq/s (median of the completed repetitions and
-their range), tokens/s, the ratio to bench eager of the same dtype (`libtorch handcraft`),
-MFU, and status. The wide table with every column stays in report.md.
-Usage: bench report --json RUN_DIR... | compare_table.py [--baseline LABEL]"""
+their range), tokens/s, the ratio to LibTorch eager of the same dtype (`libtorch handcraft`),
+MFU, and status. A configuration that failed (--failed: sweep.sh's or compare.sh's failed.tsv,
+its flags and the failure's one line, tab-separated) is a row of its own, status
+"failed: <line>", under the others. The wide table with every column stays in report.md.
+Usage: bench report --json RUN_DIR... | compare_table.py [--baseline LABEL] [--failed TSV]
+Example: build/bench report --json runs/cmp/bench/1_* | scripts/compare_table.py"""
 import argparse
 import json
+import re
 import sys
 
 
@@ -21,9 +25,12 @@ def fmt(v, digits=1):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--baseline", default="libtorch handcraft",
-                   help="the configuration each dtype's ratios divide by (default: bench eager)")
+                   help="the configuration each dtype's ratios divide by (default: LibTorch eager)")
+    p.add_argument("--failed", metavar="TSV",
+                   help="failed configurations: flags TAB one line, a row each (compare.sh's)")
     a = p.parse_args()
     report = json.load(sys.stdin)
     rows = {}  # (configuration, dtype) -> runs, in first-seen order
@@ -52,6 +59,12 @@ def main():
                                         else "")
         out.append(f"| {label} | {dtype} | {cell} | {fmt(tok, 0)} | {ratio} | "
                    f"{fmt(median(mfu)) if mfu else '-'} | {status} |")
+    for line in open(a.failed).read().splitlines() if a.failed else []:
+        label, _, why = line.partition("\t")
+        why = re.sub(r"^bench: (rank \d+: )?(failed|error): ", "", why)
+        m = re.search(r"dtype[= ]([a-z0-9]+)", label)
+        out.append(f"| {label} | {m.group(1) if m else '-'} | - | - | - | - | failed: "
+                   f"{why.replace('|', '/')} |")
     print("\n".join(out))
     return 0
 

@@ -2,7 +2,10 @@
 # The matrix runner: bench over a list of configurations, one run after another (never in
 # parallel, so the timings are comparable), then the report (report.md, report.csv,
 # report.json, through `bench report`) and the plots. Combinations this machine or build cannot
-# run are skipped with bench's own one-line reason (its validation, exit 2).
+# run are skipped with bench's own one-line reason (its validation, exit 2); one that fails
+# (exit 1: an error, a divergence, a crash) is a row of OUT_DIR/failed.tsv (its flags, bench's
+# one line) and of the "failed" table under the report, and the others' report still prints.
+# OUT_DIR/dirs.txt lists the folders the report was made from, in MATRIX's order.
 # Usage: scripts/sweep.sh OUT_DIR [bench flags common to every run...]
 # MATRIX: the configurations, one entry per line or entries separated by ';' (blank ones are
 # ignored); an entry is a set of bench flags as '--name value' pairs, each value one word of
@@ -90,7 +93,7 @@ done
 [ ${#entries[@]} -gt 0 ] ||
   { echo "sweep.sh: MATRIX holds no entry; $shape" >&2; exit 2; }
 mkdir -p "$out"
-dirs=()
+dirs=() failed=()
 declare -A skipped=() finished=()
 for ((rep = 1; rep <= reps; rep++)); do
 for ((i = 1; i <= ${#entries[@]}; i++)); do
@@ -132,12 +135,30 @@ for ((i = 1; i <= ${#entries[@]}; i++)); do
          for d in "$out/${i}"_*; do [ -d "$d" ] && dirs+=("$d"); done
        fi ;;
     2) echo "skipped: $name: ${reason#bench: error: }" >&2; skipped[$i]=1 ;;
-    *) echo "failed: $name: ${reason:-exit $code}" >&2 ;;
+    *) echo "failed: $name: ${reason:-exit $code}" >&2
+       failed+=("$name"$'\t'"${reason:-exit $code}") ;;
   esac
 done
 done
-[ ${#dirs[@]} -gt 0 ] || { echo "sweep: no run finished" >&2; exit 1; }
-"$BENCH" report "${dirs[@]}" | tee "$out/report.md"
+# The failures as rows: bench's one line each (tab-separated for scripts, a table for people).
+failed_table() {
+  echo
+  echo "| failed configuration | bench's line |"
+  echo "|---|---|"
+  for f in "${failed[@]}"; do echo "| ${f%%$'\t'*} | ${f#*$'\t'} |"; done
+}
+if [ ${#failed[@]} -gt 0 ]; then
+  printf '%s\n' "${failed[@]}" > "$out/failed.tsv"
+else
+  rm -f "$out/failed.tsv"
+fi
+printf '%s\n' "${dirs[@]}" > "$out/dirs.txt"
+if [ ${#dirs[@]} -eq 0 ]; then
+  [ ${#failed[@]} -eq 0 ] || failed_table | tee "$out/report.md"
+  echo "sweep: no run finished" >&2
+  exit 1
+fi
+{ "$BENCH" report "${dirs[@]}"; [ ${#failed[@]} -eq 0 ] || failed_table; } | tee "$out/report.md"
 "$BENCH" report --csv "${dirs[@]}" > "$out/report.csv"
 "$BENCH" report --json "${dirs[@]}" > "$out/report.json"
 python=${PYTHON:-.venv/bin/python}

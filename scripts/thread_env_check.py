@@ -11,8 +11,13 @@ import sys
 def main(dirs):
     envs = {}
     for d in dirs:
-        with open(d + "/env.json") as f:
-            envs[d] = json.load(f).get("thread_env")
+        try:
+            with open(d + "/env.json") as f:
+                envs[d] = json.load(f).get("thread_env")
+        except (OSError, ValueError) as e:  # a run that failed before writing it
+            print(f"thread_env_check: {d}: no readable env.json ({e.__class__.__name__}); left out")
+    if not envs:
+        return 0
     distinct = {json.dumps(e, sort_keys=True) for e in envs.values()}
     if len(distinct) == 1:
         set_vars = {k: v for k, v in (next(iter(envs.values())) or {}).items() if v is not None}

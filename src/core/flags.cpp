@@ -128,7 +128,7 @@ std::vector<FlagSpec> make_table_() {
       number_flag("dropout", G::kModel, &C::dropout, 0, false, 1, true, "[0, 1)",
                   "dropout probability, [0, 1); off during evaluation"),
       choice_flag<DropoutImpl>("dropout_impl", G::kModel, &C::dropout_impl, "",
-                               "; auto: parallel or fused where they apply"),
+                               "; auto: fused with --compile fused, else native"),
       choice_flag<GemmRoute>("lowp_gemm", G::kPrecision, &C::lowp_gemm,
                              "--compile fused with bfloat16/float16 on the CPU: ", ""),
       int_flag("batch_size", G::kModel, &C::batch_size, 1, "sequences per step"),

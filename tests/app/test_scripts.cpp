@@ -228,8 +228,13 @@ TEST(Scripts, CompareTableHasOneRowPerConfigurationInTheMatrixOrder) {
         run("pytorch handcraft", "float32", 8, "completed"),
         run("jax handcraft", "float32", 0, "failed")}}};
   testing::write_file(dir / "report.json", report.dump());
-  const auto r = testing::run_command(TB_PYTHON " " TB_SOURCE_DIR "/scripts/compare_table.py < " +
-                                      (dir / "report.json"));
+  testing::write_file(dir / "failed.tsv",
+                      "model=handcraft dtype=bfloat16 compile=none flash=0\tbench: failed: out of "
+                      "memory | retry\n");
+  const auto r = testing::run_command(TB_PYTHON " " TB_SOURCE_DIR
+                                                "/scripts/compare_table.py "
+                                                "--failed " +
+                                      (dir / "failed.tsv") + " < " + (dir / "report.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const size_t eager = r.output.find("| libtorch handcraft | float32 | 10.00 | 2,560 | 1.00x |");
   const size_t ts =
@@ -239,6 +244,12 @@ TEST(Scripts, CompareTableHasOneRowPerConfigurationInTheMatrixOrder) {
       "| 10.0 | completed |");
   const size_t py = r.output.find("| pytorch handcraft | float32 | 8.00 | 2,048 | 0.80x |");
   const size_t jax = r.output.find("| jax handcraft | float32 | - | - | - | - | failed |");
+  // A configuration that left no result: its flags, its dtype and bench's line, last.
+  EXPECT_NE(r.output.find("| jax handcraft | float32 | - | - | - | - | failed |\n| "
+                          "model=handcraft dtype=bfloat16 compile=none flash=0 | bfloat16 | - | "
+                          "- | - | - | failed: out of memory / retry |"),
+            std::string::npos)
+      << r.output;
   ASSERT_NE(eager, std::string::npos) << r.output;
   ASSERT_NE(ts, std::string::npos) << r.output;
   ASSERT_NE(fused, std::string::npos) << r.output;

@@ -50,6 +50,34 @@ TEST(Sweep, RunsTheMatrixSkipsWhatBenchRefusesAndReportsThroughBench) {
   EXPECT_TRUE(fs::exists(dir / "s/throughput.png"));
 }
 
+// A configuration that fails (here an error no caller can catch) is a row with bench's one
+// line, in failed.tsv and under the report, and the others' report still prints.
+TEST(Sweep, AConfigurationThatFailsIsARowWithBenchsLineAndTheOthersStillPrint) {
+  testing::TempDir dir;
+  const auto r = testing::run_command(
+      "MATRIX='--model handcraft --dtype float32; --model handcraft --seed 7 "
+      "--fault_escape_step 2' " +
+      kSweep + (dir / "s") + kTinySweep + " --threads 1 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string line = "a tensor's deleter threw (the --fault_escape_step testing aid)";
+  EXPECT_NE(r.output.find("failed: model=handcraft seed=7 fault_escape_step=2: bench: failed: " +
+                          line + "\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("frame #"), std::string::npos) << r.output;
+  EXPECT_EQ(testing::read_file(dir / "s/failed.tsv"),
+            "model=handcraft seed=7 fault_escape_step=2\tbench: failed: " + line + "\n");
+  const std::string report = testing::read_file(dir / "s/report.md");
+  EXPECT_NE(report.find("| float32 |"), std::string::npos) << report;
+  EXPECT_NE(
+      report.find("| model=handcraft seed=7 fault_escape_step=2 | bench: failed: " + line + " |"),
+      std::string::npos)
+      << report;
+  const std::string listed = testing::read_file(dir / "s/dirs.txt");
+  EXPECT_EQ(testing::count_of(listed, "\n"), 1) << listed;
+  EXPECT_NE(listed.find("/1_handcraft_layer1_float32"), std::string::npos) << listed;
+}
+
 // A second sweep into an OUT_DIR whose run folder another process holds: each entry is skipped
 // with bench's own refusal (the folder, who holds it), and the earlier run's log stays as it was.
 TEST(Sweep, ASecondSweepIntoAHeldFolderSaysWhoHoldsItAndKeepsTheFirstsLog) {

@@ -100,8 +100,9 @@ template <>
 struct ChoiceTable<DropoutImpl> {
   static constexpr std::array<ChoiceRow<DropoutImpl>, 4> rows = {{
       {DropoutImpl::kAuto, "auto", ""},
-      {DropoutImpl::kNative, "native", "torch::dropout"},
-      {DropoutImpl::kParallel, "parallel", "multi-threaded mask; CPU, eager handcraft"},
+      {DropoutImpl::kNative, "native", "torch::dropout, LibTorch as shipped"},
+      {DropoutImpl::kParallel, "parallel",
+       "bench's multi-threaded mask; CPU, eager handcraft (a 'bench' row in reports)"},
       {DropoutImpl::kFused, "fused", "the fused kernels' own masks; --compile fused"},
   }};
 };
