@@ -51,7 +51,8 @@ def source_of(output):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("build_dir", nargs="?", default="build")
     ap.add_argument("--top", type=int, default=15, help="how many translation units to list")
     ap.add_argument("--json", action="store_true", help="the figures as one JSON object")

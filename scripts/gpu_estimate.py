@@ -27,7 +27,8 @@ def flops_per_token(layers=8, d=512, ff=2048, seq=256, vocab=256):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--dtypes", default="bfloat16 float16 float32")
     p.add_argument("--rehearsal", action="store_true")

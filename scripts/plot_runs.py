@@ -21,10 +21,13 @@ import re
 import subprocess
 import sys
 
-import matplotlib
+try:
+    import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: E402
+except ImportError:  # --help still answers; a plot says which Python to use
+    plt = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -152,13 +155,18 @@ def read_run(run_dir):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bench", default=os.environ.get("BENCH", os.path.join(ROOT, "build/bench")),
                    help="the bench binary whose report names the runs (default: build/bench)")
     p.add_argument("--out", required=True, help="folder for the PNG files")
     p.add_argument("runs", nargs="+", help="run folders, or folders to search for them (as "
                    "bench report)")
     a = p.parse_args()
+    if plt is None:
+        print(f"plot_runs.py: {sys.executable} has no matplotlib; run it with .venv/bin/python "
+              "(scripts/install_deps.sh installs it)", file=sys.stderr)
+        return 2
     if not os.access(a.bench, os.X_OK):
         print(f"plot_runs: error: --bench: '{a.bench}' is not an executable; build first "
               "(scripts/build.sh) or give --bench", file=sys.stderr)

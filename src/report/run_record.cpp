@@ -89,12 +89,12 @@ std::string label_of_(const nlohmann::json& config, const std::string& cfile) {
     const bool fused = path == CompilePath::kFused;
     // keep_memory: true/false before it took auto (every such run used it as given), "0"/"1"
     // since; a run folder without it predates the allocator.
-    const bool kept =
-        config.contains("keep_memory") &&
-        (config.at("keep_memory").is_string() ? config.at("keep_memory").get<std::string>() == "1"
-                                              : switch_on(config.at("keep_memory")));
+    const bool given = config.contains("keep_memory");
+    const bool kept = given && (config.at("keep_memory").is_string()
+                                    ? config.at("keep_memory").get<std::string>() == "1"
+                                    : switch_on(config.at("keep_memory")));
     if (kept && !fused) bench_parts += " keep_memory";
-    if (!kept && fused) bench_parts += " libtorch-allocator";
+    if (given && !kept && fused) bench_parts += " libtorch-allocator";
     if (config.value("dropout_impl", std::string()) == "parallel") {
       bench_parts += " parallel-dropout";
     }

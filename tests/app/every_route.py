@@ -8,10 +8,13 @@ avx2 build of the CPU rows under AVX2, the widest this CPU runs otherwise (TB_CP
 Each run must exit 0 with no C++ stack, complete, and report the GEMM path of its class; a cap
 above what this CPU has is skipped with a line saying so. CTest runs it once per cap.
 Usage: every_route.py CAP BENCH OUT_DIR"""
+import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 # The /proc/cpuinfo flags a cap needs (what oneDNN's ISA of that name requires), and the path
 # of LibTorch's own GEMM in each 16-bit dtype under it where the cap alone decides it.
@@ -27,7 +30,7 @@ CAPS = {
     "DEFAULT": ([], {}),
 }
 TINY = ("--num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 32 --batch_size 4 "
-        "--steps 3 --warmup_steps 1 --log_every 1 --eval_every 0 --eval_batches 1 "
+        "--steps 4 --warmup_steps 2 --log_every 1 --eval_every 0 --eval_batches 1 "
         "--device cpu --tensorboard 0").split()
 DTYPES = ["float32", "bfloat16", "float16"]
 COMPILES = ["none", "torchscript", "fused"]
@@ -53,6 +56,7 @@ def main(cap, bench, out):
     if cap != "DEFAULT":
         env["ONEDNN_MAX_CPU_ISA"] = cap
     failures = []
+    out = tempfile.mkdtemp(prefix=cap + "-", dir=out)  # a fresh folder for every pass
     k = list(CAPS).index(cap)
     for i, (dtype, compile_) in enumerate((d, c) for d in DTYPES for c in COMPILES):
         flash = (i + k) % 2  # each pair meets both flash values across the caps
@@ -62,7 +66,9 @@ def main(cap, bench, out):
                "--save_dir", os.path.join(out, name)]
         r = subprocess.run(cmd, env={**env, **rows}, capture_output=True, text=True)
         text = r.stdout + r.stderr
-        run = os.path.join(out, f"{name}_handcraft_layer1_{dtype}")
+        # bench's folder name: NAME_handcraft_layer1_DTYPE[_compiled|_fused][_flash]
+        found = glob.glob(os.path.join(out, f"{name}_handcraft_layer1_{dtype}*"))
+        run = found[0] if found else os.path.join(out, name)
         why = []
         if r.returncode != 0:
             why.append(f"exit {r.returncode}")
@@ -87,6 +93,8 @@ def main(cap, bench, out):
             failures.append(label)
             sys.stdout.write("  " + "\n  ".join(text.strip().splitlines()[-5:]) + "\n")
     print(f"every_route {cap}: {9 - len(failures)} of 9 runs as expected")
+    if not failures:
+        shutil.rmtree(out)
     return 1 if failures else 0
 
 

@@ -43,6 +43,17 @@ TEST(FatalRun, AnUncatchableErrorIsOneLineAFailedSummaryAndAResumableRun) {
   EXPECT_EQ(testing::keys_of(summary),
             testing::summary_keys({SummaryWhen::kAlways, SummaryWhen::kFailed}, false));
   EXPECT_TRUE(fs::exists(run + "/checkpoint-4.pt"));
+  // A flag a resume may not change is refused before anything is measured: no GEMM probe
+  // (--peak_tflops 0 asks for one), no model; the folder stays as it was.
+  const std::string failed_summary = testing::read_file(run + "/summary.json");
+  const auto refused = run_bench("--resume " + run + " --dtype bfloat16 --peak_tflops 0");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("bench: error: --resume: these flags differ from the run in '" +
+                                run + "': --dtype;"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_EQ(refused.output.find("GEMM"), std::string::npos) << refused.output;
+  EXPECT_EQ(testing::read_file(run + "/summary.json"), failed_summary);
   // The cause gone (a testing aid belongs to its session), the run continues from step 4.
   const auto resumed = run_bench("--resume " + run);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;

@@ -93,8 +93,9 @@ TEST(GpuCall, TheRehearsalLeavesEveryStagesFilesAndAResumeKeepsThem) {
   for (const auto& run : report["runs"]) labels.insert(run["configuration"].get<std::string>());
   EXPECT_EQ(labels,
             (std::multiset<std::string>{
-                "libtorch handcraft", "libtorch handcraft compiled", "libtorch handcraft flash",
-                "libtorch handcraft fused fused_adam", "libtorch handcraft fused flash fused_adam",
+                "libtorch handcraft", "libtorch handcraft torchscript", "libtorch handcraft flash",
+                "bench handcraft keep_memory", "bench handcraft parallel-dropout",
+                "bench handcraft fused fused_adam", "bench handcraft fused flash fused_adam",
                 "libtorch torch", "pytorch handcraft", "pytorch handcraft compiled",
                 "pytorch handcraft flash", "jax handcraft"}));
   const auto listing = testing::run_command("tar -tzf " + (dir / "out/runs.tar.gz"));

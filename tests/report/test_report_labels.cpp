@@ -112,13 +112,14 @@ TEST(Report, ShortLabelsKeepOnlyWhatSetsAConfigurationApart) {
     runs.push_back(read_run(d));
   }
   const std::string md = render_report(runs, {});
-  EXPECT_NE(md.find("Sequences per second (libtorch; 8 layers, d_model 128, batch 100; ratios "
-                    "against handcraft [seq_len 128])"),
+  // LibTorch eager and bench's fused path: two frameworks, each label keeps its own.
+  EXPECT_NE(md.find("Sequences per second (8 layers, d_model 128, batch 100; ratios against "
+                    "libtorch handcraft [seq_len 128])"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| dtype | handcraft [seq_len 128] | handcraft fused [seq_len 128] | "
-                    "handcraft fused [seq_len 64] | handcraft fused [seq_len 128] vs handcraft "
-                    "[seq_len 128] |"),
+  EXPECT_NE(md.find("| dtype | libtorch handcraft [seq_len 128] | bench handcraft fused [seq_len "
+                    "128] | bench handcraft fused [seq_len 64] | bench handcraft fused [seq_len "
+                    "128] vs libtorch handcraft [seq_len 128] |"),
             std::string::npos)
       << md;
   // The seq_len 64 column is another model shape: no ratio against a seq_len 128 baseline.
@@ -126,8 +127,8 @@ TEST(Report, ShortLabelsKeepOnlyWhatSetsAConfigurationApart) {
             std::string::npos)
       << md;
   for (const char* baseline :
-       {"handcraft fused [seq_len 128]",
-        "libtorch handcraft fused [8 layers, d_model 128, seq_len 128, batch 100]"}) {
+       {"bench handcraft fused [seq_len 128]",
+        "bench handcraft fused [8 layers, d_model 128, seq_len 128, batch 100]"}) {
     ReportOptions o;
     o.baseline = baseline;
     EXPECT_NE(render_report(runs, o).find("| 0.50x | n/a (other shape) |"), std::string::npos)
@@ -135,8 +136,7 @@ TEST(Report, ShortLabelsKeepOnlyWhatSetsAConfigurationApart) {
     o.format = "json";
     const auto j = nlohmann::json::parse(render_report(runs, o));
     EXPECT_EQ(j["baseline"],
-              "libtorch handcraft fused [8 layers, d_model 128, seq_len 128, "
-              "batch 100]");
+              "bench handcraft fused [8 layers, d_model 128, seq_len 128, batch 100]");
   }
 }
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Keeps a measurement as data under results/ (tracked): the small files that compare.sh,
+# sweep.sh or gpu_bench.sh wrote into OUT_DIR (report.json/.md/.csv, failed.tsv, dirs.txt,
+# stages.tsv, profile.md, tests.txt, machine.txt) and each run folder's config.json, env.json
+# and summary.json, in the same folders; no checkpoints, metrics, traces or event files. Beside
+# them machine.json (the CPU's model and lscpu flags, cores, memory, the commit, the date) and
+# command.txt (COMMAND, how the measurement was made). The docs cite results/NAME.
+# NAME: letters, digits, '.', '_' and '-' (e.g. zen4-2026-12-06-eager); a folder that exists
+# is refused, and so is a recording that would take results/ past 3 MB: nothing is overwritten.
+# RESULTS_DIR (default: the repository's results/) is where it records.
+# Usage: scripts/record_results.sh OUT_DIR NAME "COMMAND"
+# Example: scripts/record_results.sh runs/cmp zen4-2026-12-06-compare "scripts/compare.sh runs/cmp --num_layer 8 --batch_size 8"
+source "$(dirname "$0")/usage.sh"
+tb_start "$0" "NAME \"COMMAND\"" "$@"
+[ $# -eq 3 ] || { echo "usage: $0 OUT_DIR NAME \"COMMAND\"" >&2; exit 2; }
+name=$2 command=$3
+[[ "$name" =~ ^[A-Za-z0-9._-]+$ && "$name" != .* ]] ||
+  { echo "record_results.sh: NAME: '$name' is not allowed; use letters, digits, '.', '_' and '-'" >&2
+    exit 2; }
+[ -d "$out" ] || { echo "record_results.sh: OUT_DIR: '$out' is not a folder" >&2; exit 2; }
+results=${RESULTS_DIR:-results}
+dest="$results/$name"
+[ ! -e "$dest" ] ||
+  { echo "record_results.sh: $dest exists; nothing is overwritten: choose another NAME" >&2; exit 2; }
+mkdir -p "$results"
+tmp=$(mktemp -d "$results/.$name.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+# The small files, at their paths under OUT_DIR.
+(cd "$out" && find . -type f \( -name config.json -o -name env.json -o -name summary.json \
+   -o -name 'report.*' -o -name failed.tsv -o -name dirs.txt -o -name stages.tsv \
+   -o -name profile.md -o -name tests.txt -o -name machine.txt \) -print0) |
+  while IFS= read -r -d '' f; do
+    mkdir -p "$tmp/$(dirname "$f")"
+    cp "$out/$f" "$tmp/$f"
+  done
+[ -n "$(find "$tmp" -name summary.json -print -quit)" ] ||
+  { echo "record_results.sh: '$out' holds no run folder (no summary.json): nothing recorded" >&2
+    exit 2; }
+printf '%s\n' "$command" > "$tmp/command.txt"
+python3 - "$tmp/machine.json" <<'EOF'
+import json, os, subprocess, sys, time
+def out(*cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+info = {}
+for line in open("/proc/cpuinfo"):
+    key, _, value = line.partition(":")
+    key = key.strip()
+    if key in ("vendor_id", "cpu family", "model", "model name", "flags") and key not in info:
+        info[key] = value.strip()
+mem = next((int(l.split()[1]) * 1024 for l in open("/proc/meminfo") if l.startswith("MemTotal")), None)
+json.dump({"schema_version": 1, "recorded_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "commit": out("git", "rev-parse", "HEAD"), "cpu_model": info.get("model name"),
+           "cpu_vendor": info.get("vendor_id"), "cpu_family": info.get("cpu family"),
+           "cpu_model_number": info.get("model"), "cpu_flags": info.get("flags", "").split(),
+           "online_cpus": os.cpu_count(), "memory_bytes": mem,
+           "gpu": out("nvidia-smi", "--query-gpu=name", "--format=csv,noheader") or None},
+          open(sys.argv[1], "w"), indent=1)
+EOF
+kb=$(du -sk "$results" | cut -f1)
+if [ "$kb" -gt 3072 ]; then
+  echo "record_results.sh: results/ would hold ${kb} KB, over its 3 MB budget: nothing recorded" >&2
+  exit 1
+fi
+mv "$tmp" "$dest"
+trap - EXIT
+echo "recorded $(find "$dest" -type f | wc -l) files ($(du -sh "$dest" | cut -f1)) in $dest"
