@@ -196,6 +196,16 @@ TEST(Scripts, ThreadEnvCheckSaysWhetherTheRunsShareOneThreadEnvironment) {
       testing::run_command(py_script_("thread_env_check.py", (dir / "a") + " " + (dir / "c")));
   EXPECT_NE(differ.output.find("WARNING: the runs' thread environments differ"), std::string::npos)
       << differ.output;
+  // A run that failed before writing env.json is named and left out; the others still compare.
+  std::filesystem::create_directories(dir / "failed");
+  const auto partial = testing::run_command(
+      py_script_("thread_env_check.py", (dir / "a") + " " + (dir / "failed") + " " + (dir / "b")));
+  EXPECT_EQ(partial.exit_code, 0) << partial.output;
+  EXPECT_NE(
+      partial.output.find(dir / "failed" + ": no readable env.json (FileNotFoundError); left out"),
+      std::string::npos)
+      << partial.output;
+  EXPECT_NE(partial.output.find("the same in all 2 runs"), std::string::npos) << partial.output;
 }
 
 TEST(Scripts, FlashBackendUsedNamesTheKernelOrTheMissingFolder) {
