@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The original benchmark's comparison, on one machine in one run: for each dtype of DTYPES
-# (default: float32 bfloat16) eleven columns, one run after another on the same bytes (bench's
+# (default: float32 bfloat16) twelve columns, one run after another on the same bytes (bench's
 # through scripts/sweep.sh):
 #   LibTorch as shipped: eager | --compile torchscript | --flash 1 |
 #   bench's replacements, a row each: on the CPU eager with bench's caching CPU allocator
 #   (--keep_memory 1) | eager with its parallel dropout mask (--dropout_impl parallel); then
 #   bench's fused kernels and fused Adam (--compile fused --fused_adam 1) with naive attention |
 #   the same with --flash 1 |
-#   PyTorch eager | PyTorch torch.compile (inductor) | PyTorch --flash 1 | JAX (jax.jit)
+#   PyTorch eager | PyTorch torch.compile (inductor, default mode) | torch.compile
+#   mode="max-autotune" (its strongest: GEMM templates autotuned, CUDA graphs on a GPU) |
+#   PyTorch --flash 1 | JAX (jax.jit)
 # MFU on bench's peak for each dtype in every column (the peers get it as --peak_tflops),
 # then `bench report` with ratios against the PyTorch eager column, each run's warm-up and
 # compile seconds, and a check that every column ran under the same thread environment.
@@ -110,6 +112,8 @@ for ((k = 1; k <= reps; k++)); do
     peak=(--peak_tflops "$(peak_tflops "$dtype")")
     run "py_$dtype$r" "${py[@]}" --dtype "$dtype" "${peak[@]}"
     run "pyc_$dtype$r" "${py[@]}" --dtype "$dtype" --compile 1 "${peak[@]}"
+    run "pyca_$dtype$r" "${py[@]}" --dtype "$dtype" --compile 1 --compile_mode max-autotune \
+      "${peak[@]}"
     run "pyf_$dtype$r" "${py[@]}" --dtype "$dtype" --flash 1 "${peak[@]}"
     run "jax_$dtype$r" "$PYTHON" scripts/peers/jax_run.py --dtype "$dtype" "${peak[@]}"
   done

@@ -3,7 +3,8 @@
 # sweep.sh or gpu_bench.sh wrote into OUT_DIR (report.json/.md/.csv, failed.tsv, dirs.txt,
 # stages.tsv, profile.md, tests.txt, machine.txt) and each run folder's config.json, env.json
 # and summary.json, in the same folders; no checkpoints, metrics, traces or event files. Beside
-# them machine.json (the CPU's model and lscpu flags, cores, memory, the commit, the date) and
+# them machine.json (the CPU's model and instruction sets, cores and the GPU, from the runs' own
+# env.json, else this machine's; the commit of the tree recording it, the date) and
 # command.txt (COMMAND, how the measurement was made). The docs cite results/NAME.
 # NAME: letters, digits, '.', '_' and '-' (e.g. zen4-2026-12-06-eager); a folder that exists
 # is refused, and so is a recording that would take results/ past 3 MB: nothing is overwritten.
@@ -37,27 +38,39 @@ trap 'rm -rf "$tmp"' EXIT
   { echo "record_results.sh: '$out' holds no run folder (no summary.json): nothing recorded" >&2
     exit 2; }
 printf '%s\n' "$command" > "$tmp/command.txt"
-python3 - "$tmp/machine.json" <<'EOF'
-import json, os, subprocess, sys, time
-def out(*cmd):
+python3 - "$tmp" <<'EOF'
+# The machine the runs ran on, from their own env.json (bench's: "cpu" and device_name; a GPU
+# run's cuda_version), so that files made on another machine (the GPU call's) name it; this
+# machine's /proc/cpuinfo where no run says.
+import glob, json, os, subprocess, sys, time
+root = sys.argv[1]
+cpu, gpu = None, None
+for f in sorted(glob.glob(os.path.join(root, "**", "env.json"), recursive=True)):
     try:
-        return subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return ""
-info = {}
-for line in open("/proc/cpuinfo"):
-    key, _, value = line.partition(":")
-    key = key.strip()
-    if key in ("vendor_id", "cpu family", "model", "model name", "flags") and key not in info:
-        info[key] = value.strip()
-mem = next((int(l.split()[1]) * 1024 for l in open("/proc/meminfo") if l.startswith("MemTotal")), None)
-json.dump({"schema_version": 1, "recorded_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "commit": out("git", "rev-parse", "HEAD"), "cpu_model": info.get("model name"),
-           "cpu_vendor": info.get("vendor_id"), "cpu_family": info.get("cpu family"),
-           "cpu_model_number": info.get("model"), "cpu_flags": info.get("flags", "").split(),
-           "online_cpus": os.cpu_count(), "memory_bytes": mem,
-           "gpu": out("nvidia-smi", "--query-gpu=name", "--format=csv,noheader") or None},
-          open(sys.argv[1], "w"), indent=1)
+        env = json.load(open(f))
+    except (OSError, ValueError):
+        continue
+    if cpu is None and isinstance(env.get("cpu"), dict):
+        cpu = env["cpu"]
+    if gpu is None and env.get("cuda_version") and env.get("device_name"):
+        gpu = env["device_name"]
+if cpu is None:
+    info = {}
+    for line in open("/proc/cpuinfo"):
+        key, _, value = line.partition(":")
+        if key.strip() not in info:
+            info[key.strip()] = value.strip()
+    cpu = {"vendor": info.get("vendor_id"), "family": info.get("cpu family"),
+           "model": info.get("model"), "model_name": info.get("model name"),
+           "isa": info.get("flags", "").split(), "online_cpus": os.cpu_count()}
+commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+json.dump({"schema_version": 1,
+           "recorded_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "commit": commit.strip(), "cpu_model": cpu.get("model_name"),
+           "cpu_vendor": cpu.get("vendor"), "cpu_family": cpu.get("family"),
+           "cpu_model_number": cpu.get("model"), "cpu_flags": cpu.get("isa", []),
+           "online_cpus": cpu.get("online_cpus"), "gpu": gpu},
+          open(os.path.join(root, "machine.json"), "w"), indent=1)
 EOF
 kb=$(du -sk "$results" | cut -f1)
 if [ "$kb" -gt 3072 ]; then

@@ -153,7 +153,10 @@ def mfu_peak(a, who):
 
 def run_dir_name(a):
     name = f"{a.save_dir}_{a.model}_layer{a.num_layer}_{a.dtype}"
-    return name + ("_compiled" if a.compile else "") + ("_flash" if a.flash else "")
+    mode = getattr(a, "compile_mode", "default")  # pytorch_run's torch.compile mode
+    return (name + ("_compiled" if a.compile else "") +
+            (f"_{mode.replace('-', '')}" if a.compile and mode != "default" else "") +
+            ("_flash" if a.flash else ""))
 
 
 def summary_in_bench_order(summary):

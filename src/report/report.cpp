@@ -239,7 +239,38 @@ const char* const kReportHelp =
     "min-max range. Ratios divide medians by the baseline's, within one model shape (others:\n"
     "n/a). With 3 or more repetitions on both sides a ratio carries p=, the two-sided\n"
     "Mann-Whitney U-test's p-value (below 0.05: the two differ); with fewer, ~ marks two\n"
-    "ranges that overlap. Exit status: 0, or 2 for bad flags or no readable run folder.\n";
+    "ranges that overlap. --baseline results/NAME (a published measurement, a folder with\n"
+    "machine.json: scripts/record_results.sh) sets each configuration of yours beside the same\n"
+    "configuration there instead: your median over the published one, and p= as above.\n"
+    "Exit status: 0, or 2 for bad flags or no readable run folder.\n";
+
+// The runs of the folders under `paths`; a path that holds none, or a folder that cannot be
+// read, is skipped with a warning naming it.
+std::vector<RunRecord> read_runs_(const std::vector<std::string>& paths) {
+  std::vector<RunRecord> runs;
+  for (const auto& dir : run_folders(paths)) {
+    std::error_code ec;
+    if (!std::filesystem::exists(dir, ec)) {
+      std::fprintf(stderr, "bench report: warning: skipping '%s': no such file or folder\n",
+                   dir.c_str());
+      continue;
+    }
+    if (std::filesystem::is_directory(dir, ec) &&
+        !std::filesystem::exists(run_file(dir, RunFile::kConfig), ec)) {
+      std::fprintf(stderr,
+                   "bench report: warning: skipping '%s': no run folder in it (none holds a "
+                   "config.json)\n",
+                   dir.c_str());
+      continue;
+    }
+    try {
+      runs.push_back(read_run(dir));
+    } catch (const RunError& e) {
+      std::fprintf(stderr, "bench report: warning: skipping %s\n", e.what());
+    }
+  }
+  return runs;
+}
 
 }  // namespace
 
@@ -248,7 +279,9 @@ int report_main(int argc, const char* const* argv) {
   options.custom_help("[--csv|--json] [--baseline LABEL]").positional_help("RUN_DIR...");
   options.add_options()("csv", "CSV detail rows instead of markdown")(
       "json", "JSON (runs and speed-up ratios) instead of markdown")(
-      "baseline", "configuration column the ratios divide by (default: the first column)",
+      "baseline",
+      "configuration column the ratios divide by (default: the first column), or results/NAME: "
+      "a published measurement to set your runs beside",
       cxxopts::value<std::string>())("h,help", "print this help")(
       "dirs", "run folders, or folders to search for them (as tensorboard --logdir)",
       cxxopts::value<std::vector<std::string>>());
@@ -263,32 +296,19 @@ int report_main(int argc, const char* const* argv) {
       throw ConfigError("report: --csv and --json exclude each other; choose one");
     }
     std::vector<RunRecord> runs;
-    if (args.count("dirs")) {
-      for (const auto& dir : run_folders(args["dirs"].as<std::vector<std::string>>())) {
-        std::error_code ec;
-        if (!std::filesystem::exists(dir, ec)) {
-          std::fprintf(stderr, "bench report: warning: skipping '%s': no such file or folder\n",
-                       dir.c_str());
-          continue;
-        }
-        if (std::filesystem::is_directory(dir, ec) &&
-            !std::filesystem::exists(run_file(dir, RunFile::kConfig), ec)) {
-          std::fprintf(stderr,
-                       "bench report: warning: skipping '%s': no run folder in it (none holds "
-                       "a config.json)\n",
-                       dir.c_str());
-          continue;
-        }
-        try {
-          runs.push_back(read_run(dir));
-        } catch (const RunError& e) {
-          std::fprintf(stderr, "bench report: warning: skipping %s\n", e.what());
-        }
-      }
-    }
+    if (args.count("dirs")) runs = read_runs_(args["dirs"].as<std::vector<std::string>>());
     ReportOptions ro;
     ro.format = args.count("csv") ? "csv" : args.count("json") ? "json" : "markdown";
     ro.baseline = args.count("baseline") ? args["baseline"].as<std::string>() : "";
+    if (is_published_folder(ro.baseline)) {
+      if (ro.format == "csv") {
+        throw ConfigError("--csv: not allowed with a published --baseline ('" + ro.baseline +
+                          "'); use the markdown table or --json");
+      }
+      std::cout << render_against_published(runs, read_runs_({ro.baseline}), ro.baseline,
+                                            ro.format);
+      return 0;
+    }
     std::cout << render_report(runs, ro);
     return 0;
   } catch (const ConfigError& e) {

@@ -110,6 +110,11 @@ std::string label_of_(const nlohmann::json& config, const std::string& cfile) {
   // --compile 1, the original's switch) "compiled"; bench's own kernels "fused".
   if (path == CompilePath::kTorchScript) {
     label += framework == "libtorch" || framework == "bench" ? " torchscript" : " compiled";
+    // The peers' torch.compile mode where not its default ("max-autotune").
+    if (const auto mode = config.find("compile_mode");
+        mode != config.end() && mode->is_string() && *mode != "default") {
+      label += " " + mode->get<std::string>();
+    }
   }
   if (path == CompilePath::kFused) label += " fused";
   if (path == CompilePath::kFused &&

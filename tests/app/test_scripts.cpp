@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "test_util.h"
-#include "trainbench/core/cpu_isa.h"
 
 namespace trainbench {
 namespace {
@@ -54,56 +53,6 @@ TEST(Scripts, EveryScriptAnswersHelpAndRunsNothing) {
       EXPECT_TRUE(fs::is_empty(cwd.path())) << name;
     }
   }
-}
-
-// record_results.sh keeps a measurement's small files (the runs' config/env/summary, the
-// reports) with machine.json and command.txt, none of the large ones; a NAME that exists, or an
-// OUT_DIR without runs, is refused with one line and changes nothing.
-TEST(Scripts, RecordResultsKeepsTheSmallFilesAndNeverOverwrites) {
-  testing::TempDir dir;
-  const std::string run = dir / "cmp/bench/1_handcraft_layer2_float32";
-  fs::create_directories(run);
-  for (const char* f : {"config.json", "env.json", "summary.json", "checkpoint-4.pt",
-                        "metrics.jsonl", "events.out.tfevents.1.h.bench"}) {
-    testing::write_file(run + "/" + f, std::string("{\"file\": \"") + f + "\"}");
-  }
-  testing::write_file(dir / "cmp/report.json", "{}");
-  testing::write_file(dir / "cmp/notes.txt", "not a result file");
-  const std::string record = "RESULTS_DIR=" + (dir / "results") +
-                             " bash " TB_SOURCE_DIR "/scripts/record_results.sh " + (dir / "cmp");
-  const auto r = testing::run_command(record + " m-1 'scripts/compare.sh runs/cmp'");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string kept = dir / "results/m-1";
-  EXPECT_NE(r.output.find("recorded 6 files"), std::string::npos) << r.output;
-  for (const char* f :
-       {"bench/1_handcraft_layer2_float32/config.json", "bench/1_handcraft_layer2_float32/env.json",
-        "bench/1_handcraft_layer2_float32/summary.json", "report.json", "machine.json",
-        "command.txt"}) {
-    EXPECT_TRUE(fs::exists(kept + "/" + f)) << f;
-  }
-  for (const char* f : {"bench/1_handcraft_layer2_float32/checkpoint-4.pt",
-                        "bench/1_handcraft_layer2_float32/metrics.jsonl", "notes.txt"}) {
-    EXPECT_FALSE(fs::exists(kept + "/" + f)) << f;
-  }
-  EXPECT_EQ(testing::read_file(kept + "/command.txt"), "scripts/compare.sh runs/cmp\n");
-  const auto machine = nlohmann::json::parse(testing::read_file(kept + "/machine.json"));
-  EXPECT_EQ(machine["cpu_model"], cpuinfo_field("model name"));
-  EXPECT_FALSE(machine["cpu_flags"].empty());
-  const auto again = testing::run_command(record + " m-1 other 2>&1");
-  EXPECT_EQ(again.exit_code, 2);
-  EXPECT_NE(again.output.find("record_results.sh: " + kept + " exists; nothing is overwritten"),
-            std::string::npos)
-      << again.output;
-  EXPECT_EQ(testing::read_file(kept + "/command.txt"), "scripts/compare.sh runs/cmp\n");
-  fs::create_directories(dir / "empty");
-  const auto none = testing::run_command("RESULTS_DIR=" + (dir / "results") +
-                                         " bash " TB_SOURCE_DIR "/scripts/record_results.sh " +
-                                         (dir / "empty") + " m-3 x 2>&1");
-  EXPECT_EQ(none.exit_code, 2) << none.output;
-  EXPECT_NE(none.output.find("holds no run folder (no summary.json): nothing recorded"),
-            std::string::npos)
-      << none.output;
-  EXPECT_FALSE(fs::exists(dir / "results/m-3"));
 }
 
 // The scripts' Python in files of its own, each on hand-made inputs of the format it reads.

@@ -171,6 +171,10 @@ TEST(Report, BenchsReplacementsAreNamedBenchAndLibTorchRowsAreStock) {
             "libtorch handcraft sdpa-math flash");
   // The peers' --compile 1 is torch.compile / jax.jit: "compiled".
   EXPECT_EQ(label(J{{"compile", 1}}, "pytorch"), "pytorch handcraft compiled");
+  EXPECT_EQ(label(J{{"compile", 1}, {"compile_mode", "default"}}, "pytorch"),
+            "pytorch handcraft compiled");
+  EXPECT_EQ(label(J{{"compile", 1}, {"compile_mode", "max-autotune"}}, "pytorch"),
+            "pytorch handcraft compiled max-autotune");
   EXPECT_EQ(label(J{{"compile", 1}, {"keep_memory", "1"}}, "jax"), "jax handcraft compiled");
 }
 

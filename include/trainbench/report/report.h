@@ -66,6 +66,17 @@ struct ReportOptions {
 // ConfigError for a baseline that names no column.
 std::string render_report(const std::vector<RunRecord>& runs, const ReportOptions& options);
 
+// True when `baseline` is a published measurement: a folder holding machine.json (results/NAME,
+// written by scripts/record_results.sh) rather than a configuration's label.
+bool is_published_folder(const std::string& baseline);
+// Your runs against the published ones of `folder`: one row per configuration and dtype of
+// yours, beside the same configuration there (same label), the ratio of medians within one
+// model shape ("n/a (other shape)", "not published") and the U-test's p with 3 or more
+// repetitions a side. format: markdown | json. Throws ConfigError when nothing was published.
+std::string render_against_published(const std::vector<RunRecord>& yours,
+                                     const std::vector<RunRecord>& published,
+                                     const std::string& folder, const std::string& format);
+
 // The run folders under `paths`: a path holding config.json is one; any other folder is
 // searched below for them (sorted), as tensorboard --logdir searches.
 std::vector<std::string> run_folders(const std::vector<std::string>& paths);

@@ -1,0 +1,127 @@
+// `bench report --baseline results/NAME RUN_DIR...`: a user's runs against a published
+// measurement of their machine class (a folder under results/, scripts/record_results.sh): each
+// configuration and dtype of theirs beside the same configuration there, the ratio of medians
+// within one model shape and, with 3 or more repetitions a side, the U-test's p.
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "speed_table.h"
+#include "trainbench/core/errors.h"
+#include "trainbench/report/report.h"
+#include "trainbench/report/results.h"
+
+namespace trainbench {
+namespace {
+
+const char* const kPublished = " [published]";
+
+std::string seq_cell_(const Aggregate& a) {
+  if (a.count == 0) return a.first ? a.first->status : "-";
+  char buf[96];
+  if (a.count == 1) {
+    std::snprintf(buf, sizeof buf, "%.2f", a.median);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f (n=%zu, %.2f-%.2f)", a.median, a.count, a.min, a.max);
+  }
+  return buf;
+}
+
+// "CPU model, recorded DATE at COMMIT" from the folder's machine.json, or "".
+std::string machine_line_(const std::string& folder) {
+  const std::string file = folder + "/machine.json";
+  if (!std::filesystem::exists(file)) return "";
+  try {
+    const nlohmann::json m = read_json_file(file);
+    std::string line = m.value("cpu_model", std::string());
+    if (m.contains("gpu") && m.at("gpu").is_string()) line += ", " + m.at("gpu").get<std::string>();
+    line += ", recorded " + m.value("recorded_utc", std::string("?")).substr(0, 10);
+    return line + " at " + m.value("commit", std::string("?")).substr(0, 7);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+}  // namespace
+
+bool is_published_folder(const std::string& baseline) {
+  std::error_code ec;
+  return std::filesystem::is_directory(baseline, ec) &&
+         std::filesystem::exists(baseline + "/machine.json", ec);
+}
+
+std::string render_against_published(const std::vector<RunRecord>& yours,
+                                     const std::vector<RunRecord>& published,
+                                     const std::string& folder, const std::string& format) {
+  if (published.empty()) {
+    throw ConfigError("--baseline: '" + folder + "' holds no readable run folder");
+  }
+  // One table of both sides: the published runs' labels carry kPublished.
+  std::vector<RunRecord> all = yours;
+  for (RunRecord r : published) {
+    r.label += kPublished;
+    all.push_back(std::move(r));
+  }
+  const SpeedTable t = speed_table(all);
+  nlohmann::json rows = nlohmann::json::array();
+  std::ostringstream md;
+  const std::string machine = machine_line_(folder);
+  md << "Your runs against " << folder << (machine.empty() ? "" : " (" + machine + ")")
+     << "; ratio: your median seq/s over the published one, within one model shape\n\n"
+     << "| configuration | dtype | yours seq/s | published seq/s | ratio | p |\n"
+     << "|---|---|---|---|---|---|\n";
+  for (const std::string& dtype : t.dtypes) {
+    for (const std::string& label : t.labels) {
+      if (label.size() >= std::strlen(kPublished) &&
+          label.compare(label.size() - std::strlen(kPublished), std::string::npos, kPublished) ==
+              0) {
+        continue;
+      }
+      const Aggregate mine = aggregate(t, dtype, label);
+      if (!mine.first) continue;
+      const std::string other = label + kPublished;
+      const Aggregate theirs = aggregate(t, dtype, other);
+      const auto ratio = ratio_value(t, dtype, label, other);
+      const auto p = u_test_p(t, dtype, label, other);
+      std::string ratio_cell = "-", p_cell = "-";
+      if (ratio) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.2fx", *ratio);
+        ratio_cell = buf;
+      } else if (shapes_differ(t, dtype, label, other)) {
+        ratio_cell = "n/a (other shape)";
+      } else if (!theirs.first) {
+        ratio_cell = "not published";
+      }
+      if (p) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.3f", *p);
+        p_cell = buf;
+      }
+      md << "| " << label << " | " << dtype << " | " << seq_cell_(mine) << " | "
+         << (theirs.first ? seq_cell_(theirs) : std::string("-")) << " | " << ratio_cell << " | "
+         << p_cell << " |\n";
+      rows.push_back(
+          {{"configuration", label},
+           {"dtype", dtype},
+           {"yours_sequences_per_s", mine.count ? nlohmann::json(mine.median) : nullptr},
+           {"yours_n", mine.count},
+           {"published_sequences_per_s", theirs.count ? nlohmann::json(theirs.median) : nullptr},
+           {"published_n", theirs.count},
+           {"ratio", ratio ? nlohmann::json(*ratio) : nullptr},
+           {"p", p ? nlohmann::json(*p) : nullptr}});
+    }
+  }
+  if (format == "json") {
+    return nlohmann::json({{"schema_version", kSchemaVersion},
+                           {"published", folder},
+                           {"machine", machine},
+                           {"rows", rows}})
+               .dump(2) +
+           "\n";
+  }
+  return md.str();
+}
+
+}  // namespace trainbench
