@@ -3,7 +3,7 @@
 # cabled by a veth pair to a bridge in a "switch" namespace. Nothing is attached to this
 # machine's own network namespace, so no packet of a test leaves the hosts it made.
 #   test_hosts.sh check                  exit 0 when namespaces can be made here, else 1 and why
-#   test_hosts.sh up PREFIX N [RATE]     hosts PREFIX-h0 .. PREFIX-h{N-1} at 10.77.0.1 .. N/24;
+#   test_hosts.sh up PREFIX N [RATE]     N (1-9) hosts PREFIX-h0..PREFIX-h{N-1} at 10.77.0.1 .. N/24;
 #                                        RATE (tc tbf, e.g. 1gbit) limits each host's egress
 #   test_hosts.sh rate PREFIX RATE       change (or with "none" remove) the limit on every host
 #   test_hosts.sh link PREFIX I up|down  take host I's cable out or put it back
@@ -11,8 +11,8 @@
 #   test_hosts.sh exec PREFIX I CMD...   run CMD on host I
 #   test_hosts.sh down PREFIX            remove the hosts and the switch (idempotent)
 #   test_hosts.sh clean                  remove every namespace this script ever made (tbh-*)
-# PREFIX must start with "tbh-" (what `clean` removes) and be at most 10 characters.
-# Example: scripts/test_hosts.sh up tb 2 1gbit && scripts/test_hosts.sh down tb
+# PREFIX is "tbh-" (what `clean` removes) then 1-6 letters or digits, e.g. tbh-ex.
+# Example: scripts/test_hosts.sh up tbh-ex 2 1gbit && scripts/test_hosts.sh down tbh-ex
 source "$(dirname "$0")/usage.sh"
 tb_help "$0" "$@"
 set -euo pipefail
