@@ -120,7 +120,7 @@ def main():
     for f in files:
         text = open(f).read()
         rel = os.path.relpath(os.path.abspath(a.results), os.path.dirname(os.path.abspath(f)))
-        s, d = tables(folders, rel)
+        s, d = tables(folders, rel) if folders else (["(no measurement in results/ yet)"], [])
         new = text
         for begin, body in ((BEGIN, s + d), (BEGIN_SUMMARY, s)):
             if begin in new:

@@ -112,7 +112,7 @@ TEST(GpuCall, TheRehearsalLeavesEveryStagesFilesAndAResumeKeepsThem) {
   EXPECT_EQ(again.output.find("== profile"), std::string::npos) << again.output;
   EXPECT_EQ(again.output.find("== runs: float32"), std::string::npos) << again.output;
   EXPECT_EQ(nlohmann::json::parse(testing::read_file(dir / "out2/report.json"))["runs"].size(),
-            10u);
+            13u);
 }
 
 // What stops the call before anything is built: one line, exit 2, no output folder.

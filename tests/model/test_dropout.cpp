@@ -59,22 +59,34 @@ TEST(Dropout, GradientIsTheMask) {
 
 // --dropout_impl auto (core/plan.h): the fused kernels' own masks with --compile fused, the
 // parallel mask for eager handcraft models on the CPU, else torch::dropout.
-TEST(Dropout, ImplResolvesToParallelOnlyForEagerHandcraftOnTheCpu) {
+// auto: LibTorch's own torch::dropout (and allocator) wherever a run is LibTorch as shipped;
+// the fused path's own masks (and bench's caching allocator) with --compile fused; bench's
+// parallel mask and allocator elsewhere only where asked for.
+TEST(Dropout, ImplAndAllocatorResolveToLibTorchsOwnOutsideTheFusedPath) {
   RunConfig c = testing::tiny_config();
-  EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kParallel);
+  EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
+  EXPECT_FALSE(make_plan(c).keep_memory);
   c.device = DeviceChoice::kCuda;  // planning touches no GPU
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
   c.device = DeviceChoice::kCpu;
   c.compile = CompilePath::kFused;
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kFused);
+  EXPECT_TRUE(make_plan(c).keep_memory);
+  c.keep_memory = KeepMemory::kOff;
+  EXPECT_FALSE(make_plan(c).keep_memory);
   c.compile = CompilePath::kTorchScript;
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
+  c.keep_memory = KeepMemory::kOn;
+  EXPECT_TRUE(make_plan(c).keep_memory);
+  c.keep_memory = KeepMemory::kAuto;
+  EXPECT_FALSE(make_plan(c).keep_memory);
   c.compile = CompilePath::kNone;
   c.model = ModelKind::kTorch;
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
   c.dropout_impl = DropoutImpl::kParallel;
   EXPECT_THROW(validate(c), ConfigError);
   c.model = ModelKind::kHandcraft;
+  EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kParallel);  // asked for: bench's mask
   c.dropout_impl = DropoutImpl::kNative;
   EXPECT_EQ(make_plan(c).dropout, DropoutImpl::kNative);
 }
