@@ -17,7 +17,8 @@
 #            them, each category beside its bound; untraced: the GPU idle), `bench report` of both
 #   runs     for each of DTYPES in turn: scripts/compare.sh at the reference shape (8 layers,
 #            d_model 512, batch 100, seq 256): bench eager, TorchScript, flash, fused, fused +
-#            flash, PyTorch eager, torch.compile and flash, JAX; then bench's torch model and
+#            flash, PyTorch eager, torch.compile (default and max-autotune: CUDA graphs) and
+#            flash, JAX; then bench's torch model and
 #            flash + fused Adam + CUDA graph; after each dtype report.md and report.json
 #            (`bench report`, MFU on bench's peak for the dtype: the GPU's datasheet figure,
 #            which the peers are given too) and runs.tar.gz (the run folders' small files)
@@ -212,7 +213,8 @@ report() {  # the report over every run folder so far, and the small files of ea
   for d in "${dtypes[@]}"; do
     for f in $(ls -d "$runs/$d"/bench/*/ 2>/dev/null | sort -V) \
              $(ls -d "$runs/$d"/extra/*/ 2>/dev/null | sort -V) \
-             "$runs/$d"/py_*/ "$runs/$d"/pyc_*/ "$runs/$d"/pyf_*/ "$runs/$d"/jax_*/; do
+             "$runs/$d"/py_*/ "$runs/$d"/pyc_*/ "$runs/$d"/pyca_*/ "$runs/$d"/pyf_*/ \
+             "$runs/$d"/jax_*/; do
       [ -f "$f/summary.json" ] && dirs+=("${f%/}")
     done
   done

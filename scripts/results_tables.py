@@ -46,8 +46,23 @@ def read_folder(path):
     return machine, {k: median(v) for k, v in speeds.items()}, order
 
 
+# CPU classes by CPUID family and model (a VM may name its CPU "AMD EPYC" alone).
+CPU_CLASSES = {("AuthenticAMD", 25): lambda n: "Zen 4" if 0x10 <= n <= 0x1f or 0x60 <= n <= 0x7f
+               or 0xa0 <= n <= 0xaf else "Zen 3",
+               ("AuthenticAMD", 26): lambda n: "Zen 5",
+               ("GenuineIntel", 6): lambda n: {143: "Sapphire Rapids", 207: "Emerald Rapids",
+                                               106: "Ice Lake", 85: "Cascade Lake"}.get(n, "")}
+
+
 def machine_name(m):
     name = m.get("gpu") or m.get("cpu_model") or "?"
+    try:
+        klass = CPU_CLASSES.get((m.get("cpu_vendor"), int(m.get("cpu_family"))))
+        klass = klass(int(m.get("cpu_model_number"))) if klass and not m.get("gpu") else ""
+    except (TypeError, ValueError):
+        klass = ""
+    if klass and klass not in name:
+        name += f" {klass}"
     sets = [s for s in ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16")
             if s in m.get("cpu_flags", [])]
     return f"{name} ({', '.join(sets)})" if not m.get("gpu") and sets else name

@@ -218,7 +218,7 @@ TEST(TensorBoard, InterruptedKilledAndResumedRunsKeepEveryStepOnce) {
 }
 
 // One TensorBoard over a folder holding bench's run and the PyTorch peer's: a real server
-// lists both and serves each one's train/bpb series, under the same tags.
+// lists both and serves each one's bpb/train series, under the same tags.
 TEST(TensorBoard, AServerShowsBenchAndThePeerSideBySide) {
   testing::TempDir dir;
   ASSERT_EQ(testing::run_bench("--export_corpus " + (dir / "corpus.bin")).exit_code, 0);
@@ -238,7 +238,7 @@ TEST(TensorBoard, AServerShowsBenchAndThePeerSideBySide) {
   expect_events_match_metrics_(p, dir / "runs/py_handcraft_layer1_float32");
   EXPECT_EQ(p["hparams"]["start"]["num_layer"], 1.0);
   EXPECT_EQ(p["text"], nlohmann::json({"config", "env"}));
-  const auto served = testing::run_command(kCheck + "serve " + (dir / "runs") + " train/bpb");
+  const auto served = testing::run_command(kCheck + "serve " + (dir / "runs") + " bpb/train");
   ASSERT_EQ(served.exit_code, 0) << served.output;
   const auto s = nlohmann::json::parse(served.output);
   ASSERT_TRUE(s.contains("bench_handcraft_layer1_float32")) << s.dump();

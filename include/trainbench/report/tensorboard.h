@@ -18,19 +18,21 @@ namespace trainbench {
 
 struct CpuIsa;  // core/cpu_isa.h
 
-// The tags, named once (bench, the peers and the tests use these).
+// The tags, named once (bench, the peers and the tests use these). TensorBoard orders tag
+// groups alphabetically: the loss curves' group, "bpb", comes first, so TensorBoard opens on
+// them, train and valid side by side; then memory, speed and whole_run.
 namespace tb_tag {
-inline constexpr const char* kTrainBpbStep = "train/bpb_step";  // every step's loss, bits/byte
-inline constexpr const char* kTrainBpb = "train/bpb";           // the window's mean
-inline constexpr const char* kValidBpb = "valid/bpb";
+inline constexpr const char* kTrainBpbStep = "bpb/train_step";  // every step's loss, bits/byte
+inline constexpr const char* kTrainBpb = "bpb/train";           // the window's mean
+inline constexpr const char* kValidBpb = "bpb/valid";
 inline constexpr const char* kSeqPerS = "speed/seq_per_s";
 inline constexpr const char* kTokensPerS = "speed/tokens_per_s";
 inline constexpr const char* kStepMs = "speed/step_ms";  // the window's median step
 inline constexpr const char* kMfuPercent = "speed/mfu_percent";
 inline constexpr const char* kPeakMemoryMb = "memory/peak_mb";
 // The HParams tab's metrics, written once at the end. Their group sorts after the curves'
-// (memory, speed, train, valid), so TensorBoard opens on the curves and shows these one-point
-// charts last; the Text tab has them as a table ("whole_run").
+// (bpb, memory, speed), so TensorBoard shows these one-point charts last; the Text tab has
+// them as a table ("whole_run").
 inline constexpr const char* kFinalPrefix = "whole_run/";
 inline constexpr const char* kFinalSeqPerS = "whole_run/seq_per_s";
 inline constexpr const char* kFinalTokensPerS = "whole_run/tokens_per_s";
