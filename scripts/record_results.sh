@@ -8,7 +8,8 @@
 # command.txt (COMMAND, how the measurement was made). The docs cite results/NAME.
 # NAME: letters, digits, '.', '_' and '-' (e.g. zen4-2026-12-06-eager); a folder that exists
 # is refused, and so is a recording that would take results/ past 3 MB: nothing is overwritten.
-# RESULTS_DIR (default: the repository's results/) is where it records.
+# RESULTS_DIR (default: the repository's results/) is where it records. Where OUT_DIR holds no
+# report.json, `bench report --json` (BENCH, default ./build/bench) over it makes one.
 # Usage: scripts/record_results.sh OUT_DIR NAME "COMMAND"
 # Example: scripts/record_results.sh runs/cmp zen4-2026-12-06-compare "scripts/compare.sh runs/cmp --num_layer 8 --batch_size 8"
 source "$(dirname "$0")/usage.sh"
@@ -38,6 +39,9 @@ trap 'rm -rf "$tmp"' EXIT
   { echo "record_results.sh: '$out' holds no run folder (no summary.json): nothing recorded" >&2
     exit 2; }
 printf '%s\n' "$command" > "$tmp/command.txt"
+# A folder of runs without a report of its own (a single run, a sweep's subfolder) gets one, so
+# that every measurement has the report.json the docs' tables are generated from.
+[ -f "$tmp/report.json" ] || "${BENCH:-./build/bench}" report --json "$out" > "$tmp/report.json"
 python3 - "$tmp" <<'EOF'
 # The machine the runs ran on, from their own env.json (bench's: "cpu" and device_name; a GPU
 # run's cuda_version), so that files made on another machine (the GPU call's) name it; this

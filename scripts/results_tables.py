@@ -31,19 +31,25 @@ def median(xs):
 
 
 def read_folder(path):
-    """(machine, {(configuration, dtype): median seq/s}, [(configuration, dtype)] in order)."""
+    """(machine, {(configuration, dtype): median seq/s}, [(configuration, dtype)] in order,
+    {dtype: "L layers, batch B"})."""
     with open(os.path.join(path, "machine.json")) as f:
         machine = json.load(f)
     with open(os.path.join(path, "report.json")) as f:
         runs = json.load(f)["runs"]
-    speeds, order = {}, []
+    speeds, order, shapes = {}, [], {}
     for r in runs:
         key = (r["configuration"], r["dtype"])
+        shape = f"{r.get('num_layer', '?')} layers, batch {r.get('batch_size', '?')}"
+        shapes.setdefault(r["dtype"], [])
+        if shape not in shapes[r["dtype"]]:
+            shapes[r["dtype"]].append(shape)
         if key not in order:
             order.append(key)
         if r["status"] == "completed" and r.get("sequences_per_s"):
             speeds.setdefault(key, []).append(r["sequences_per_s"])
-    return machine, {k: median(v) for k, v in speeds.items()}, order
+    return (machine, {k: median(v) for k, v in speeds.items()}, order,
+            {d: "; ".join(s) for d, s in shapes.items()})
 
 
 # CPU classes by CPUID family and model (a VM may name its CPU "AMD EPYC" alone).
@@ -78,10 +84,11 @@ def cell(found):
 
 
 def tables(folders, results):
-    summary = ["| machine | date | dtype | LibTorch eager seq/s | bench's best seq/s | best peer "
-               "seq/s | bench's best / best peer | files |", "|---|---|---|---|---|---|---|---|"]
+    summary = ["| machine | date | shape | dtype | LibTorch eager seq/s | bench's best seq/s | "
+               "best peer seq/s | bench's best / best peer | files |",
+               "|---|---|---|---|---|---|---|---|---|"]
     detail = []
-    for name, (machine, speeds, order) in folders:
+    for name, (machine, speeds, order, shapes) in folders:
         date = machine.get("recorded_utc", "?")[:10]
         link = f"[{name}]({results}/{name})"
         for dtype in dict.fromkeys(d for _, d in order):
@@ -89,7 +96,7 @@ def tables(folders, results):
             mine = best(speeds, dtype, lambda c: c.split(" ")[0] in ("libtorch", "bench"))
             peer = best(speeds, dtype, lambda c: c.split(" ")[0] in PEERS)
             ratio = f"{mine[0] / peer[0]:.2f}x" if mine and peer else "-"
-            summary.append(f"| {machine_name(machine)} | {date} | {dtype} | "
+            summary.append(f"| {machine_name(machine)} | {date} | {shapes[dtype]} | {dtype} | "
                            f"{f'{eager:,.2f}' if eager else '-'} | {cell(mine)} | {cell(peer)} | "
                            f"{ratio} | {link} |")
         detail += ["", f"#### {name}: {machine_name(machine)}, {date}, commit "

@@ -81,8 +81,8 @@ TEST(Scripts, ResultsTablesAreGeneratedFromResults) {
                           "avx512_bf16"], "recorded_utc": "2026-12-06T03:00:00Z",
                           "commit": "0123456789", "gpu": null})");
   auto run = [](const char* c, const char* d, double s) {
-    return nlohmann::json{
-        {"configuration", c}, {"dtype", d}, {"sequences_per_s", s}, {"status", "completed"}};
+    return nlohmann::json{{"configuration", c},    {"dtype", d},     {"sequences_per_s", s},
+                          {"status", "completed"}, {"num_layer", 8}, {"batch_size", 8}};
   };
   testing::write_file(dir / "results/m-1/report.json",
                       nlohmann::json{{"runs",
@@ -106,7 +106,8 @@ TEST(Scripts, ResultsTablesAreGeneratedFromResults) {
   const auto made = testing::run_command(cmd);
   ASSERT_EQ(made.exit_code, 0) << made.output;
   const std::string text = testing::read_file(doc);
-  EXPECT_NE(text.find("| AMD EPYC 9B14 (avx2, avx512f, avx512_bf16) | 2026-12-06 | bfloat16 | "
+  EXPECT_NE(text.find("| AMD EPYC 9B14 (avx2, avx512f, avx512_bf16) | 2026-12-06 | 8 layers, "
+                      "batch 8 | bfloat16 | "
                       "2.00 | 4.50 (bench handcraft fused fused_adam) | 3.00 (pytorch handcraft "
                       "compiled) | 1.50x | [m-1](results/m-1) |"),
             std::string::npos)
