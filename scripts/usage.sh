@@ -35,3 +35,8 @@ tb_start() {
   out=$(tb_out_dir "$1")
   cd "$(dirname "$script")/.."
 }
+# Run rather than sourced (bash scripts/usage.sh [--help]): it says what it is.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  sed -n '1,/^[^#]/p' "$0" | sed '$d' | sed -e 's/^# \{0,1\}//'
+  echo "Usage: source \"\$(dirname \"\$0\")/usage.sh\" first in a script of scripts/ (it runs nothing itself)"
+fi

@@ -13,6 +13,17 @@ import sys
 import time
 import zipfile
 
+
+def require(who, *modules):
+    """One line and exit 2 where this Python lacks a framework the peer needs (system python3
+    instead of the project's environment), rather than an ImportError's stack."""
+    import importlib.util
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"{who}: {sys.executable} has no {', '.join(missing)}; run it with "
+              ".venv/bin/python (scripts/install_deps.sh installs it)", file=sys.stderr)
+        sys.exit(2)
+
 from bench_export import EXPORT
 from board import Board  # noqa: F401  (the peers use common.Board)
 from sampler import Mt19937_64, Sampler, plan_epoch, seed_seq_generate  # noqa: F401

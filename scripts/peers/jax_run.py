@@ -31,6 +31,7 @@ def confine_threads(argv):
 
 
 confine_threads(sys.argv[1:])
+common.require("jax_run.py", "jax", "flax", "optax", "numpy")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -39,7 +39,7 @@ TEST(Scripts, EveryScriptAnswersHelpAndRunsNothing) {
   for (const auto& e : fs::directory_iterator(TB_SOURCE_DIR "/scripts")) {
     const std::string path = e.path().string(), name = e.path().filename().string();
     const bool sh = e.path().extension() == ".sh", py = e.path().extension() == ".py";
-    if ((!sh && !py) || name == "usage.sh") continue;
+    if (!sh && !py) continue;
     for (const char* flag : {"-h", "--help"}) {
       testing::TempDir cwd;
       const std::string run = sh ? "bash " + path : std::string(TB_PYTHON) + " " + path;
@@ -52,6 +52,24 @@ TEST(Scripts, EveryScriptAnswersHelpAndRunsNothing) {
           << r.output;
       EXPECT_TRUE(fs::is_empty(cwd.path())) << name;
     }
+  }
+}
+
+// A peer or plot under a Python without its framework (python3 instead of .venv/bin/python;
+// here the project's Python without site-packages) says which Python to use, exit 2.
+TEST(Scripts, APythonWithoutTheFrameworkIsOneLineNamingTheEnvironment) {
+  for (const auto& [script, lacks] :
+       {std::pair<const char*, const char*>{"peers/pytorch_run.py --help", "torch"},
+        {"peers/jax_run.py --help", "jax, flax, optax, numpy"},
+        {"plot_runs.py --out /nonexistent x", "matplotlib"}}) {
+    const auto r = testing::run_command(std::string(TB_PYTHON) + " -S " TB_SOURCE_DIR "/scripts/" +
+                                        script + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << script << "\n" << r.output;
+    EXPECT_NE(r.output.find(std::string(" has no ") + lacks + "; run it with .venv/bin/python"),
+              std::string::npos)
+        << script << "\n"
+        << r.output;
+    EXPECT_EQ(r.output.find("Traceback"), std::string::npos) << r.output;
   }
 }
 
