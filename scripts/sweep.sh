@@ -152,7 +152,7 @@ if [ ${#failed[@]} -gt 0 ]; then
 else
   rm -f "$out/failed.tsv"
 fi
-printf '%s\n' "${dirs[@]}" > "$out/dirs.txt"
+{ [ ${#dirs[@]} -eq 0 ] || printf '%s\n' "${dirs[@]}"; } > "$out/dirs.txt"  # empty: no line
 if [ ${#dirs[@]} -eq 0 ]; then
   [ ${#failed[@]} -eq 0 ] || failed_table | tee "$out/report.md"
   echo "sweep: no run finished" >&2
