@@ -49,7 +49,7 @@ run() {  # run NAME COMMAND...: one run, its folder collected (or its failure, a
     for d in "$out/$name"_*; do [ -d "$d" ] && dirs+=("$d"); done
   else
     local line
-    line=$(grep -v '^\[' "$log" | tail -n 1)
+    line=$(grep -v '^\[' "$log" | tail -n 1 || true)
     echo "   ($name failed: ${line:-no message}; see $log)" >&2
     failed+=("$name: ${*:2}"$'\t'"${line:-no message}")
   fi
@@ -126,15 +126,18 @@ if [ ${#failed[@]} -gt 0 ]; then
 else
   rm -f "$out/failed.tsv"
 fi
+# Ratios against PyTorch eager where it ran; without it (every such run failed), none.
+base=(--baseline "pytorch handcraft")
 if [ ${#dirs[@]} -eq 0 ]; then
   echo '{"runs": []}' > "$out/report.json"
-else
-  "$BENCH" report --json --baseline "pytorch handcraft" "${dirs[@]}" > "$out/report.json"
+elif ! "$BENCH" report --json "${base[@]}" "${dirs[@]}" > "$out/report.json" 2>/dev/null; then
+  base=()
+  "$BENCH" report --json "${dirs[@]}" > "$out/report.json"
 fi
 "$PYTHON" scripts/compare_table.py ${failed[0]:+--failed "$out/failed.tsv"} < "$out/report.json" |
   tee "$out/report.md"
 [ ${#dirs[@]} -gt 0 ] || { echo "compare.sh: no run finished" >&2; exit 1; }
-{ echo; "$BENCH" report --baseline "pytorch handcraft" "${dirs[@]}"; } >> "$out/report.md"
+{ echo; "$BENCH" report "${base[@]}" "${dirs[@]}"; } >> "$out/report.md"
 echo "every column, ratios against PyTorch eager: $out/report.md" >&2
 echo "every run's curves side by side: $PYTHON -m tensorboard.main --logdir $out" >&2
 # One thread environment for every column, or say which differ.

@@ -132,7 +132,10 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
   const double seq_s = stats.count ? global_batch_() * 1e3 / stats.median_ms : NAN;
   const PeakFlops& peak = setup_.peak;
   const LossScaler& scaler = setup_.trainer->scaler();
-  const double session_s = synchronized_now_s(device_) - run_start_;
+  // The fatal path reads the clock without the device (a faulted GPU may never answer); before
+  // the loop started, the session has no seconds yet.
+  const double now = synchronized_now_s(fatal_ ? c10::Device(c10::DeviceType::CPU) : device_);
+  const double session_s = run_start_ > 0 ? now - run_start_ : 0.0;
   const auto or_null = [](bool present, const nlohmann::json& v) {
     return present ? v : nlohmann::json(nullptr);
   };
@@ -190,6 +193,7 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
 }
 
 void Run::record_fatal_(const std::string& error) {
+  fatal_ = true;
   fail_(error);
   nlohmann::json summary = summary_(step_stats(timed_ms_));
   summary["error_message"] = error_;

@@ -21,9 +21,16 @@ std::string error_text(const std::exception& e) {
 
 namespace {
 
-std::mutex fatal_mutex_;
-std::string fatal_who_;
-std::function<void(const std::string&)> fatal_hook_;
+// Never destroyed: a terminate during static destruction still finds them.
+struct FatalState {
+  std::mutex mutex;
+  std::string who;
+  std::function<void(const std::string&)> hook;
+};
+FatalState& fatal_() {
+  static auto* state = new FatalState;
+  return *state;
+}
 
 // The message of the exception in flight, if any: std::terminate keeps it current.
 std::string current_error_() {
@@ -42,13 +49,19 @@ std::string current_error_() {
   // A second fault (in the hook, or on another thread at once) exits without the hook.
   static std::atomic<bool> entered{false};
   if (entered.exchange(true)) std::_Exit(1);
-  const std::string what = current_error_();
+  std::string what;
+  try {
+    what = current_error_();
+  } catch (...) {  // out of memory while reading it
+    std::fputs("bench: failed: (an error whose message could not be read)\n", stderr);
+    std::_Exit(1);
+  }
   std::function<void(const std::string&)> hook;
   std::string who;
   {
-    std::lock_guard<std::mutex> lock(fatal_mutex_);
-    hook = fatal_hook_;
-    who = fatal_who_;
+    std::lock_guard<std::mutex> lock(fatal_().mutex);
+    hook = fatal_().hook;
+    who = fatal_().who;
   }
   std::fprintf(stderr, "bench: %sfailed: %s\n", who.c_str(), what.c_str());
   std::fflush(stderr);
@@ -67,15 +80,15 @@ std::string current_error_() {
 
 void install_fatal_handler(const std::string& who) {
   {
-    std::lock_guard<std::mutex> lock(fatal_mutex_);
-    fatal_who_ = who;
+    std::lock_guard<std::mutex> lock(fatal_().mutex);
+    fatal_().who = who;
   }
   std::set_terminate(&on_terminate_);
 }
 
 void set_fatal_hook(std::function<void(const std::string&)> hook) {
-  std::lock_guard<std::mutex> lock(fatal_mutex_);
-  fatal_hook_ = std::move(hook);
+  std::lock_guard<std::mutex> lock(fatal_().mutex);
+  fatal_().hook = std::move(hook);
 }
 
 }  // namespace trainbench

@@ -2,6 +2,7 @@
 // measurement of their machine class (a folder under results/, scripts/record_results.sh): each
 // configuration and dtype of theirs beside the same configuration there, the ratio of medians
 // within one model shape and, with 3 or more repetitions a side, the U-test's p.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -57,11 +58,25 @@ std::string render_against_published(const std::vector<RunRecord>& yours,
   if (published.empty()) {
     throw ConfigError("--baseline: '" + folder + "' holds no readable run folder");
   }
-  // One table of both sides: the published runs' labels carry kPublished.
+  if (yours.empty()) {
+    throw ConfigError("no readable run folder of yours to set beside '" + folder +
+                      "'; give RUN_DIR...");
+  }
+  // One table of both sides: the published runs' labels carry kPublished; where the runs are
+  // of more than one model shape, every label carries its shape, so no cell pools two shapes.
   std::vector<RunRecord> all = yours;
   for (RunRecord r : published) {
     r.label += kPublished;
     all.push_back(std::move(r));
+  }
+  const bool shapes = std::any_of(all.begin(), all.end(),
+                                  [&](const RunRecord& r) { return r.shape != all[0].shape; });
+  for (RunRecord& r : all) {
+    if (!shapes) break;
+    const size_t p = r.label.rfind(kPublished);
+    const bool theirs = p != std::string::npos && p + std::strlen(kPublished) == r.label.size();
+    r.label = (theirs ? r.label.substr(0, p) : r.label) + " [" + r.shape + "]" +
+              (theirs ? kPublished : "");
   }
   const SpeedTable t = speed_table(all);
   nlohmann::json rows = nlohmann::json::array();

@@ -62,6 +62,25 @@ TEST(ReportPublished, YourRunsStandBesideTheSameConfigurationsThere) {
   EXPECT_NE(csv.output.find("bench report: error: --csv: not allowed with a published --baseline"),
             std::string::npos)
       << csv.output;
+  // Yours at two shapes: each row is one shape, beside the published one of its shape.
+  const std::string l2 =
+      make_run(root, "mine/l2", "", "handcraft", "bfloat16", 0, "completed", 300);
+  nlohmann::json config = nlohmann::json::parse(testing::read_file(l2 + "/config.json"));
+  config["num_layer"] = 2;
+  testing::write_file(l2 + "/config.json", config.dump());
+  const auto two =
+      testing::run_bench("report --baseline " + (root / "pub") + " " + (root / "mine"));
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("| 110.00 (n=3, 108.00-112.00) | 100.00 (n=3, 98.00-102.00) | 1.10x |"),
+            std::string::npos)
+      << two.output;
+  EXPECT_NE(two.output.find("| bfloat16 | 300.00 | - | not published | - |"), std::string::npos)
+      << two.output;
+  const auto nothing =
+      testing::run_bench("report --baseline " + (root / "pub") + " " + (root / "no_such_folder"));
+  EXPECT_EQ(nothing.exit_code, 2) << nothing.output;
+  EXPECT_NE(nothing.output.find("no readable run folder of yours"), std::string::npos)
+      << nothing.output;
   std::filesystem::create_directories(root / "empty");
   testing::write_file(root / "empty/machine.json", "{}");
   const auto none =
