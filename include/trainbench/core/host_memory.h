@@ -6,8 +6,9 @@
 // Zen 3 VM: 8 layers' buffers, 17k page faults and 47-55 ms a step against none and 14-17 ms;
 // docs/BENCHMARKS.md).
 // glibc's own settings do not cure it (with mmap off and no trimming its heap still grows
-// step after step under aligned allocations), so --keep_memory 1 (the default of --compile fused) installs a
-// caching CPU allocator, as LibTorch's CUDA allocator is: a freed block of 128 KiB or more
+// step after step under aligned allocations), so --keep_memory 1 (the default of --compile
+// fused; eager runs keep LibTorch's own) installs a caching CPU allocator, as LibTorch's CUDA
+// allocator is: a freed block of 128 KiB or more
 // goes to a free list by size and the next request of that size takes it back, already
 // faulted in. Nothing is given back before the process ends: its peak RSS is the most it
 // held at once, per block size.
