@@ -74,30 +74,12 @@ std::string profile_table_(const std::vector<RunRecord>& runs) {
   return os.str();
 }
 
-// Three significant figures or whole numbers: 1093, 98.1, 3.53.
-std::string speed_text_(double v) {
-  return fixed_text(nlohmann::json(v), v >= 100 ? 0 : v >= 10 ? 1 : 2);
-}
-
-// A p-value in three decimals, "<0.001" below.
-std::string p_text_(double p) { return p < 0.001 ? "<0.001" : fixed_text(nlohmann::json(p), 3); }
-
-std::string cell_(const SpeedTable& t, const std::string& dtype, const std::string& label) {
-  const Aggregate a = aggregate(t, dtype, label);
-  if (!a.first) return "";
-  if (a.count == 0) return a.first->status;
-  if (a.count == 1) return speed_text_(a.median);
-  // The median of the repetitions, with their count and range.
-  return speed_text_(a.median) + " (n=" + std::to_string(a.count) + ", " + speed_text_(a.min) +
-         "-" + speed_text_(a.max) + ")";
-}
-
 std::string ratio_(const SpeedTable& t, const std::string& dtype, const std::string& label,
                    const std::string& baseline) {
   const auto r = ratio_value(t, dtype, label, baseline);
   if (!r) return shapes_differ(t, dtype, label, baseline) ? "n/a (other shape)" : "-";
   if (const auto p = u_test_p(t, dtype, label, baseline)) {
-    return fixed_text(nlohmann::json(*r), 2) + "x (p=" + p_text_(*p) + ")";
+    return fixed_text(nlohmann::json(*r), 2) + "x (p=" + p_text(*p) + ")";
   }
   return fixed_text(nlohmann::json(*r), 2) + "x" +
          (within_spread(t, dtype, label, baseline) ? " ~" : "");
@@ -116,7 +98,7 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
   os << "\n";
   for (const auto& d : t.dtypes) {
     os << "| " << d << " |";
-    for (const auto& l : t.labels) os << " " << cell_(t, d, l) << " |";
+    for (const auto& l : t.labels) os << " " << speed_cell(t, d, l) << " |";
     for (const auto& l : t.labels)
       if (l != baseline) os << " " << ratio_(t, d, l, baseline) << " |";
     os << "\n";

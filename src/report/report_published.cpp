@@ -3,30 +3,23 @@
 // configuration and dtype of theirs beside the same configuration there, the ratio of medians
 // within one model shape and, with 3 or more repetitions a side, the U-test's p.
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <sstream>
 
 #include "speed_table.h"
 #include "trainbench/core/errors.h"
 #include "trainbench/report/report.h"
+#include "trainbench/report/report_columns.h"
 #include "trainbench/report/results.h"
 
 namespace trainbench {
 namespace {
 
-const char* const kPublished = " [published]";
+const std::string kPublished = " [published]";
 
-std::string seq_cell_(const Aggregate& a) {
-  if (a.count == 0) return a.first ? a.first->status : "-";
-  char buf[96];
-  if (a.count == 1) {
-    std::snprintf(buf, sizeof buf, "%.2f", a.median);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.2f (n=%zu, %.2f-%.2f)", a.median, a.count, a.min, a.max);
-  }
-  return buf;
+bool published_label_(const std::string& label) {
+  return label.size() >= kPublished.size() &&
+         label.compare(label.size() - kPublished.size(), std::string::npos, kPublished) == 0;
 }
 
 // "CPU model, recorded DATE at COMMIT" from the folder's machine.json, or "".
@@ -73,10 +66,9 @@ std::string render_against_published(const std::vector<RunRecord>& yours,
                                   [&](const RunRecord& r) { return r.shape != all[0].shape; });
   for (RunRecord& r : all) {
     if (!shapes) break;
-    const size_t p = r.label.rfind(kPublished);
-    const bool theirs = p != std::string::npos && p + std::strlen(kPublished) == r.label.size();
-    r.label = (theirs ? r.label.substr(0, p) : r.label) + " [" + r.shape + "]" +
-              (theirs ? kPublished : "");
+    const bool theirs = published_label_(r.label);
+    r.label = r.label.substr(0, r.label.size() - (theirs ? kPublished.size() : 0)) + " [" +
+              r.shape + "]" + (theirs ? kPublished : "");
   }
   const SpeedTable t = speed_table(all);
   nlohmann::json rows = nlohmann::json::array();
@@ -88,35 +80,25 @@ std::string render_against_published(const std::vector<RunRecord>& yours,
      << "|---|---|---|---|---|---|\n";
   for (const std::string& dtype : t.dtypes) {
     for (const std::string& label : t.labels) {
-      if (label.size() >= std::strlen(kPublished) &&
-          label.compare(label.size() - std::strlen(kPublished), std::string::npos, kPublished) ==
-              0) {
-        continue;
-      }
+      if (published_label_(label)) continue;
       const Aggregate mine = aggregate(t, dtype, label);
       if (!mine.first) continue;
       const std::string other = label + kPublished;
       const Aggregate theirs = aggregate(t, dtype, other);
       const auto ratio = ratio_value(t, dtype, label, other);
       const auto p = u_test_p(t, dtype, label, other);
-      std::string ratio_cell = "-", p_cell = "-";
+      std::string ratio_cell = "-";
       if (ratio) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.2fx", *ratio);
-        ratio_cell = buf;
+        ratio_cell = fixed_text(nlohmann::json(*ratio), 2) + "x";
       } else if (shapes_differ(t, dtype, label, other)) {
         ratio_cell = "n/a (other shape)";
       } else if (!theirs.first) {
         ratio_cell = "not published";
       }
-      if (p) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.3f", *p);
-        p_cell = buf;
-      }
-      md << "| " << label << " | " << dtype << " | " << seq_cell_(mine) << " | "
-         << (theirs.first ? seq_cell_(theirs) : std::string("-")) << " | " << ratio_cell << " | "
-         << p_cell << " |\n";
+      const std::string theirs_cell = speed_cell(t, dtype, other);
+      md << "| " << label << " | " << dtype << " | " << speed_cell(t, dtype, label) << " | "
+         << (theirs_cell.empty() ? "-" : theirs_cell) << " | " << ratio_cell << " | "
+         << (p ? p_text(*p) : "-") << " |\n";
       rows.push_back(
           {{"configuration", label},
            {"dtype", dtype},

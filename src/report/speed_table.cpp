@@ -7,6 +7,7 @@
 
 #include "trainbench/core/stats.h"
 #include "trainbench/core/timing.h"
+#include "trainbench/report/report_columns.h"
 
 namespace trainbench {
 
@@ -49,6 +50,21 @@ Aggregate aggregate(const SpeedTable& t, const std::string& dtype, const std::st
   for (double x : v) sq += (x - mean) * (x - mean) / static_cast<double>(n);
   a.cv = mean > 0 ? std::sqrt(sq) / mean : 0;
   return a;
+}
+
+std::string speed_text(double v) {
+  return fixed_text(nlohmann::json(v), v >= 100 ? 0 : v >= 10 ? 1 : 2);
+}
+
+std::string p_text(double p) { return p < 0.001 ? "<0.001" : fixed_text(nlohmann::json(p), 3); }
+
+std::string speed_cell(const SpeedTable& t, const std::string& dtype, const std::string& label) {
+  const Aggregate a = aggregate(t, dtype, label);
+  if (!a.first) return "";
+  if (a.count == 0) return a.first->status;
+  if (a.count == 1) return speed_text(a.median);
+  return speed_text(a.median) + " (n=" + std::to_string(a.count) + ", " + speed_text(a.min) + "-" +
+         speed_text(a.max) + ")";
 }
 
 std::optional<double> ratio_value(const SpeedTable& t, const std::string& dtype,

@@ -34,6 +34,15 @@ struct Aggregate {
 };
 Aggregate aggregate(const SpeedTable& t, const std::string& dtype, const std::string& label);
 
+// A speed in three significant figures or whole numbers: 1093, 98.1, 3.53.
+std::string speed_text(double v);
+// A p-value in three decimals, "<0.001" below.
+std::string p_text(double p);
+// A cell of the speed table: the median of the completed repetitions ("98.1", with n= and the
+// range where there are several: "98.1 (n=3, 97.0-99.2)"), the first run's status where none
+// completed, "" where the configuration has no run of that dtype.
+std::string speed_cell(const SpeedTable& t, const std::string& dtype, const std::string& label);
+
 // label's median speed over the baseline's, when both have a completed run of one model shape
 // (a ratio of a 2-layer model to an 8-layer one says nothing about the configurations).
 std::optional<double> ratio_value(const SpeedTable& t, const std::string& dtype,
