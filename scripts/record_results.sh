@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Keeps a measurement as data under results/ (tracked): the small files that compare.sh,
 # sweep.sh or gpu_bench.sh wrote into OUT_DIR (report.json/.md/.csv, failed.tsv, dirs.txt,
-# stages.tsv, profile.md, tests.txt, machine.txt) and each run folder's config.json, env.json
-# and summary.json, in the same folders; no checkpoints, metrics, traces or event files. Beside
+# stages.tsv, profile.md, tests.txt, machine.txt, ci_times.sh's times.json) and each run
+# folder's config.json, env.json and summary.json, in the same folders; no checkpoints, metrics, traces or event files. Beside
 # them machine.json (the CPU's model and instruction sets, cores and the GPU, from the runs' own
 # env.json, else this machine's; the commit of the tree recording it, the date) and
 # command.txt (COMMAND, how the measurement was made). The docs cite results/NAME.
@@ -30,18 +30,19 @@ trap 'rm -rf "$tmp"' EXIT
 # The small files, at their paths under OUT_DIR.
 (cd "$out" && find . -type f \( -name config.json -o -name env.json -o -name summary.json \
    -o -name 'report.*' -o -name failed.tsv -o -name dirs.txt -o -name stages.tsv \
-   -o -name profile.md -o -name tests.txt -o -name machine.txt \) -print0) |
+   -o -name profile.md -o -name tests.txt -o -name machine.txt -o -name times.json \) -print0) |
   while IFS= read -r -d '' f; do
     mkdir -p "$tmp/$(dirname "$f")"
     cp "$out/$f" "$tmp/$f"
   done
-[ -n "$(find "$tmp" -name summary.json -print -quit)" ] ||
-  { echo "record_results.sh: '$out' holds no run folder (no summary.json): nothing recorded" >&2
+runs=$(find "$tmp" -name summary.json -print -quit)
+[ -n "$runs" ] || [ -f "$tmp/times.json" ] ||
+  { echo "record_results.sh: '$out' holds no run folder (no summary.json) and no times.json: nothing recorded" >&2
     exit 2; }
 printf '%s\n' "$command" > "$tmp/command.txt"
 # A folder of runs without a report of its own (a single run, a sweep's subfolder) gets one, so
 # that every measurement has the report.json the docs' tables are generated from.
-[ -f "$tmp/report.json" ] || "${BENCH:-./build/bench}" report --json "$out" > "$tmp/report.json"
+[ -f "$tmp/report.json" ] || [ -z "$runs" ] || "${BENCH:-./build/bench}" report --json "$out" > "$tmp/report.json"
 python3 - "$tmp" <<'EOF'
 # The machine the runs ran on, from their own env.json (bench's: "cpu" and device_name; a GPU
 # run's cuda_version), so that files made on another machine (the GPU call's) name it; this
