@@ -8,12 +8,12 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
-#include "trainbench/core/host_memory.h"
 #include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/kernels/fused_math.h"
 #include "trainbench/model/fused_ops.h"
 #include "trainbench/model/model.h"
 #include "trainbench/train/fused_adam.h"
+#include "trainbench/train/host_memory.h"
 
 namespace {
 

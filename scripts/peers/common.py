@@ -258,7 +258,7 @@ def step_stats(ms):
     return {"median": statistics.median(ms), "min": min(ms), "max": max(ms)}
 
 
-# bench's noise rule (core/cpu_noise.h): a timed step is disturbed when other work took more
+# bench's noise rule (measure/cpu_noise.h): a timed step is disturbed when other work took more
 # than this share of the cores' time meanwhile; unstable above these shares.
 DISTURBED_SHARE, UNSTABLE_DISTURBED, UNSTABLE_CV = 0.10, 0.25, 0.15
 

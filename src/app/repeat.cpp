@@ -16,7 +16,7 @@
 
 #include "trainbench/core/flags.h"
 #include "trainbench/core/log.h"
-#include "trainbench/core/stats.h"
+#include "trainbench/measure/stats.h"
 #include "trainbench/report/results.h"
 #include "trainbench/report/run_lock.h"
 

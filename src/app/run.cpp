@@ -5,8 +5,8 @@
 #include "trainbench/app/validate.h"
 
 #include "run_state.h"
-#include "trainbench/core/host_memory.h"
 #include "trainbench/kernels/fused_kernels.h"
+#include "trainbench/train/host_memory.h"
 
 namespace trainbench {
 namespace run_detail {

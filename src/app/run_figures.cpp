@@ -8,8 +8,8 @@
 #include "trainbench/app/run_setup.h"
 #include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/log.h"
-#include "trainbench/model/flops.h"
-#include "trainbench/model/step_bounds.h"
+#include "trainbench/measure/flops.h"
+#include "trainbench/measure/step_bounds.h"
 #include "trainbench/report/env_info.h"
 
 #ifdef TB_WITH_CUDA

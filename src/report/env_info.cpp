@@ -18,7 +18,7 @@
 #include <torch/version.h>
 
 #include "trainbench/core/cpu_isa.h"
-#include "trainbench/core/cpu_noise.h"
+#include "trainbench/measure/cpu_noise.h"
 #include "trainbench_build_facts.h"  // generated: TB_GIT_REVISION, TB_BUILD_TYPE, TB_SOURCE_DIR
 
 #ifdef TB_WITH_CUDA

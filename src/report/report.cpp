@@ -14,7 +14,7 @@
 
 #include "trainbench/core/errors.h"
 #include "trainbench/core/run_files.h"
-#include "trainbench/report/profile.h"
+#include "trainbench/measure/profile.h"
 #include "trainbench/report/report_columns.h"
 #include "trainbench/report/results.h"
 
@@ -24,7 +24,7 @@ namespace trainbench {
 
 namespace {
 
-// A category's row of summary.json's profile bounds (model/step_bounds.h), or an empty object.
+// A category's row of summary.json's profile bounds (measure/step_bounds.h), or an empty object.
 nlohmann::json bound_of_(const RunRecord& r, const std::string& category) {
   const nlohmann::json& b = r.profile.value("bounds", nlohmann::json());
   return b.is_object() && b.contains(category) && b[category].is_object()
@@ -67,7 +67,7 @@ std::string profile_table_(const std::vector<RunRecord>& runs) {
                : std::string())
        << " |";
   }
-  // Whose time: the CPU's ops, or a GPU's kernels by the op that launched them (report/profile.h).
+  // Whose time: the CPU's ops, or a GPU's kernels by the op that launched them (measure/profile.h).
   os << "\n| time of |";
   for (const RunRecord* r : p) os << " " << r->profile.value("time_of", std::string("-")) << " |";
   os << "\n";

@@ -74,7 +74,7 @@ std::string gemm_cell_(const RunRecord& r) {
   return r.gemm_path + (r.gemm_choice.empty() ? "" : " (" + r.gemm_choice + ")");
 }
 
-// summary.json's noise figures (core/cpu_noise.h), null without them.
+// summary.json's noise figures (measure/cpu_noise.h), null without them.
 nlohmann::json noise_(const RunRecord& r, const char* key) {
   return r.noise.is_object() ? r.noise.value(key, nlohmann::json()) : nlohmann::json();
 }

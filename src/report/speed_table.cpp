@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "trainbench/core/stats.h"
 #include "trainbench/core/timing.h"
+#include "trainbench/measure/stats.h"
 #include "trainbench/report/report_columns.h"
 
 namespace trainbench {

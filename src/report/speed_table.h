@@ -52,7 +52,7 @@ bool shapes_differ(const SpeedTable& t, const std::string& dtype, const std::str
                    const std::string& baseline);
 
 // The two-sided Mann-Whitney U-test's p-value of label's repetitions against the baseline's
-// (core/stats.h), when both have at least kUTestMinRepetitions completed ones.
+// (measure/stats.h), when both have at least kUTestMinRepetitions completed ones.
 std::optional<double> u_test_p(const SpeedTable& t, const std::string& dtype,
                                const std::string& label, const std::string& baseline);
 

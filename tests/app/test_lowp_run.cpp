@@ -15,7 +15,7 @@
 
 #include "test_util.h"
 #include "trainbench/core/cpu_isa.h"
-#include "trainbench/core/cpu_noise.h"
+#include "trainbench/measure/cpu_noise.h"
 #include "trainbench/report/env_info.h"
 #include "trainbench/report/report.h"
 #include "trainbench/report/results.h"

@@ -12,7 +12,7 @@
 #include <torch/cuda.h>
 
 #include "test_util.h"
-#include "trainbench/report/profile.h"
+#include "trainbench/measure/profile.h"
 #include "trainbench/report/report.h"
 #include "trainbench/report/results.h"
 

@@ -8,7 +8,7 @@
 
 #include "test_util.h"
 #include "trainbench/app/repeat.h"
-#include "trainbench/core/stats.h"
+#include "trainbench/measure/stats.h"
 #include "trainbench/report/results.h"
 
 namespace trainbench {

@@ -3,7 +3,7 @@
 
 #include "test_util.h"
 #include "trainbench/core/cpu_isa.h"
-#include "trainbench/model/flops.h"
+#include "trainbench/measure/flops.h"
 #include "trainbench/model/model.h"
 
 namespace trainbench {

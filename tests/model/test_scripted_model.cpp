@@ -7,8 +7,8 @@
 
 #include "test_util.h"
 #include "trainbench/data/batch_loader.h"
-#include "trainbench/model/precision.h"
 #include "trainbench/model/scripted_model.h"
+#include "trainbench/train/precision.h"
 #include "trainbench/train/trainer.h"
 
 namespace trainbench {

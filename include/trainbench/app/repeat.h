@@ -3,7 +3,7 @@
 // each repetition a fresh state), in RUN_DIR/rep-1 ... rep-N under one run folder. The parent
 // holds RUN_DIR, writes its config.json (the flags, "repeat": N) and after every repetition its
 // summary.json: the repetitions' statuses and the statistics of their speeds
-// (core/stats.h). --repetition K runs one of them and refreshes the aggregate, so a sweep can
+// (measure/stats.h). --repetition K runs one of them and refreshes the aggregate, so a sweep can
 // interleave configurations (rep 1 of each, then rep 2 of each, ...).
 #pragma once
 

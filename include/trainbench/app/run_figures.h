@@ -9,12 +9,12 @@
 #include <torch/types.h>
 #include <nlohmann/json.hpp>
 
-#include "trainbench/core/cpu_noise.h"
 #include "trainbench/core/timing.h"
 #include "trainbench/dist/dist.h"
 #include "trainbench/dist/grad_sync.h"
-#include "trainbench/model/flops.h"
-#include "trainbench/model/gemm_probe.h"
+#include "trainbench/measure/cpu_noise.h"
+#include "trainbench/measure/flops.h"
+#include "trainbench/measure/gemm_probe.h"
 #include "trainbench/model/model.h"
 
 namespace trainbench {
@@ -43,7 +43,7 @@ nlohmann::json gemm_paths(const RunPlan& plan);
 std::string warn_about_lowp_gemm(const RunPlan& plan, const nlohmann::json& paths,
                                  const GemmProbe& probe);
 
-// --profile_steps' bounds (model/step_bounds.h) for this run: its work by category at the
+// --profile_steps' bounds (measure/step_bounds.h) for this run: its work by category at the
 // probe's rate for the run's GEMM route (or the peak where no probe ran) and a bandwidth
 // measured now (about 0.2 s, logged). Null where neither rate is known.
 struct RunSetup;

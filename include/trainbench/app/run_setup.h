@@ -14,8 +14,8 @@
 #include "trainbench/data/corpus.h"
 #include "trainbench/data/sampler.h"
 #include "trainbench/dist/dist.h"
-#include "trainbench/model/flops.h"
-#include "trainbench/model/gemm_probe.h"
+#include "trainbench/measure/flops.h"
+#include "trainbench/measure/gemm_probe.h"
 #include "trainbench/report/run_lock.h"
 #include "trainbench/train/trainer.h"
 
@@ -36,7 +36,7 @@ struct RunSetup {
   std::string device_name;
   PeakFlops peak;
   GemmProbe probe;             // the CPU's GEMM routes measured (empty on CUDA or when not needed)
-  nlohmann::json probe_cache;  // model/probe_cache.h's record (null where no probe ran)
+  nlohmann::json probe_cache;  // measure/probe_cache.h's record (null where no probe ran)
   // {lowp_gemm (as given), chosen, chosen_by (measurement | flag | one route), reason,
   //  flops_per_s {path: rate}, probe_seconds}; null where no probe ran
   nlohmann::json gemm_route;

@@ -72,7 +72,7 @@ struct ChoiceTable<CompilePath> {
   }};
 };
 
-// --keep_memory (kAuto as given; a plan holds the resolved one, core/host_memory.h): bench's
+// --keep_memory (kAuto as given; a plan holds the resolved one, train/host_memory.h): bench's
 // caching CPU allocator is the default of bench's own --compile fused path only, so that an
 // eager run measures LibTorch as shipped.
 enum class KeepMemory { kAuto, kOff, kOn, kLast = kOn };

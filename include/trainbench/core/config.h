@@ -43,7 +43,7 @@ struct RunConfig {
   DropoutImpl dropout_impl = DropoutImpl::kAuto;  // see model/dropout.h
   // --compile fused with bfloat16/float16 on the CPU: GEMMs in the dtype itself (native) or as
   // float32 GEMMs of operands rounded to it (float32); auto: the faster route as measured by
-  // the GEMM probe before the model is built (model/gemm_probe.h, app/run_setup.cpp).
+  // the GEMM probe before the model is built (measure/gemm_probe.h, app/run_setup.cpp).
   GemmRoute lowp_gemm = GemmRoute::kAuto;
   int64_t batch_size = 100;  // sequences per step
   double lr = 1e-3;          // Adam learning rate (no schedule)
@@ -53,14 +53,14 @@ struct RunConfig {
   int64_t valid_bytes = -1;  // held-out tail; -1: min(5,000,000, 5% of the corpus)
   DeviceChoice device = DeviceChoice::kAuto;
   int64_t threads = 0;                         // intra-op threads; 0: all available cores
-  KeepMemory keep_memory = KeepMemory::kAuto;  // caching CPU allocator (core/host_memory.h)
+  KeepMemory keep_memory = KeepMemory::kAuto;  // caching CPU allocator (train/host_memory.h)
   int64_t seed = 1234;                         // seeds the model init, dropout and the sampler
   int64_t log_every = 20;                      // steps per timing/log window
   int64_t eval_every = 500;                    // steps between evaluations (0: only at the end)
   int64_t eval_batches = 20;  // validation batches per evaluation (0: the whole range)
   int64_t warmup_steps = 5;   // first steps, excluded from timing
   double peak_tflops = 0;     // peak for MFU; 0: known table (CUDA) or a GEMM probe (CPU)
-  // The CPU GEMM probe's figures per machine (model/probe_cache.h): a file, "" for the user's
+  // The CPU GEMM probe's figures per machine (measure/probe_cache.h): a file, "" for the user's
   // cache folder, "off" to measure every run; reprobe measures again and replaces them.
   std::string probe_cache;
   bool reprobe = false;

@@ -40,7 +40,7 @@ struct RunRecord {
   // route's rate over the other's), "forced", or "" (one route, older folders, the peers).
   std::string gemm_choice;
   bool peak_unreliable = false;  // the run was faster than its peak: no MFU
-  nlohmann::json noise;          // summary.json "noise" (core/cpu_noise.h), or null
+  nlohmann::json noise;          // summary.json "noise" (measure/cpu_noise.h), or null
   // From env.json where the folder has one ("" otherwise): what ran where and when.
   std::string machine;   // device_name (CPU model or GPU)
   std::string date;      // the start day, YYYY-MM-DD (UTC)

@@ -14,9 +14,9 @@
 #include "trainbench/dist/dist.h"
 #include "trainbench/gpu/cuda_graph.h"
 #include "trainbench/model/model.h"
-#include "trainbench/model/precision.h"
 #include "trainbench/model/sdpa_backend.h"
 #include "trainbench/train/fused_adam.h"
+#include "trainbench/train/precision.h"
 
 namespace trainbench {
 

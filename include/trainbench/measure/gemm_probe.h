@@ -40,7 +40,7 @@ struct RouteRate {
   // The GEMMs alone, without the route's conversions (the float32 route's operand conversions
   // and output rounding; on LibTorch's own path all but flops_per_s): the rate a profile's
   // GEMM category is bounded by, the conversions being counted as pointwise memory traffic
-  // (model/step_bounds.h).
+  // (measure/step_bounds.h).
   double gemm_flops_per_s = 0;
   int64_t rows = 0;         // rows the products were timed with (cut for a slow path)
   nlohmann::json products;  // [{what, m, k, n, flops_per_s}]

@@ -1,4 +1,4 @@
-// One MFU peak per machine: the GEMM probe's figures (model/gemm_probe.h) kept in a small JSON
+// One MFU peak per machine: the GEMM probe's figures (measure/gemm_probe.h) kept in a small JSON
 // file, one entry per machine (the CPU's model name and the instruction sets bench uses),
 // LibTorch version, thread count, dtype and the model's GEMM shapes. A run whose key is there
 // takes those figures, so every run of one configuration on one machine divides by the same
@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainbench/model/gemm_probe.h"
+#include "trainbench/measure/gemm_probe.h"
 
 namespace trainbench {
 

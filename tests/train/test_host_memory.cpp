@@ -14,7 +14,7 @@
 #include <c10/core/CPUAllocator.h>
 
 #include "trainbench/core/cpu_isa.h"
-#include "trainbench/core/host_memory.h"
+#include "trainbench/train/host_memory.h"
 
 namespace trainbench {
 namespace {

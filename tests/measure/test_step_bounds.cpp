@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "trainbench/app/validate.h"
-#include "trainbench/model/flops.h"
-#include "trainbench/model/step_bounds.h"
+#include "trainbench/measure/flops.h"
+#include "trainbench/measure/step_bounds.h"
 
 namespace trainbench {
 namespace {

@@ -1,5 +1,5 @@
 // The step profiler (see profile.h): Kineto's activity by category, the host's or the device's.
-#include "trainbench/report/profile.h"
+#include "trainbench/measure/profile.h"
 
 #include <algorithm>
 #include <cstdlib>

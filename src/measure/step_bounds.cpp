@@ -1,10 +1,10 @@
 // The work of a step by category, the bandwidth probe and the bounds (see step_bounds.h).
-#include "trainbench/model/step_bounds.h"
+#include "trainbench/measure/step_bounds.h"
 
 #include <algorithm>
 
 #include "trainbench/core/timing.h"
-#include "trainbench/model/flops.h"
+#include "trainbench/measure/flops.h"
 
 namespace trainbench {
 

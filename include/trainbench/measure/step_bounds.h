@@ -21,7 +21,7 @@ struct CategoryWork {
   double bytes = 0;  // memory traffic, bounded by the bandwidth
 };
 
-// The work of one step by profile category (report/profile.h's names), from the model's shapes:
+// The work of one step by profile category (measure/profile.h's names), from the model's shapes:
 // N = batch * seq rows, e = the compute dtype's bytes (4, or 2 for bfloat16/float16), L layers.
 //   gemm: 6 x the matmul weights x N (forward, input and weight gradients), plus the attention
 //     products 12 L S d N with explicit scores (with --flash 1 they are the attention kernel's);

@@ -1,5 +1,5 @@
 // FLOP accounting and the peak used for MFU.
-#include "trainbench/model/flops.h"
+#include "trainbench/measure/flops.h"
 
 #include <algorithm>
 #include <vector>

@@ -1,5 +1,5 @@
-// Repetition statistics and the Mann-Whitney U-test (core/stats.h).
-#include "trainbench/core/stats.h"
+// Repetition statistics and the Mann-Whitney U-test (measure/stats.h).
+#include "trainbench/measure/stats.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// One MFU peak per machine (model/probe_cache.h): a miss measures and stores, a hit divides by
+// One MFU peak per machine (measure/probe_cache.h): a miss measures and stores, a hit divides by
 // the stored figures, --reprobe replaces them, a disturbed probe is retried and a wholly
 // disturbed one never stored, "off" and injected rates leave the cache alone.
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 
 #include "test_util.h"
 #include "trainbench/core/config.h"
-#include "trainbench/model/probe_cache.h"
+#include "trainbench/measure/probe_cache.h"
 #include "trainbench/report/results.h"
 
 namespace trainbench {

@@ -1,5 +1,5 @@
 // The GEMM probe and --lowp_gemm auto's choice (see gemm_probe.h).
-#include "trainbench/model/gemm_probe.h"
+#include "trainbench/measure/gemm_probe.h"
 
 #include <algorithm>
 #include <chrono>

@@ -9,7 +9,7 @@
 
 #include <torch/cuda.h>
 
-#include "trainbench/model/precision.h"
+#include "trainbench/train/precision.h"
 
 namespace trainbench {
 namespace {

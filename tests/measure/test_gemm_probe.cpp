@@ -6,8 +6,8 @@
 
 #include "trainbench/app/validate.h"  // make_plan
 #include "trainbench/core/cpu_isa.h"
-#include "trainbench/model/flops.h"
-#include "trainbench/model/gemm_probe.h"
+#include "trainbench/measure/flops.h"
+#include "trainbench/measure/gemm_probe.h"
 
 namespace trainbench {
 namespace {

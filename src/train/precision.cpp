@@ -1,5 +1,5 @@
 // Autocast guard and loss scaler; the only file that touches autocast's global state.
-#include "trainbench/model/precision.h"
+#include "trainbench/train/precision.h"
 
 #include <ATen/autocast_mode.h>
 

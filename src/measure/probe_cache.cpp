@@ -1,5 +1,5 @@
-// The per-machine GEMM probe cache (model/probe_cache.h).
-#include "trainbench/model/probe_cache.h"
+// The per-machine GEMM probe cache (measure/probe_cache.h).
+#include "trainbench/measure/probe_cache.h"
 
 #include <torch/version.h>
 
@@ -12,7 +12,7 @@
 
 #include "trainbench/core/atomic_file.h"
 #include "trainbench/core/cpu_isa.h"
-#include "trainbench/core/cpu_noise.h"
+#include "trainbench/measure/cpu_noise.h"
 #include "trainbench/core/log.h"
 #include "trainbench/core/run_files.h"
 
@@ -35,7 +35,7 @@ std::string utc_iso_now_() {
 }
 
 // Whether other work took more than kDisturbedShare of the cores' time while the probe ran
-// (the timed steps' rule, core/cpu_noise.h).
+// (the timed steps' rule, measure/cpu_noise.h).
 bool disturbed_(const CpuSample& before, const CpuSample& after, double seconds) {
   if (!before.ok || !after.ok || seconds <= 0) return false;
   const StepInterference i = interference(before, after);

@@ -7,7 +7,7 @@
 #include <torch/types.h>
 #include <nlohmann/json.hpp>
 
-#include "trainbench/model/gemm_probe.h"
+#include "trainbench/measure/gemm_probe.h"
 
 namespace trainbench {
 

@@ -1,4 +1,4 @@
-// Repetition statistics and the Mann-Whitney U-test (core/stats.h), against values computed by
+// Repetition statistics and the Mann-Whitney U-test (measure/stats.h), against values computed by
 // hand and by scipy.stats.mannwhitneyu (alternative="two-sided").
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainbench/core/stats.h"
+#include "trainbench/measure/stats.h"
 
 namespace trainbench {
 namespace {

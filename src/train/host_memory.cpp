@@ -1,5 +1,5 @@
 // The caching CPU allocator behind --keep_memory (see host_memory.h).
-#include "trainbench/core/host_memory.h"
+#include "trainbench/train/host_memory.h"
 
 #include <sys/resource.h>
 

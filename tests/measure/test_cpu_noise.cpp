@@ -1,10 +1,10 @@
-// The per-step interference figures (core/cpu_noise.h): /proc/stat parsing, other work's share
+// The per-step interference figures (measure/cpu_noise.h): /proc/stat parsing, other work's share
 // of a step, and when a run is called unstable.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "trainbench/core/cpu_noise.h"
+#include "trainbench/measure/cpu_noise.h"
 
 namespace trainbench {
 namespace {

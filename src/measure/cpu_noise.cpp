@@ -1,5 +1,5 @@
 // /proc/stat sampling and the noise summary of cpu_noise.h.
-#include "trainbench/core/cpu_noise.h"
+#include "trainbench/measure/cpu_noise.h"
 
 #include <time.h>
 #include <unistd.h>
