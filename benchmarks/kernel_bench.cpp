@@ -32,11 +32,10 @@ const char* dtype_name_(const benchmark::State& s) {
   return names[s.range(0)];
 }
 void label_(benchmark::State& s) { s.SetLabel(dtype_name_(s)); }
-// The second argument of the kernels that round (kernel_args.h): with float32 storage, the
-// 16-bit type its values are rounded to (1 bfloat16, 2 float16: the float32 GEMM route), or 0.
-k::StorageType round_(const benchmark::State& s) {
-  const k::StorageType types[] = {k::StorageType::kF32, k::StorageType::kBF16,
-                                  k::StorageType::kF16};
+// The second argument of the kernels that round (kernel_args.h): the values float32 storage of
+// dtype t holds (1 bfloat16, 2 float16: the float32 GEMM route), or 0: t's own.
+c10::ScalarType values_(const benchmark::State& s, c10::ScalarType t) {
+  const c10::ScalarType types[] = {t, torch::kBFloat16, torch::kHalf};
   return types[s.range(1)];
 }
 void round_label_(benchmark::State& s) {
@@ -101,7 +100,7 @@ void BM_KernelDropAddLayerNorm(benchmark::State& s) {
   a.y = y.data_ptr();
   a.mean = mean.data_ptr();
   a.rstd = rstd.data_ptr();
-  a.branch_type = a.out_type = k::storage_type_of(t);
+  a.branch_format = a.out_format = k::format_of(t, t);
   a.drop = k::math::dropout_args(0.1, 1);
   for (auto _ : s) k::run(a, c10::DeviceType::CPU);
   s.SetBytesProcessed(s.iterations() * kRows * kD * (4 + 4 + 2 * bytes_(t)));
@@ -118,8 +117,7 @@ void BM_KernelBiasReluDropout(benchmark::State& s) {
   a.cols = kFF;
   a.a = x.data_ptr();
   a.bias = bias.data_ptr();
-  a.type = k::storage_type_of(t);
-  a.round = round_(s);
+  a.format = k::format_of(t, values_(s, t));
   a.drop = k::math::dropout_args(0.1, 2);
   for (auto _ : s) k::run(a, c10::DeviceType::CPU);
   s.SetBytesProcessed(s.iterations() * kRows * kFF * 2 * bytes_(t));
@@ -135,8 +133,7 @@ void BM_KernelCausalSoftmax(benchmark::State& s) {
   a.rows = x.size(0);
   a.seq = kSeq;
   a.x = x.data_ptr();
-  a.type = k::storage_type_of(t);
-  a.round = round_(s);
+  a.format = k::format_of(t, values_(s, t));
   a.scale = 0.125;
   for (auto _ : s)
     k::run(a, c10::DeviceType::CPU);  // rows become probabilities: same work every time
@@ -169,8 +166,8 @@ void BM_KernelHeads(benchmark::State& s) {
   std::vector<Tensor> heads;
   for (int p = 0; p < 3; ++p) heads.push_back(torch::empty({8 * kHeads, kSeq, kD / kHeads}, t));
   k::HeadsArgs a = qkv_heads_args_(rows, heads);
-  a.rows_type = a.heads_type = k::storage_type_of(t);
-  a.round = round_(s);
+  a.rows_format = k::format_of(t, t);
+  a.heads_format = k::format_of(t, values_(s, t));
   if (s.range(2) == 1) a.bias = bias.data_ptr();
   for (auto _ : s) k::run(a, c10::DeviceType::CPU);
   s.SetBytesProcessed(s.iterations() * rows.numel() * 2 * bytes_(t));
@@ -201,9 +198,8 @@ void BM_KernelHeadsMerge(benchmark::State& s) {
   for (int p = 0; p < 3; ++p) heads.push_back(torch::randn({8 * kHeads, kSeq, kD / kHeads}));
   k::HeadsArgs a = qkv_heads_args_(rows, heads);
   a.to_heads = false;
-  const k::StorageType rounds[] = {k::StorageType::kF32, k::StorageType::kBF16,
-                                   k::StorageType::kF16};
-  a.round = rounds[s.range(0)];
+  const c10::ScalarType values[] = {torch::kFloat, torch::kBFloat16, torch::kHalf};
+  a.rows_format = k::format_of(torch::kFloat, values[s.range(0)]);
   if (s.range(1) == 1) a.partials = partials.data_ptr();
   k::ColumnSumsArgs sums;
   sums.rows = a.rows;
@@ -232,7 +228,7 @@ void BM_KernelHeadCrossEntropy(benchmark::State& s) {
   a.bias = bias.data_ptr();
   a.targets = targets.data_ptr<int64_t>();
   a.partials = partials.data_ptr();
-  a.type = k::storage_type_of(t);
+  a.format = k::format_of(t, t);
   for (auto _ : s) {
     s.PauseTiming();
     z.copy_(src);

@@ -97,6 +97,53 @@ StorageType storage_type_of(c10::ScalarType type) {
   }
 }
 
+namespace {
+const char* type_name_(StorageType t) {
+  switch (t) {
+    case StorageType::kF32:
+      return "float32";
+    case StorageType::kF64:
+      return "float64";
+    case StorageType::kBF16:
+      return "bfloat16";
+    case StorageType::kF16:
+      return "float16";
+  }
+  return "?";
+}
+}  // namespace
+
+std::string format_name(const Format& f) {
+  if (f.values == f.storage) return type_name_(f.storage);
+  return std::string(type_name_(f.storage)) + " storage of " + type_name_(f.values) + " values";
+}
+
+Format make_format(StorageType storage, StorageType values, StorageType acc) {
+  const bool half_values = values == StorageType::kBF16 || values == StorageType::kF16;
+  if (values != storage && !(storage == StorageType::kF32 && half_values)) {
+    throw RunError(std::string("fused kernels: ") + type_name_(values) + " values in " +
+                   type_name_(storage) +
+                   " storage: a tensor holds its own dtype's values, or float32 storage holds "
+                   "bfloat16 or float16 values (the float32 GEMM route)");
+  }
+  if ((acc != StorageType::kF32 && acc != StorageType::kF64) ||
+      (values != storage && acc != StorageType::kF32)) {
+    throw RunError(std::string("fused kernels: ") + format_name({storage, values, acc}) +
+                   " accumulated in " + type_name_(acc) +
+                   ": the kernels accumulate in float32 or float64, float32 storage of 16-bit "
+                   "values in float32");
+  }
+  return Format{storage, values, acc};
+}
+
+Format format_of(c10::ScalarType storage, c10::ScalarType values, c10::ScalarType acc) {
+  const StorageType s = storage_type_of(storage);
+  const StorageType a = acc != c10::ScalarType::Undefined ? storage_type_of(acc)
+                        : s == StorageType::kF64          ? StorageType::kF64
+                                                          : StorageType::kF32;
+  return make_format(s, storage_type_of(values), a);
+}
+
 #define TB_DEFINE_RUN(Args) \
   void run(const Args& a, c10::DeviceType device) { run_(a, device); }
 TB_FUSED_KERNELS(TB_DEFINE_RUN)

@@ -18,12 +18,13 @@ using namespace fused_detail;  // NOLINT(google-build-using-namespace): the ops'
 using torch::autograd::variable_list;
 
 // Heads between rows [N, P*H*hd] and P tensors [B*H, S, hd] (HeadsArgs): to_heads reads the
-// rows; round: the 16-bit type a float32 destination holds (k::StorageType::kF32: none); block:
+// rows; values: the dtype whose values the destination holds (its own, or bfloat16 or float16 in
+// float32 storage: rounded to them as they move; the source's are its own); block:
 // the heads tensors flat in blocks of that many rows (causal_pv; >= S or 0: plain); bias
 // (to_heads; [P*H*hd] in the rows' accumulation dtype, or empty): added to each row as it is read;
 // partials (to rows; [chunks, P*H*hd] in that dtype, or empty): the rows' column sums per chunk.
 void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, int64_t heads,
-            bool to_heads, k::StorageType round, int64_t block = 0, const Tensor& bias = {},
+            bool to_heads, c10::ScalarType values, int64_t block = 0, const Tensor& bias = {},
             const Tensor& partials = {}) {
   RECORD_FUNCTION("fused::heads", std::vector<c10::IValue>());  // the profile's copy category
   k::HeadsArgs a;
@@ -38,9 +39,10 @@ void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, i
               " elements a part for rows ", rows.sizes());
   a.row_data = mut_(rows);
   for (size_t i = 0; i < parts.size(); ++i) a.head_data[i] = mut_(parts[i]);
-  a.rows_type = k::storage_type_of(rows.scalar_type());
-  a.heads_type = k::storage_type_of(parts[0].scalar_type());
-  a.round = round;
+  const Tensor& src = to_heads ? rows : parts[0];
+  const Tensor& dst = to_heads ? parts[0] : rows;
+  (to_heads ? a.rows_format : a.heads_format) = k::format_of(src.scalar_type(), src.scalar_type());
+  (to_heads ? a.heads_format : a.rows_format) = k::format_of(dst.scalar_type(), values);
   a.to_heads = to_heads;
   a.block = block;
   if (present_(bias)) {
@@ -93,8 +95,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const std::vector<Tensor> qkv_heads{torch::empty({bh, seq, hd}, opts),
                                         torch::empty({bh, seq, hd}, opts),
                                         torch::empty({bh, seq, hd}, opts)};
-    heads_(qkv, qkv_heads, seq, heads, true, round_of_(stored, dtype), 0,
-           bias_in_rows ? Tensor() : bias);
+    heads_(qkv, qkv_heads, seq, heads, true, dtype, 0, bias_in_rows ? Tensor() : bias);
     const Tensor &q = qkv_heads[0], &kk = qkv_heads[1], &v = qkv_heads[2];
     // The scores, then in place the probabilities: [BH, S, S] with zeros above the mask, or
     // with float32/float64 GEMMs the flat layout of the blocks at or below the diagonal
@@ -110,9 +111,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     a.seq = seq;
     a.x = mut_(prob);
     a.block = block;
-    a.acc = k::storage_type_of(acc_of_(stored));
-    a.type = k::storage_type_of(stored);
-    a.round = round_of_(stored, dtype);
+    a.format = k::format_of(stored, dtype);
     a.scale = scale;
     run_(a, prob);
     ctx->save_for_backward({q, kk, v, prob});
@@ -128,7 +127,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // dtype, rounded to dtype as it moves (the output projection reads float32 rows on the
     // float32 route as they are).
     Tensor out = torch::empty({n, d}, opts);
-    heads_(out, {causal_pv(prob, v, block)}, seq, heads, false, round_of_(stored, dtype), block);
+    heads_(out, {causal_pv(prob, v, block)}, seq, heads, false, dtype, block);
     return out;
   }
 
@@ -144,7 +143,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // (on the float32 route the output projection's float32 input gradient): one pass.
     const Tensor dout_rows = grads[0].contiguous();
     const Tensor dout = torch::empty_like(q);
-    heads_(dout_rows, {dout}, seq, heads, true, round_of_(stored, dt));
+    heads_(dout_rows, {dout}, seq, heads, true, dt);
     const int64_t block = ctx->saved_data["block"].toInt();
     Tensor ds = causal_scores(dout, v, stored, block);  // dP, then the score gradient
     k::CausalSoftmaxGradArgs a;
@@ -153,9 +152,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     a.p = ptr_(prob);
     a.dp = mut_(ds);
     a.block = block;
-    a.acc = k::storage_type_of(acc_of_(stored));
-    a.type = k::storage_type_of(stored);
-    a.round = round_of_(stored, dt);
+    a.format = k::format_of(stored, dt);
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, prob);
     // dq, dk, dv into the qkv rows' layout and dtype, rounded to dtype as they move.
@@ -169,7 +166,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
                                 ? torch::empty({k::num_chunks(dqkv.size(0)), dqkv.size(1)},
                                                dqkv.options().dtype(acc_of_(qkv_dtype)))
                                 : Tensor();
-    heads_(dqkv, {dq, dk, dv}, seq, heads, false, round_of_(qkv_dtype, dt), block, {}, partials);
+    heads_(dqkv, {dq, dk, dv}, seq, heads, false, dt, block, {}, partials);
     Tensor d_bias = partials.defined() ? chunk_sums_(partials) : Tensor();
     return {dqkv, d_bias, Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }

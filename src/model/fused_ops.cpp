@@ -91,10 +91,8 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     a.y = mut_(y);
     a.mean = mut_(mean);
     a.rstd = mut_(rstd);
-    a.acc = k::storage_type_of(acc);
-    a.branch_type = k::storage_type_of(branch.scalar_type());
-    a.out_type = k::storage_type_of(y_dtype);
-    a.round = round_of_(y_dtype, out_dtype);
+    a.branch_format = k::format_of(branch.scalar_type(), branch.scalar_type(), acc);
+    a.out_format = k::format_of(y_dtype, out_dtype, acc);
     a.drop = k::math::dropout_args(p, static_cast<uint64_t>(key));
     run_(a, branch);
     ctx->save_for_backward({resid_out, opt_(mean, branch), opt_(rstd, branch), gamma});
@@ -141,10 +139,8 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     a.d_resid = mut_(d_resid);
     a.d_branch = mut_(d_branch);
     a.partials = mut_(partials);
-    a.acc = k::storage_type_of(resid_out.scalar_type());
-    a.branch_type = k::storage_type_of(branch_dtype);
-    a.out_type = k::storage_type_of(y_dtype);
-    a.round = round_of_(y_dtype, out_dtype);
+    a.branch_format = k::format_of(branch_dtype, branch_dtype, resid_out.scalar_type());
+    a.out_format = k::format_of(y_dtype, out_dtype, resid_out.scalar_type());
     a.drop = k::math::dropout_args(p, static_cast<uint64_t>(ctx->saved_data["key"].toInt()));
     run_(a, resid_out);
     const Tensor sums = chunk_sums_(partials);  // [3, d]
@@ -170,9 +166,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.cols = out.size(1);
     a.a = mut_(out);
     a.bias = ptr_(b);
-    a.acc = k::storage_type_of(b.scalar_type());
-    a.type = k::storage_type_of(out.scalar_type());
-    a.round = round_of_(out.scalar_type(), values);
+    a.format = k::format_of(out.scalar_type(), values, b.scalar_type());
     a.drop = k::math::dropout_args(p, static_cast<uint64_t>(key));
     run_(a, out);
     ctx->save_for_backward({x_up, w, out});
@@ -198,9 +192,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.out = ptr_(out);
     a.da = mut_(da);
     a.partials = mut_(partials);
-    a.acc = k::storage_type_of(acc);
-    a.type = k::storage_type_of(out.scalar_type());
-    a.round = round_of_(out.scalar_type(), input_dtype_(ctx));
+    a.format = k::format_of(out.scalar_type(), input_dtype_(ctx), acc);
     a.scale = ctx->saved_data["scale"].toDouble();
     run_(a, out);
     const GemmRoute r = route_of_(ctx);
@@ -235,9 +227,7 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     a.targets = targets.const_data_ptr<int64_t>();
     a.partials = mut_(partials);
     a.bias_partials = mut_(bias_partials);
-    a.acc = k::storage_type_of(b.scalar_type());
-    a.type = k::storage_type_of(stored);
-    a.round = round_of_(stored, values);
+    a.format = k::format_of(stored, values, b.scalar_type());
     run_(a, logits);
     ctx->save_for_backward({x_up, w, logits, bias_partials});
     save_route_(ctx, r);

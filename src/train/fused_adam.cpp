@@ -11,7 +11,7 @@ namespace k = trainbench::kernels;
 k::AdamArgs adam_args(const torch::Tensor& param, const torch::Tensor& exp_avg,
                       const torch::Tensor& exp_avg_sq, const torch::Tensor& step,
                       const torch::Tensor& grad, const torch::Tensor& copy,
-                      c10::ScalarType copy_round, const FusedAdamOptions& options) {
+                      c10::ScalarType copy_values, const FusedAdamOptions& options) {
   k::AdamArgs a;
   a.cols = param.dim() > 0 ? param.size(-1) : 1;
   a.rows = a.cols > 0 ? param.numel() / a.cols : 0;
@@ -19,11 +19,13 @@ k::AdamArgs adam_args(const torch::Tensor& param, const torch::Tensor& exp_avg,
   a.exp_avg = exp_avg.data_ptr();
   a.exp_avg_sq = exp_avg_sq.data_ptr();
   a.grad = grad.data_ptr();
-  a.grad_type = k::storage_type_of(grad.scalar_type());
+  a.grad_format = k::format_of(grad.scalar_type(), grad.scalar_type(), torch::kFloat);
   if (copy.defined()) {
     a.copy = copy.data_ptr();
-    a.copy_type = k::storage_type_of(copy.scalar_type());
-    a.copy_round = k::storage_type_of(copy_round);
+    a.copy_format =
+        k::format_of(copy.scalar_type(),
+                     copy_values == c10::ScalarType::Undefined ? copy.scalar_type() : copy_values,
+                     torch::kFloat);
   }
   a.step = step.data_ptr<float>();
   a.lr = options.lr;
@@ -37,7 +39,7 @@ FusedAdam::FusedAdam(std::vector<torch::Tensor> params, const FusedAdamOptions& 
                      std::vector<torch::Tensor> copies, c10::ScalarType copy_dtype)
     : params_(std::move(params)),
       copies_(std::move(copies)),
-      copy_rounding_(copy_dtype),
+      copy_values_(copy_dtype),
       options_(options) {
   torch::NoGradGuard no_grad;
   copies_.resize(params_.size());
@@ -102,7 +104,7 @@ void FusedAdam::step(const c10::optional<torch::Tensor>& grad_scale,
       if (params_[i].numel() == 0) continue;
       const torch::Tensor g = grads[i].contiguous();
       k::AdamArgs a = adam_args(params_[i], exp_avgs_[i], exp_avg_sqs_[i], steps_[i], g, copies_[i],
-                                copy_rounding_, options_);
+                                copy_values_, options_);
       a.grad_scale = grad_scale ? grad_scale->data_ptr<float>() : nullptr;
       a.found_inf = found_inf ? found_inf->data_ptr<float>() : nullptr;
       k::run(a, params_[i].device().type());

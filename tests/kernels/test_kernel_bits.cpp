@@ -97,9 +97,8 @@ std::vector<Output> drop_add_ln_run(const KernelCase& c, torch::Device dev) {
   a.y = y.data_ptr();
   a.mean = ptr_if(c.v.ln, mean);
   a.rstd = ptr_if(c.v.ln, rstd);
-  a.branch_type = k::storage_type_of(c.dtype);
-  a.out_type = k::storage_type_of(y.scalar_type());
-  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
+  a.branch_format = k::format_of(c.dtype, c.dtype, torch::kFloat);
+  a.out_format = k::format_of(y.scalar_type(), c.dtype, torch::kFloat);
   a.drop = k::math::dropout_args(c.v.p, kBitsDropKey);
   k::run(a, dev.type());
   std::vector<Output> out = {{"resid_out", resid_out, true}, {"y", y, !c.v.ln}};
@@ -121,7 +120,7 @@ std::vector<Output> store_run(const KernelCase& c, torch::Device dev) {
   a.bias = bias.data_ptr();
   a.resid_out = resid_out.data_ptr();
   a.y = y.data_ptr();
-  a.branch_type = a.out_type = k::storage_type_of(c.dtype);
+  a.branch_format = a.out_format = k::format_of(c.dtype, c.dtype, torch::kFloat);
   k::run(a, dev.type());
   return on_cpu({{"resid_out", resid_out, true}, {"y", y, true}});
 }
@@ -150,9 +149,8 @@ std::vector<Output> drop_add_ln_back_run(const KernelCase& c, torch::Device dev)
   a.d_resid = ptr_if(c.v.resid, d_resid);
   a.d_branch = d_branch.data_ptr();
   a.partials = partials.data_ptr();
-  a.branch_type = k::storage_type_of(c.dtype);
-  a.out_type = k::storage_type_of(dy.scalar_type());
-  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
+  a.branch_format = k::format_of(c.dtype, c.dtype, torch::kFloat);
+  a.out_format = k::format_of(dy.scalar_type(), c.dtype, torch::kFloat);
   a.drop = k::math::dropout_args(c.v.p, kBitsDropKey);
   k::run(a, dev.type());
   // With LayerNorm every gradient but d_gamma's and d_beta's partial sums has the row sums in it.
@@ -177,8 +175,7 @@ std::vector<Output> bias_relu_dropout_run(const KernelCase& c, torch::Device dev
   a.cols = f;
   a.a = x.data_ptr();
   a.bias = bias.data_ptr();
-  a.type = k::storage_type_of(x.scalar_type());
-  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
+  a.format = k::format_of(x.scalar_type(), c.dtype, torch::kFloat);
   a.drop = k::math::dropout_args(c.v.p, kBitsDropKey);
   k::run(a, dev.type());
   return on_cpu({{"out", x, true}});
@@ -203,8 +200,7 @@ std::vector<Output> bias_relu_dropout_back_run(const KernelCase& c, torch::Devic
   a.out = out.data_ptr();
   a.da = da.data_ptr();
   a.partials = partials.data_ptr();
-  a.type = k::storage_type_of(stored);
-  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
+  a.format = k::format_of(stored, c.dtype, torch::kFloat);
   a.scale = c.v.p > 0 ? k::math::dropout_scale(c.v.p) : 1.0;
   k::run(a, dev.type());
   return on_cpu({{"da", da, true}, {"partials", partials, true}});
@@ -221,7 +217,7 @@ std::vector<Output> column_sums_run(const KernelCase& c, torch::Device dev) {
   a.cols = w;
   a.x = x.data_ptr();
   a.partials = partials.data_ptr();
-  a.type = k::storage_type_of(c.dtype);
+  a.format = k::format_of(c.dtype, c.dtype, torch::kFloat);
   k::run(a, dev.type());
   return on_cpu({{"partials", partials, true}});
 }
@@ -263,8 +259,7 @@ std::vector<Output> causal_softmax_run(const KernelCase& c, torch::Device dev) {
   a.seq = s;
   a.x = x.data_ptr();
   a.block = c.v.block;
-  a.type = k::storage_type_of(x.scalar_type());
-  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
+  a.format = k::format_of(x.scalar_type(), c.dtype, torch::kFloat);
   a.scale = 0.35;
   k::run(a, dev.type());
   return f32 ? held_in_float32("p", x, c.dtype) : on_cpu({{"p", x, false}});
@@ -288,8 +283,7 @@ std::vector<Output> causal_softmax_back_run(const KernelCase& c, torch::Device d
   a.p = p_at.data_ptr();
   a.dp = dp.data_ptr();
   a.block = c.v.block;
-  a.type = k::storage_type_of(stored);
-  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
+  a.format = k::format_of(stored, c.dtype, torch::kFloat);
   a.scale = 0.35;
   k::run(a, dev.type());
   return f32 ? held_in_float32("ds", dp, c.dtype) : on_cpu({{"ds", dp, false}});
@@ -320,9 +314,11 @@ std::vector<Output> heads_run(const KernelCase& c, torch::Device dev) {
   a.parts = parts;
   a.row_data = rows.data_ptr();
   for (int64_t p = 0; p < parts; ++p) a.head_data[p] = heads[p].data_ptr();
-  a.rows_type = k::storage_type_of(rows_type);
-  a.heads_type = k::storage_type_of(heads_type);
-  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
+  // The destination holds c.dtype's values (rounded to them in float32 storage).
+  (to_heads ? a.rows_format : a.heads_format) =
+      k::format_of(to_heads ? rows_type : heads_type, to_heads ? rows_type : heads_type);
+  (to_heads ? a.heads_format : a.rows_format) =
+      k::format_of(to_heads ? heads_type : rows_type, c.dtype);
   a.to_heads = to_heads;
   a.block = c.v.block;
   const Tensor bias = on(torch::randn({parts * h * hd}), dev);
@@ -356,8 +352,7 @@ std::vector<Output> head_ce_run(const KernelCase& c, torch::Device dev) {
   a.targets = targets.const_data_ptr<int64_t>();
   a.partials = partials.data_ptr();
   a.bias_partials = bias_partials.data_ptr();
-  a.type = k::storage_type_of(logits.scalar_type());
-  a.round = f32 ? k::storage_type_of(c.dtype) : k::StorageType::kF32;
+  a.format = k::format_of(logits.scalar_type(), c.dtype, torch::kFloat);
   k::run(a, dev.type());
   if (f32 && !dev.is_cuda()) {  // what float32 storage holds: the dtype's values
     EXPECT_TRUE(torch::equal(logits, logits.to(c.dtype).to(torch::kFloat)));

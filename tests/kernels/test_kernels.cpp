@@ -56,7 +56,7 @@ TEST(KernelRun, DropAddLnWithoutResidualOrLayerNormIsBranchPlusBias) {
   a.bias = bias.data_ptr();
   a.resid_out = resid_out.data_ptr();
   a.y = y.data_ptr();
-  a.branch_type = a.out_type = k::storage_type_of(torch::kBFloat16);
+  a.branch_format = a.out_format = k::format_of(torch::kBFloat16, torch::kBFloat16);
   a.drop = k::math::dropout_args(0.0, 9);
   k::run(a, c10::DeviceType::CPU);
   const torch::Tensor want = branch.to(torch::kFloat) + bias;
@@ -80,7 +80,7 @@ void drop_add_(const torch::Tensor& branch, const torch::Tensor& bias, torch::Te
   a.bias = bias.data_ptr();
   a.resid_out = resid_out.data_ptr();
   a.y = y.data_ptr();
-  a.branch_type = a.out_type = k::storage_type_of(branch.scalar_type());
+  a.branch_format = a.out_format = k::format_of(branch.scalar_type(), branch.scalar_type());
   a.drop = k::math::dropout_args(0.0, 9);
   k::run(a, c10::DeviceType::CPU);
 }
@@ -142,8 +142,9 @@ TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
     return r.view({b, s, 3, h, hd}).permute({2, 0, 3, 1, 4}).reshape({3, b * h, s, hd});
   };
   int64_t block = 0;  // the heads tensors' row blocks (HeadsArgs::block)
+  // values: the dtype whose values the destination holds (Undefined: its own).
   auto run = [&](const torch::Tensor& rows, const std::vector<torch::Tensor>& heads, bool to_heads,
-                 k::StorageType round) {
+                 c10::ScalarType values = c10::ScalarType::Undefined) {
     k::HeadsArgs a;
     a.rows = b * s;
     a.seq = s;
@@ -152,9 +153,11 @@ TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
     a.parts = static_cast<int64_t>(heads.size());
     a.row_data = rows.data_ptr();
     for (size_t p = 0; p < heads.size(); ++p) a.head_data[p] = heads[p].data_ptr();
-    a.rows_type = k::storage_type_of(rows.scalar_type());
-    a.heads_type = k::storage_type_of(heads[0].scalar_type());
-    a.round = round;
+    const auto src = (to_heads ? rows : heads[0]).scalar_type();
+    const auto dst = (to_heads ? heads[0] : rows).scalar_type();
+    (to_heads ? a.rows_format : a.heads_format) = k::format_of(src, src);
+    (to_heads ? a.heads_format : a.rows_format) =
+        k::format_of(dst, values == c10::ScalarType::Undefined ? dst : values);
     a.to_heads = to_heads;
     a.block = block;
     k::run(a, c10::DeviceType::CPU);
@@ -167,16 +170,16 @@ TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
   for (const auto dt : {torch::kBFloat16, torch::kHalf, torch::kFloat, torch::kDouble}) {
     SCOPED_TRACE(c10::toString(dt));
     const bool narrow = dt == torch::kBFloat16 || dt == torch::kHalf;
-    const auto round = narrow ? k::storage_type_of(dt) : k::StorageType::kF32;
+    const auto round = narrow ? dt : torch::kFloat;   // what float32 destinations hold
     const torch::Tensor want = split(rows32.to(dt));  // the dtype's values, [3, b*h, s, hd]
     // Split: the dtype's rows into its heads; float32 rows rounded into float32 heads; the
     // dtype's rows widened into float32 heads.
     auto same = empties(dt, 3);
-    run(rows32.to(dt), same, true, k::StorageType::kF32);
+    run(rows32.to(dt), same, true);
     auto rounded = empties(torch::kFloat, 3);
     run(rows32, rounded, true, round);
     auto widened = empties(torch::kFloat, 3);
-    run(rows32.to(dt), widened, true, k::StorageType::kF32);
+    run(rows32.to(dt), widened, true);
     for (int p = 0; p < 3; ++p) {
       EXPECT_TRUE(torch::equal(same[p], want[p])) << p;
       EXPECT_TRUE(torch::equal(rounded[p], want[p].to(torch::kFloat))) << p;
@@ -190,7 +193,7 @@ TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
         round);
     EXPECT_TRUE(torch::equal(merged, rows32.to(dt).to(torch::kFloat)));
     const torch::Tensor one = torch::full({b * s, h * hd}, 7.0, dt);
-    run(one, {parts32[1].contiguous()}, false, k::StorageType::kF32);
+    run(one, {parts32[1].contiguous()}, false);
     EXPECT_TRUE(torch::equal(one, rows32.narrow(1, h * hd, h * hd).to(dt)));
     // In blocks of 2 rows (the attention in blocks' P V and gradients, causal_gemm.h; a last
     // block of 1): each block [b*h, rows, hd] contiguous, one after another; both ways.
@@ -209,7 +212,7 @@ TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
     EXPECT_TRUE(torch::equal(merged_blocks, merged));
     auto split_blocks = empties(torch::kFloat, 3);
     for (auto& t : split_blocks) t = t.view(-1);
-    run(rows32, split_blocks, true, k::StorageType::kF32);
+    run(rows32, split_blocks, true);
     for (int p = 0; p < 3; ++p) EXPECT_TRUE(torch::equal(split_blocks[p], blocked[p])) << p;
     EXPECT_EQ(causal_unblocked(blocked[0], b * h, s, 2).sizes(), parts32[0].sizes());
     EXPECT_TRUE(torch::equal(causal_unblocked(blocked[0], b * h, s, 2), parts32[0]));
@@ -218,6 +221,51 @@ TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
     }
     block = 0;
   }
+}
+
+// A Format (kernel_args.h) is a tensor's own dtype, or float32 storage of bfloat16 or float16
+// values accumulated in float32; every other combination is refused where it is built, in one
+// line naming it.
+TEST(KernelRun, FormatsAKernelCannotHoldAreRefusedWhereTheyAreBuilt) {
+  using S = k::StorageType;
+  for (const auto s : {S::kF32, S::kF64, S::kBF16, S::kF16}) {
+    const k::Format own = k::make_format(s, s, s == S::kF64 ? S::kF64 : S::kF32);
+    EXPECT_EQ(own.storage, s);
+    EXPECT_EQ(own.values, s);
+  }
+  const k::Format route = k::format_of(torch::kFloat, torch::kBFloat16);
+  EXPECT_EQ(route.storage, S::kF32);
+  EXPECT_EQ(route.values, S::kBF16);
+  EXPECT_EQ(route.acc, S::kF32);
+  EXPECT_EQ(k::format_of(torch::kDouble, torch::kDouble).acc, S::kF64);
+  EXPECT_EQ(k::format_name(route), "float32 storage of bfloat16 values");
+  EXPECT_EQ(k::format_name(k::format_of(torch::kHalf, torch::kHalf)), "float16");
+  const auto refused = [](c10::ScalarType storage, c10::ScalarType values, c10::ScalarType acc) {
+    try {
+      k::format_of(storage, values, acc);
+    } catch (const RunError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused(torch::kBFloat16, torch::kHalf, torch::kFloat),
+            "fused kernels: float16 values in bfloat16 storage: a tensor holds its own dtype's "
+            "values, or float32 storage holds bfloat16 or float16 values (the float32 GEMM "
+            "route)");
+  EXPECT_EQ(refused(torch::kBFloat16, torch::kFloat, torch::kFloat),
+            "fused kernels: float32 values in bfloat16 storage: a tensor holds its own dtype's "
+            "values, or float32 storage holds bfloat16 or float16 values (the float32 GEMM "
+            "route)");
+  EXPECT_EQ(refused(torch::kDouble, torch::kBFloat16, torch::kDouble).rfind(
+                "fused kernels: bfloat16 values in float64 storage", 0),
+            0u);
+  EXPECT_EQ(refused(torch::kFloat, torch::kHalf, torch::kDouble),
+            "fused kernels: float32 storage of float16 values accumulated in float64: the "
+            "kernels accumulate in float32 or float64, float32 storage of 16-bit values in "
+            "float32");
+  EXPECT_EQ(refused(torch::kFloat, torch::kFloat, torch::kBFloat16).rfind(
+                "fused kernels: float32 accumulated in bfloat16:", 0),
+            0u);
 }
 
 TEST(KernelRun, DtypesOutsideTheStorageTypesAreRefusedByName) {

@@ -137,8 +137,7 @@ TEST(FusedOps, TheFloat32RoutesHiddenHasTheBitsOfA16BitHidden) {
     const auto run_on = [&](auto args, const Tensor& like) {
       args.rows = n;
       args.cols = f;
-      args.acc = k::StorageType::kF32;
-      args.type = k::storage_type_of(dt);
+      args.format = k::format_of(dt, dt, torch::kFloat);
       k::run(args, like.device().type());
     };
     const Tensor h = torch::mm(x.detach().to(torch::kFloat), w.detach().t()).to(dt);
@@ -196,7 +195,7 @@ TEST(FusedOps, TheFloat32RoutesLogitsHaveTheBitsOf16BitLogits) {
       a.bias = b.const_data_ptr();
       a.targets = targets.const_data_ptr<int64_t>();
       a.partials = partials.data_ptr();
-      a.type = k::storage_type_of(dt);
+      a.format = k::format_of(dt, dt);
       k::run(a, z.device().type());
       // Bit for bit (float16), or to float32's roundings (bfloat16).
       const auto same = [&](const Tensor& got, const Tensor& want) {

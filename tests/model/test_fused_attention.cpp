@@ -53,7 +53,7 @@ TEST(FusedOps, TheFloat32RoutesAttentionScoresHaveTheBitsOf16BitScores) {
       sa.seq = s;
       sa.x = p.data_ptr();
       sa.block = block;
-      sa.type = k::storage_type_of(dt);
+      sa.format = k::format_of(dt, dt, torch::kFloat);
       sa.scale = 1.0 / std::sqrt(static_cast<double>(hd));
       k::run(sa, c10::DeviceType::CPU);
       const Tensor p32 = p.to(torch::kFloat);
@@ -68,7 +68,7 @@ TEST(FusedOps, TheFloat32RoutesAttentionScoresHaveTheBitsOf16BitScores) {
       ga.p = p.const_data_ptr();
       ga.dp = ds.data_ptr();
       ga.block = block;
-      ga.type = sa.type;
+      ga.format = sa.format;
       ga.scale = sa.scale;
       k::run(ga, c10::DeviceType::CPU);
       const auto [dq, dk, dv] = causal_grads(ds.to(torch::kFloat), p32, q32, k32, g32, block);
@@ -124,8 +124,7 @@ TEST(FusedOps, TheAttentionInBlocksIsTheSquaresAttention) {
     k::CausalSoftmaxArgs sa;
     sa.rows = bh * s;
     sa.seq = s;
-    sa.type = k::storage_type_of(dt);
-    sa.acc = dt == torch::kDouble ? k::StorageType::kF64 : k::StorageType::kF32;
+    sa.format = k::format_of(dt, dt);
     sa.scale = 0.3;
     sa.x = p_square.data_ptr();
     k::run(sa, c10::DeviceType::CPU);
@@ -138,8 +137,7 @@ TEST(FusedOps, TheAttentionInBlocksIsTheSquaresAttention) {
     k::CausalSoftmaxGradArgs ga;
     ga.rows = sa.rows;
     ga.seq = s;
-    ga.type = sa.type;
-    ga.acc = sa.acc;
+    ga.format = sa.format;
     ga.scale = 0.3;
     ga.p = p_square.const_data_ptr();
     ga.dp = ds_square.data_ptr();

@@ -20,6 +20,16 @@ namespace trainbench::kernels {
 
 // The kernels' name for a tensor dtype; throws RunError for one they do not take.
 StorageType storage_type_of(c10::ScalarType type);
+// A Format (kernel_args.h) of a tensor stored as `storage` holding `values`, accumulating in
+// `acc` (float32 or float64; by default float64 for float64 storage, else float32): values ==
+// storage, or float32 storage of bfloat16 or float16 values (the float32 GEMM route, float32
+// accumulation). Any other combination is refused here in one line naming it (RunError), never
+// deep in a kernel.
+Format make_format(StorageType storage, StorageType values, StorageType acc);
+Format format_of(c10::ScalarType storage, c10::ScalarType values,
+                 c10::ScalarType acc = c10::ScalarType::Undefined);
+// A format's types as the user names them: "float32 storage of bfloat16 values", "bfloat16".
+std::string format_name(const Format& f);
 
 #define TB_DECLARE_RUN(Args) void run(const Args& a, c10::DeviceType device);
 TB_FUSED_KERNELS(TB_DECLARE_RUN)

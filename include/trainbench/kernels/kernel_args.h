@@ -1,7 +1,7 @@
 // The arguments of the fused kernels as raw pointers and sizes: what the CPU rows
 // (kernels/cpu/rows.cpp) and the CUDA kernels (kernels/cuda/rows.cu) take, so that neither
-// sees a LibTorch header. Tensors are contiguous, row-major; "acc" is the accumulation type
-// (float32, or float64 for float64 runs), the other types are the activations' storage types.
+// sees a LibTorch header. Tensors are contiguous, row-major; each tensor's elements are
+// described by a Format (below): "acc" in a shape comment is the format's accumulation type.
 //
 // One null contract for every backend: a pointer marked "or null" below may be null and the
 // kernels test it; every other pointer is required (a caller with no bias passes zeros).
@@ -17,6 +17,17 @@ namespace trainbench::kernels {
 
 // Element storage types of the kernels' tensors.
 enum class StorageType : int32_t { kF32, kF64, kBF16, kF16 };
+
+// How a kernel's tensor holds its elements, the one kernel-side form of the run's dtype (cf.
+// ggml_type's traits, llm.c's floatX): `storage`, its elements' type; `values`, the type whose
+// values they are: the storage's own, or on the float32 GEMM route float32 storage of bfloat16
+// or float16 values, which a kernel rounds to them as it reads and writes them (as a 16-bit
+// tensor would be), so the GEMMs on either side read them without a conversion; `acc`, what
+// the math accumulates in (float32, or float64 for float64 storage). make_format
+// (fused_kernels.h) builds one and refuses any other combination in one line.
+struct Format {
+  StorageType storage = StorageType::kF32, values = StorageType::kF32, acc = StorageType::kF32;
+};
 
 // Rows per chunk of a column reduction (bias, gamma and beta gradients): each chunk writes its
 // own partial sums, which are then added in chunk order, so the result does not depend on the
@@ -36,18 +47,17 @@ struct DropoutArgs {
 struct DropAddLnArgs {
   int64_t rows = 0, cols = 0;
   const void* resid = nullptr;   // [N, d] acc, or null (r' = dropout(branch + bias))
-  const void* branch = nullptr;  // [N, d] branch_type
+  const void* branch = nullptr;  // [N, d] branch_format
   const void* bias = nullptr;    // [d] acc
   const void* gamma = nullptr;   // [d] acc, or null: no LayerNorm, y = r'
   const void* beta = nullptr;    // [d] acc (with gamma)
   void* resid_out = nullptr;     // [N, d] acc (r')
-  void* y = nullptr;             // [N, d] out_type
+  void* y = nullptr;             // [N, d] out_format
   void* mean = nullptr;          // [N] acc (with gamma)
   void* rstd = nullptr;          // [N] acc (with gamma)
-  // round (out_type float32 only; else kF32): y is float32 storage of this 16-bit type's values
-  // (the float32 GEMM route's LayerNorm output, which the next GEMMs read without a conversion).
-  StorageType acc = StorageType::kF32, branch_type = StorageType::kF32,
-              out_type = StorageType::kF32, round = StorageType::kF32;
+  // out_format: y's (on the float32 GEMM route float32 storage of 16-bit values: the LayerNorm
+  // output the next GEMMs read without a conversion); its acc is the kernel's.
+  Format branch_format, out_format;
   DropoutArgs drop;
   double eps = 1e-5;
 };
@@ -56,66 +66,64 @@ struct DropAddLnArgs {
 // d_resid = g; d_branch = g * mask * scale; per chunk: sum d_branch, sum dy*xhat, sum dy.
 struct DropAddLnGradArgs {
   int64_t rows = 0, cols = 0;
-  const void* dy = nullptr;           // [N, d] out_type
+  const void* dy = nullptr;           // [N, d] out_format_format
   const void* d_resid_out = nullptr;  // [N, d] acc
   const void* resid_out = nullptr;    // [N, d] acc: the saved r' (read with gamma)
   const void* mean = nullptr;         // [N] acc (with gamma)
   const void* rstd = nullptr;         // [N] acc (with gamma)
   const void* gamma = nullptr;        // [d] acc, or null: no LayerNorm
   void* d_resid = nullptr;            // [N, d] acc, or null: not wanted
-  void* d_branch = nullptr;           // [N, d] branch_type
+  void* d_branch = nullptr;           // [N, d] branch_format
   void* partials = nullptr;           // [chunks, 3, d] acc: d_bias, d_gamma, d_beta
-  // round: as DropAddLnArgs'; dy (a GEMM's unrounded float32 output) is rounded as it is read.
-  StorageType acc = StorageType::kF32, branch_type = StorageType::kF32,
-              out_type = StorageType::kF32, round = StorageType::kF32;
+  // As DropAddLnArgs'; float32 dy of 16-bit values (a GEMM's unrounded output) is rounded to
+  // them as it is read.
+  Format branch_format, out_format;
   DropoutArgs drop;
 };
 
-// a = dropout(relu(a + bias)) in place, [N, f].
-// round (type float32 only; else kF32), here and in the causal softmax: the 16-bit type whose
-// values float32 storage holds (the float32 GEMM route's FF hidden, attention scores and
-// probabilities, and their gradients): each row is rounded to it as it is read and as it is
-// written, as a 16-bit tensor would be, so the GEMMs on either side read it without a
-// conversion.
+// a = dropout(relu(a + bias)) in place, [N, f]. format, here and in the causal softmax: on the
+// float32 route float32 storage of 16-bit values (the FF hidden, attention scores and
+// probabilities, and their gradients): each row is rounded to them as it is read (the GEMM's
+// own output) and as it is written.
 struct BiasReluDropoutArgs {
   int64_t rows = 0, cols = 0;
-  void* a = nullptr;           // [N, f] type (on the float32 route: the GEMM's own output)
+  void* a = nullptr;           // [N, f] format
   const void* bias = nullptr;  // [f] acc
-  StorageType acc = StorageType::kF32, type = StorageType::kF32, round = StorageType::kF32;
+  Format format;
   DropoutArgs drop;
 };
 // da = dout * scale where out > 0, else 0; per chunk: sum da (the bias gradient).
 struct BiasReluDropoutGradArgs {
   int64_t rows = 0, cols = 0;
-  const void* dout = nullptr;  // [N, f] type
-  const void* out = nullptr;   // [N, f] type (the forward's output)
-  void* da = nullptr;          // [N, f] type
+  const void* dout = nullptr;  // [N, f] format
+  const void* out = nullptr;   // [N, f] format (the forward's output)
+  void* da = nullptr;          // [N, f] format
   void* partials = nullptr;    // [chunks, f] acc
-  StorageType acc = StorageType::kF32, type = StorageType::kF32, round = StorageType::kF32;
+  Format format;
   double scale = 1;  // the forward's dropout scale
 };
 
 // Causal softmax of attention scores in place: rows are (batch*head, query t), columns keys j;
-// p_j = softmax_j(scale * x_j) over j <= t, 0 above the diagonal. [BH * S, S]. round: as for
-// BiasReluDropoutArgs (x the score GEMM's own float32 output).
+// p_j = softmax_j(scale * x_j) over j <= t, 0 above the diagonal. [BH * S, S]. format: as for
+// BiasReluDropoutArgs (x the score GEMM's own output).
 // block in (0, S): x is in the blocked causal layout of `block` query rows instead (each row as
 // long as its block's keys; fused_math.h score_row), as the blocked score GEMMs leave it.
 struct CausalSoftmaxArgs {
   int64_t rows = 0, seq = 0;
-  void* x = nullptr;  // [BH * S, S] type; p on return
+  void* x = nullptr;  // [BH * S, S] format; p on return
   int64_t block = 0;
-  StorageType acc = StorageType::kF32, type = StorageType::kF32, round = StorageType::kF32;
+  Format format;
   double scale = 1;
 };
-// dx = scale * p * (dp - sum_k p_k dp_k), in place over dp; round: p holds rounded values
-// already, dp (a GEMM's float32 output) is rounded as it is read, dx as it is stored.
+// dx = scale * p * (dp - sum_k p_k dp_k), in place over dp; on the float32 route p holds
+// rounded values already, dp (a GEMM's output) is rounded as it is read, dx as it is stored.
 // block: p and dp in the blocked layout, as for CausalSoftmaxArgs.
 struct CausalSoftmaxGradArgs {
   int64_t rows = 0, seq = 0;
-  const void* p = nullptr;  // [BH * S, S] type
-  void* dp = nullptr;       // [BH * S, S] type; the score gradient on return
+  const void* p = nullptr;  // [BH * S, S] format
+  void* dp = nullptr;       // [BH * S, S] format; the score gradient on return
   int64_t block = 0;
-  StorageType acc = StorageType::kF32, type = StorageType::kF32, round = StorageType::kF32;
+  Format format;
   double scale = 1;
 };
 
@@ -123,55 +131,55 @@ struct CausalSoftmaxGradArgs {
 // P*H*hd] (row b*S + s holds part p's head h in columns (p*H + h)*hd: q, k, v for P = 3) and
 // P tensors heads[p] [B*H, S, hd]. to_heads: the rows are read and the heads written, else the
 // reverse. Each element goes from the source's storage to the destination's (rounded to it when
-// it is 16-bit); where the destination is float32 storage of 16-bit values (round, as in
-// BiasReluDropoutArgs) a float32 source is rounded to that type: one pass where the layout
-// copy, the rounding of a GEMM's output and the next GEMM's conversion were three. bias (to_heads
+// it is 16-bit); where the destination's format is float32 storage of 16-bit values a float32
+// source is rounded to them: one pass where the layout copy, the rounding of a GEMM's output
+// and the next GEMM's conversion were three (the source's format: its storage). bias (to_heads
 // only): the rows' linear's bias, added to each row as it is read (in HeadsAcc, before any
 // rounding: the GEMM then runs without it, and addmm's copy of it into the product is gone).
 // partials (to rows only): the column sums of the rows as stored, per chunk of kChunkRows rows
 // as ColumnSumsArgs adds them (that bias's gradient, from the pass that writes its rows).
 struct HeadsArgs {
   int64_t rows = 0, seq = 1, heads = 1, hd = 0, parts = 1;
-  void* row_data = nullptr;                          // [N, P*H*hd] rows_type
-  void* head_data[3] = {nullptr, nullptr, nullptr};  // P x [B*H, S, hd] heads_type
+  void* row_data = nullptr;                          // [N, P*H*hd] rows_format
+  void* head_data[3] = {nullptr, nullptr, nullptr};  // P x [B*H, S, hd] heads_format
   const void* bias = nullptr;                        // [P*H*hd] HeadsAcc, or null
   void* partials = nullptr;                          // [chunks, P*H*hd] HeadsAcc, or null
-  StorageType rows_type = StorageType::kF32, heads_type = StorageType::kF32,
-              round = StorageType::kF32;
+  Format rows_format, heads_format;
   bool to_heads = true;
   int64_t block = 0;  // the heads tensors in blocks of query rows (fused_math.h head_block_row)
 };
 
 // Output head + cross-entropy over the vocabulary: per row, z = logits + bias, loss = lse(z) -
 // z[target]; logits are overwritten with the loss gradient (softmax(z) - onehot) / rows.
-// round: float32 logits holding 16-bit values (the float32 route: the GEMM's float32 product,
+// format: on the float32 route float32 logits of 16-bit values (the GEMM's float32 product,
 // rounded as it is read; the gradient rounded as it is stored, in float32 for the next GEMMs).
 // bias_partials: the column sums of the gradient as stored, per chunk as ColumnSumsArgs adds
 // them (the bias's gradient for a loss gradient of 1).
 struct HeadCrossEntropyArgs {
   int64_t rows = 0, cols = 0;
-  void* logits = nullptr;            // [N, V] type; the gradient on return
+  void* logits = nullptr;            // [N, V] format; the gradient on return
   const void* bias = nullptr;        // [V] acc
   const int64_t* targets = nullptr;  // [N]
   void* partials = nullptr;          // [chunks] acc: loss sums per chunk
   void* bias_partials = nullptr;     // [chunks, V] acc, or null
-  StorageType acc = StorageType::kF32, type = StorageType::kF32, round = StorageType::kF32;
+  Format format;
 };
 
 // Column sums of rows [N, w] (a bias gradient whose rows no other kernel reads) as per-chunk
 // partial sums, read once in their own storage type.
 struct ColumnSumsArgs {
   int64_t rows = 0, cols = 0;
-  const void* x = nullptr;   // [N, w] type
+  const void* x = nullptr;   // [N, w] format (its storage read as it is)
   void* partials = nullptr;  // [chunks, w] acc
-  StorageType acc = StorageType::kF32, type = StorageType::kF32;
+  Format format;
 };
 
 // One Adam step (no weight decay) on a float32 parameter seen as rows [N, w] (any shape:
 // N = numel / w), with its float32 moments: g = grad / grad_scale; m = b1 m + (1 - b1) g;
 // v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps); and
-// where a copy is given, copy = p rounded to copy_round and stored as copy_type (the weight as
-// the next step's GEMMs read it, written in the same pass). Nothing changes when *found_inf
+// where a copy is given, copy = p in copy_format (the weight as the next step's GEMMs read it,
+// written in the same pass: 16-bit, or on the float32 route float32 of 16-bit values). Nothing
+// changes when *found_inf
 // != 0. step, grad_scale and found_inf are read where the kernel runs (device scalars on
 // CUDA), so no value is read back to the host.
 struct AdamArgs {
@@ -179,14 +187,12 @@ struct AdamArgs {
   void* param = nullptr;              // [N, w] f32
   void* exp_avg = nullptr;            // [N, w] f32
   void* exp_avg_sq = nullptr;         // [N, w] f32
-  const void* grad = nullptr;         // [N, w] grad_type
-  void* copy = nullptr;               // [N, w] copy_type, or null
+  const void* grad = nullptr;         // [N, w] grad_format
+  void* copy = nullptr;               // [N, w] copy_format, or null
   const float* step = nullptr;        // [] t, this step's count (already incremented)
   const float* grad_scale = nullptr;  // [], or null: 1
   const float* found_inf = nullptr;   // [], or null: 0
-  StorageType grad_type = StorageType::kF32;
-  StorageType copy_type = StorageType::kF32;   // the copy's storage: bf16, f16, or f32 holding
-  StorageType copy_round = StorageType::kF32;  // values rounded to this 16-bit type
+  Format grad_format, copy_format;
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };
 

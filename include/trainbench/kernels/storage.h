@@ -115,12 +115,12 @@ TB_HOST void with_storage(StorageType type, Fn&& fn) {
   }
 }
 
-// fn(acc, tag): acc is a float (or, for kF64, a double) value of the accumulation type;
-// tag as with_storage's for `type`.
+// fn(acc, tag): acc is a float (or, for kF64, a double) value of f's accumulation type; tag
+// as with_storage's for f's storage.
 template <typename Fn>
-TB_HOST void with_types(StorageType acc, StorageType type, Fn&& fn) {
-  with_storage(type, [&](auto tag) {
-    if (acc == StorageType::kF64) {
+TB_HOST void with_types(const Format& f, Fn&& fn) {
+  with_storage(f.storage, [&](auto tag) {
+    if (f.acc == StorageType::kF64) {
       fn(double{}, tag);
     } else {
       fn(float{}, tag);
@@ -128,44 +128,43 @@ TB_HOST void with_types(StorageType acc, StorageType type, Fn&& fn) {
   });
 }
 
-// fn(copy_tag, round_tag) for AdamArgs' weight copy (its storage, the type its values are
-// rounded to): bf16/bf16, f16/f16, float/bf16, float/f16, else float/float (no copy).
-template <typename Fn>
-TB_HOST void with_copy_types(StorageType type, StorageType round, Fn&& fn) {
-  if (type == StorageType::kBF16)
-    return fn(static_cast<Bf16*>(nullptr), static_cast<Bf16*>(nullptr));
-  if (type == StorageType::kF16)
-    return fn(static_cast<Half*>(nullptr), static_cast<Half*>(nullptr));
-  if (round == StorageType::kBF16)
-    return fn(static_cast<float*>(nullptr), static_cast<Bf16*>(nullptr));
-  if (round == StorageType::kF16)
-    return fn(static_cast<float*>(nullptr), static_cast<Half*>(nullptr));
-  return fn(static_cast<float*>(nullptr), static_cast<float*>(nullptr));
-}
-
-// fn(tag, round_tag) for storage `type` in a kernel accumulating in A: for float32 storage with
-// a float accumulation the 16-bit type its values are rounded to (`round`: Bf16, Half, or float
-// for none); any other storage is its own round_tag.
+// fn(tag, values_tag) for format f in a kernel accumulating in A: the storage's tag and, for
+// float32 storage of 16-bit values with a float accumulation, theirs (Bf16, Half); any other
+// storage is its own values_tag.
 template <typename A, typename Fn>
-TB_HOST void with_rounded_storage(StorageType type, StorageType round, Fn&& fn) {
-  with_storage(type, [&](auto tag) {
+TB_HOST void with_rounded_storage(const Format& f, Fn&& fn) {
+  with_storage(f.storage, [&](auto tag) {
     if constexpr (std::is_same_v<A, float> && std::is_same_v<Elem<decltype(tag)>, float>) {
-      if (round == StorageType::kBF16) return fn(tag, static_cast<Bf16*>(nullptr));
-      if (round == StorageType::kF16) return fn(tag, static_cast<Half*>(nullptr));
+      if (f.values == StorageType::kBF16) return fn(tag, static_cast<Bf16*>(nullptr));
+      if (f.values == StorageType::kF16) return fn(tag, static_cast<Half*>(nullptr));
     }
     fn(tag, tag);
   });
 }
 
-// fn(acc, tag, round_tag) for args with acc, type and round (the bias-ReLU-dropout and causal
-// softmax args): acc as with_types', tag and round_tag as with_rounded_storage's.
+// fn(copy_tag, values_tag) for AdamArgs' weight copy: bf16/bf16, f16/f16, float/bf16,
+// float/f16, else float/float (float32, or no copy).
+template <typename Fn>
+TB_HOST void with_copy_types(const Format& copy, Fn&& fn) {
+  if (copy.storage == StorageType::kBF16)
+    return fn(static_cast<Bf16*>(nullptr), static_cast<Bf16*>(nullptr));
+  if (copy.storage == StorageType::kF16)
+    return fn(static_cast<Half*>(nullptr), static_cast<Half*>(nullptr));
+  if (copy.values == StorageType::kBF16)
+    return fn(static_cast<float*>(nullptr), static_cast<Bf16*>(nullptr));
+  if (copy.values == StorageType::kF16)
+    return fn(static_cast<float*>(nullptr), static_cast<Half*>(nullptr));
+  return fn(static_cast<float*>(nullptr), static_cast<float*>(nullptr));
+}
+
+// fn(acc, tag, values_tag) for args with one format (the bias-ReLU-dropout, causal softmax and
+// head cross-entropy args): acc as with_types', tag and values_tag as with_rounded_storage's.
 template <typename Args, typename Fn>
 TB_HOST void with_rounded_types(const Args& a, Fn&& fn) {
   auto in = [&](auto acc) {
-    with_rounded_storage<decltype(acc)>(a.type, a.round,
-                                        [&](auto tag, auto r) { fn(acc, tag, r); });
+    with_rounded_storage<decltype(acc)>(a.format, [&](auto tag, auto r) { fn(acc, tag, r); });
   };
-  if (a.acc == StorageType::kF64) return in(double{});
+  if (a.format.acc == StorageType::kF64) return in(double{});
   in(float{});
 }
 
@@ -176,17 +175,23 @@ using HeadsAcc =
     std::conditional_t<std::is_same_v<Src, double> || std::is_same_v<Dst, double>, double, float>;
 
 // fn(src_tag, dst_tag, round_tag) for HeadsArgs: the storages read and written, and for a
-// float32 copy of float32 values the 16-bit type they are rounded to (bf16, f16); any other
-// pair is its own round_tag (dst's: a 16-bit destination rounds as it stores).
+// float32 copy into float32 storage of 16-bit values the type they are rounded to (bf16, f16);
+// any other pair is its own round_tag (dst's: a 16-bit destination rounds as it stores).
 template <typename Fn>
 TB_HOST void with_heads_types(const HeadsArgs& a, Fn&& fn) {
-  with_storage(a.to_heads ? a.rows_type : a.heads_type, [&](auto src) {
+  const Format& src_format = a.to_heads ? a.rows_format : a.heads_format;
+  const Format& dst_format = a.to_heads ? a.heads_format : a.rows_format;
+  with_storage(src_format.storage, [&](auto src) {
     // Named here: GCC 12 took decltype(src) in the inner lambda's `if constexpr` as false.
     constexpr bool kFloatSrc = std::is_same_v<Elem<decltype(src)>, float>;
-    with_storage(a.to_heads ? a.heads_type : a.rows_type, [&](auto dst) {
+    with_storage(dst_format.storage, [&](auto dst) {
       if constexpr (kFloatSrc && std::is_same_v<Elem<decltype(dst)>, float>) {
-        if (a.round == StorageType::kBF16) return fn(src, dst, static_cast<Bf16*>(nullptr));
-        if (a.round == StorageType::kF16) return fn(src, dst, static_cast<Half*>(nullptr));
+        if (dst_format.values == StorageType::kBF16) {
+          return fn(src, dst, static_cast<Bf16*>(nullptr));
+        }
+        if (dst_format.values == StorageType::kF16) {
+          return fn(src, dst, static_cast<Half*>(nullptr));
+        }
       }
       fn(src, dst, dst);
     });

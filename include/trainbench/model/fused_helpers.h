@@ -82,11 +82,6 @@ inline c10::ScalarType input_dtype_(AutogradContext* ctx) {
 inline c10::ScalarType input_storage_(AutogradContext* ctx) {
   return static_cast<c10::ScalarType>(ctx->saved_data["x_dtype"].toInt());
 }
-// The kernels' rounding (kernel_args.h) of a tensor stored as `stored` holding values of
-// `dtype`: float32 storage of 16-bit values on the float32 route, else none.
-inline k::StorageType round_of_(c10::ScalarType stored, c10::ScalarType dtype) {
-  return stored != dtype ? k::storage_type_of(dtype) : k::StorageType::kF32;
-}
 
 // Column partial sums [chunks, width] → [width].
 inline Tensor chunk_sums_(const Tensor& partials) { return partials.sum(0); }
@@ -104,8 +99,7 @@ inline Tensor column_sums_(const Tensor& x_in, c10::ScalarType acc) {
   a.cols = w;
   a.x = ptr_(x);
   a.partials = mut_(partials);
-  a.acc = k::storage_type_of(acc);
-  a.type = k::storage_type_of(x.scalar_type());
+  a.format = k::format_of(x.scalar_type(), x.scalar_type(), acc);
   run_(a, x);
   return chunk_sums_(partials);
 }

@@ -31,12 +31,13 @@ struct FusedAdamOptions {
 };
 
 // One parameter's AdamArgs from its tensors (contiguous, on one device; rows of the last
-// dimension), with options' hyperparameters: copy undefined for none, else its values are
-// rounded to copy_round. grad_scale and found_inf stay null (1 and 0) for the caller to set.
+// dimension), with options' hyperparameters: copy undefined for none, else it holds values of
+// copy_values (Undefined: its own dtype's; bfloat16 or float16 in float32 storage on the float32
+// GEMM route: rounded to them). grad_scale and found_inf stay null (1 and 0) for the caller.
 kernels::AdamArgs adam_args(const torch::Tensor& param, const torch::Tensor& exp_avg,
                             const torch::Tensor& exp_avg_sq, const torch::Tensor& step,
                             const torch::Tensor& grad, const torch::Tensor& copy = {},
-                            c10::ScalarType copy_round = c10::ScalarType::Float,
+                            c10::ScalarType copy_values = c10::ScalarType::Undefined,
                             const FusedAdamOptions& options = {});
 
 class FusedAdam {
@@ -75,7 +76,7 @@ class FusedAdam {
 
  private:
   std::vector<torch::Tensor> params_, copies_, exp_avgs_, exp_avg_sqs_, steps_;
-  c10::ScalarType copy_rounding_;
+  c10::ScalarType copy_values_;
   FusedAdamOptions options_;
 };
 

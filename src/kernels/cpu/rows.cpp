@@ -28,14 +28,14 @@ namespace {
 // ---- residual add + dropout + LayerNorm ----------------------------------------------------
 // The inputs that may be null (kernel_args.h) are template flags, not pointer tests inside the
 // loops: a load under a condition keeps the compiler from vectorizing. Float32 storage of 16-bit
-// values (args.round) is rounded a row at a time (round_rows_), outside the loops and their
-// template parameters: a rounding type there multiplied the instantiations and made this file's
-// compile 1.3x longer.
+// values (the format's values) is rounded a row at a time (round_rows_), outside the loops and
+// their template parameters: a rounding type there multiplied the instantiations and made this
+// file's compile 1.3x longer.
 template <typename A, typename So>
-void round_rows_(StorageType round, const So* x, float* y, int64_t n) {
+void round_rows_(StorageType values, const So* x, float* y, int64_t n) {
   if constexpr (std::is_same_v<A, float> && std::is_same_v<So, float>) {
-    if (round == StorageType::kBF16) round_row_<Bf16>(x, y, n);
-    if (round == StorageType::kF16) round_row_<Half>(x, y, n);
+    if (values == StorageType::kBF16) round_row_<Bf16>(x, y, n);
+    if (values == StorageType::kF16) round_row_<Half>(x, y, n);
   }
 }
 template <typename A, typename Sb, typename So, bool kResid, bool kLn>
@@ -79,7 +79,7 @@ void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
         st(y, c, m::layer_norm_value(x[c], mean, rstd, gamma[c], beta[c]));
       }
     }
-    if constexpr (std::is_same_v<So, float>) round_rows_<A>(a.round, y, y, d);
+    if constexpr (std::is_same_v<So, float>) round_rows_<A>(a.out_format.values, y, y, d);
     y_io.store(y_row, d);
   }
 }
@@ -87,8 +87,8 @@ void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
 template <typename A, typename Sb, typename So, bool kDResid, bool kLn>
 void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
   const int64_t d = a.cols;
-  const bool rounds =
-      std::is_same_v<A, float> && std::is_same_v<So, float> && a.round != StorageType::kF32;
+  const bool rounds = std::is_same_v<A, float> && std::is_same_v<So, float> &&
+                      a.out_format.values != StorageType::kF32;
   const So* dy_all = static_cast<const So*>(a.dy);
   const A* dro = static_cast<const A*>(a.d_resid_out);
   const A* ro = static_cast<const A*>(a.resid_out);
@@ -109,7 +109,7 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
       const auto* dy = dy_io.load(dy_all + o, d);
       if constexpr (std::is_same_v<So, float>) {
         if (rounds) {  // the GEMM's float32 product, rounded as a 16-bit gradient would be
-          round_rows_<A>(a.round, dy, dy_rounded.data(), d);
+          round_rows_<A>(a.out_format.values, dy, dy_rounded.data(), d);
           dy = dy_rounded.data();
         }
       }
@@ -150,7 +150,7 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
 }
 
 // ---- bias + ReLU + dropout ---------------------------------------------------------------
-// R: the 16-bit type float32 storage holds (the float32 route; args.round), else R = S and
+// R: the 16-bit type float32 storage holds (the float32 route; the format's values), else R = S and
 // nothing is rounded. The rounding keeps the bits of a 16-bit tensor: the GEMM's output rounded
 // before the math, the result rounded as it is stored.
 template <typename A, typename S, typename R>
@@ -215,8 +215,8 @@ void bias_relu_dropout_grad_(const BiasReluDropoutGradArgs& a, int64_t c0, int64
 }
 
 // ---- output head + cross-entropy ---------------------------------------------------------
-// Float32 logits of 16-bit values (args.round) are rounded in place as a row is read, and its
-// gradient as it is written (round_rows_, a row at a time); the bias partials add the gradient
+// Float32 logits of 16-bit values (the format's values) are rounded in place as a row is read, and
+// its gradient as it is written (round_rows_, a row at a time); the bias partials add the gradient
 // as stored (a float16 row's buffer is rounded before it is stored, exactly as the store does).
 template <typename A, typename S>
 void head_cross_entropy_(const HeadCrossEntropyArgs& a, int64_t c0, int64_t c1) {
@@ -236,7 +236,7 @@ void head_cross_entropy_(const HeadCrossEntropyArgs& a, int64_t c0, int64_t c1) 
     for (int64_t r = chunk * kChunkRows; r < min_(a.rows, (chunk + 1) * kChunkRows); ++r) {
       const int64_t o = r * v, target = a.targets[r];
       auto* z = z_io.load(z_all + o, v);
-      if constexpr (kRound) round_rows_<A, S>(a.round, z, z, v);
+      if constexpr (kRound) round_rows_<A, S>(a.format.values, z, z, v);
       A mx = ld<A>(z, 0) + bias[0];
 #pragma omp simd reduction(max : mx)
       for (int64_t c = 1; c < v; ++c) {
@@ -256,7 +256,7 @@ void head_cross_entropy_(const HeadCrossEntropyArgs& a, int64_t c0, int64_t c1) 
       for (int64_t c = 0; c < v; ++c) {
         st(z, c, m::cross_entropy_grad(e[c] * inv, c == target, inv_rows));
       }
-      if constexpr (kRound) round_rows_<A, S>(a.round, z, z, v);
+      if constexpr (kRound) round_rows_<A, S>(a.format.values, z, z, v);
       if (pb != nullptr) {
         if constexpr (RowIo<A, S>::kBuffered) round_row_<Half>(z, z, v);
 #pragma omp simd
@@ -325,15 +325,15 @@ void adam_(const AdamArgs& a, int64_t c0, int64_t c1) {
 }  // namespace
 
 void rows(const AdamArgs& a, int64_t c0, int64_t c1) {
-  with_storage(a.grad_type, [&](auto g) {
-    with_copy_types(a.copy_type, a.copy_round, [&](auto c, auto r) {
+  with_storage(a.grad_format.storage, [&](auto g) {
+    with_copy_types(a.copy_format, [&](auto c, auto r) {
       adam_<Elem<decltype(g)>, Elem<decltype(c)>, Elem<decltype(r)>>(a, c0, c1);
     });
   });
 }
 void rows(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
-  with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
-    with_storage(a.out_type, [&](auto out) {
+  with_types(a.branch_format, [&](auto acc, auto branch) {
+    with_storage(a.out_format.storage, [&](auto out) {
       with_switches(a.resid != nullptr, a.gamma != nullptr, [&](auto resid, auto ln) {
         drop_add_ln_<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>, resid(), ln()>(
             a, c0, c1);
@@ -342,8 +342,8 @@ void rows(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
   });
 }
 void rows(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
-  with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
-    with_storage(a.out_type, [&](auto out) {
+  with_types(a.branch_format, [&](auto acc, auto branch) {
+    with_storage(a.out_format.storage, [&](auto out) {
       with_switches(a.d_resid != nullptr, a.gamma != nullptr, [&](auto d_resid, auto ln) {
         drop_add_ln_grad_<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>, d_resid(),
                           ln()>(a, c0, c1);
@@ -352,7 +352,7 @@ void rows(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
   });
 }
 // Bias + ReLU + dropout, the causal softmax and their gradients: a rounding type for float32
-// storage (args.round).
+// storage of 16-bit values (the format's values).
 #define TB_CPU_ROUNDED_ROWS(Args, body)                                       \
   void rows(const Args& a, int64_t c0, int64_t c1) {                          \
     with_rounded_types(a, [&](auto acc, auto tag, auto r) {                   \
@@ -379,7 +379,7 @@ void rows(const HeadsArgs& a, int64_t c0, int64_t c1) {
 // The other kernels have one accumulation and one storage type.
 #define TB_CPU_ROWS(Args, body)                                                                   \
   void rows(const Args& a, int64_t c0, int64_t c1) {                                              \
-    with_types(a.acc, a.type,                                                                     \
+    with_types(a.format,                                                                          \
                [&](auto acc, auto tag) { body<decltype(acc), Elem<decltype(tag)>>(a, c0, c1); }); \
   }
 TB_CPU_ROWS(HeadCrossEntropyArgs, head_cross_entropy_)

@@ -42,8 +42,8 @@ __device__ A block_max(A v, A* shm) {
   return best;
 }
 
-// R: the 16-bit type float32 storage holds (args.round), else R = S: rounded as read and as
-// stored (cpu/rows.cpp says why).
+// R: the 16-bit type float32 storage holds (the format's values), else R = S: rounded as read and
+// as stored (cpu/rows.cpp says why).
 template <typename A, typename S, typename R>
 __device__ A rounded_(A x) {
   if constexpr (std::is_same_v<S, float> && !std::is_same_v<R, float>) {
@@ -240,7 +240,7 @@ __global__ void heads_kernel(HeadsArgs a) {
   }
 }
 
-// R: the 16-bit type float32 logits hold (args.round), rounded as read and as stored; each
+// R: the 16-bit type float32 logits hold (the format's values), rounded as read and as stored; each
 // thread adds its columns' gradients as stored into the chunk's bias partials.
 template <typename A, typename S, typename R>
 __global__ void head_cross_entropy_kernel(HeadCrossEntropyArgs a) {
@@ -305,8 +305,8 @@ __global__ void adam_kernel(AdamArgs a) {
 cudaError_t launch(const AdamArgs& a, cudaStream_t stream) {
   const int64_t blocks = (a.rows * a.cols + kThreads - 1) / kThreads;
   if (blocks == 0) return cudaSuccess;  // an empty parameter: nothing to launch
-  with_storage(a.grad_type, [&](auto g) {
-    with_copy_types(a.copy_type, a.copy_round, [&](auto c, auto r) {
+  with_storage(a.grad_format.storage, [&](auto g) {
+    with_copy_types(a.copy_format, [&](auto c, auto r) {
       adam_kernel<Elem<decltype(g)>, Elem<decltype(c)>, Elem<decltype(r)>>
           <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, stream>>>(a);
     });
@@ -314,8 +314,8 @@ cudaError_t launch(const AdamArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 cudaError_t launch(const DropAddLnArgs& a, cudaStream_t stream) {
-  with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
-    with_rounded_storage<decltype(acc)>(a.out_type, a.round, [&](auto out, auto r) {
+  with_types(a.branch_format, [&](auto acc, auto branch) {
+    with_rounded_storage<decltype(acc)>(a.out_format, [&](auto out, auto r) {
       drop_add_ln_kernel<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>,
                          Elem<decltype(r)>><<<a.rows, kThreads, 0, stream>>>(a);
     });
@@ -323,8 +323,8 @@ cudaError_t launch(const DropAddLnArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 cudaError_t launch(const DropAddLnGradArgs& a, cudaStream_t stream) {
-  with_types(a.acc, a.branch_type, [&](auto acc, auto branch) {
-    with_rounded_storage<decltype(acc)>(a.out_type, a.round, [&](auto out, auto r) {
+  with_types(a.branch_format, [&](auto acc, auto branch) {
+    with_rounded_storage<decltype(acc)>(a.out_format, [&](auto out, auto r) {
       drop_add_ln_grad_kernel<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>,
                               Elem<decltype(r)>><<<num_chunks(a.rows), kThreads, 0, stream>>>(a);
     });
@@ -361,7 +361,8 @@ cudaError_t launch(const HeadsArgs& a, cudaStream_t stream) {
   });
   return cudaGetLastError();
 }
-// The kernels with a rounding type for float32 storage (args.round), a block per row or chunk.
+// The kernels with a rounding type for float32 storage of 16-bit values (the format's values),
+// a block per row or chunk.
 #define TB_CUDA_ROUNDED_LAUNCH(Args, kernel, blocks)                \
   cudaError_t launch(const Args& a, cudaStream_t stream) {          \
     with_rounded_types(a, [&](auto acc, auto tag, auto r) {         \
@@ -378,7 +379,7 @@ TB_CUDA_ROUNDED_LAUNCH(HeadCrossEntropyArgs, head_cross_entropy_kernel, num_chun
 // The other kernels: one accumulation and one storage type, a block per row or per chunk.
 #define TB_CUDA_LAUNCH(Args, kernel, blocks)                                            \
   cudaError_t launch(const Args& a, cudaStream_t stream) {                              \
-    with_types(a.acc, a.type, [&](auto acc, auto tag) {                                 \
+    with_types(a.format, [&](auto acc, auto tag) {                                      \
       kernel<decltype(acc), Elem<decltype(tag)>><<<(blocks), kThreads, 0, stream>>>(a); \
     });                                                                                 \
     return cudaGetLastError();                                                          \
