@@ -66,12 +66,21 @@ void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, i
 }
 
 struct CausalAttention : torch::autograd::Function<CausalAttention> {
+  struct State {
+    k::Format format;  // the scores' and probabilities' (and their gradients')
+    c10::ScalarType qkv_dtype = torch::kFloat;  // the rows', their gradient's
+    double scale = 1;
+    int64_t block = 0, seq = 0, heads = 0;
+    bool has_bias = false;
+  };
   // qkv [N, 3 * H * hd] (fused_ops.h), bias [3 * H * hd] or empty → [N, H * hd] in the GEMMs'
   // dtype.
   static Tensor forward(AutogradContext* ctx, const Tensor& qkv_in, const Tensor& bias, int64_t seq,
                         int64_t heads, c10::ScalarType dtype, GemmRoute r, int64_t block,
                         bool bias_in_rows) {
     RECORD_FUNCTION("fused::causal_attention", std::vector<c10::IValue>());
+    TORCH_CHECK(r != GemmRoute::kAuto,
+                "a fused op needs a GEMM route (native or float32), not auto");
     TORCH_CHECK(qkv_in.dim() == 2 && seq > 0 && heads > 0 && qkv_in.size(0) % seq == 0 &&
                     qkv_in.size(1) % (3 * heads) == 0,
                 "causal_attention: qkv rows are [B*S, 3*H*hd]; got ", qkv_in.sizes(), " for seq ",
@@ -115,14 +124,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     a.scale = scale;
     run_(a, prob);
     ctx->save_for_backward({q, kk, v, prob});
-    ctx->saved_data["scale"] = scale;
-    ctx->saved_data["block"] = block;
-    ctx->saved_data["seq"] = seq;
-    ctx->saved_data["heads"] = heads;
-    ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
-    ctx->saved_data["qkv_dtype"] = static_cast<int64_t>(qkv.scalar_type());
-    ctx->saved_data["has_bias"] = present_(bias);
-    save_route_(ctx, r);
+    keep_(ctx, State{a.format, qkv.scalar_type(), scale, block, seq, heads, present_(bias)});
     // The output [BH, S, hd] (in blocks of rows with the blocks) into rows [N, d] in the GEMMs'
     // dtype, rounded to dtype as it moves (the output projection reads float32 rows on the
     // float32 route as they are).
@@ -136,15 +138,14 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const auto saved = ctx->get_saved_variables();
     // q, k, v and the probabilities as the route's GEMMs read them.
     const Tensor &q = saved[0], &kk = saved[1], &v = saved[2], &prob = saved[3];
-    const auto dt = input_dtype_(ctx);
-    const auto stored = prob.scalar_type();
-    const int64_t seq = ctx->saved_data["seq"].toInt(), heads = ctx->saved_data["heads"].toInt();
+    const State st = kept_<State>(ctx);
+    const auto dt = dtype_of_(st.format.values), stored = prob.scalar_type();
+    const int64_t seq = st.seq, heads = st.heads, block = st.block;
     // The output gradient into [BH, S, hd] in the GEMMs' dtype, rounded to dtype as it moves
     // (on the float32 route the output projection's float32 input gradient): one pass.
     const Tensor dout_rows = grads[0].contiguous();
     const Tensor dout = torch::empty_like(q);
     heads_(dout_rows, {dout}, seq, heads, true, dt);
-    const int64_t block = ctx->saved_data["block"].toInt();
     Tensor ds = causal_scores(dout, v, stored, block);  // dP, then the score gradient
     k::CausalSoftmaxGradArgs a;
     a.rows = q.size(0) * seq;
@@ -152,20 +153,19 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     a.p = ptr_(prob);
     a.dp = mut_(ds);
     a.block = block;
-    a.format = k::format_of(stored, dt);
-    a.scale = ctx->saved_data["scale"].toDouble();
+    a.format = st.format;
+    a.scale = st.scale;
     run_(a, prob);
     // dq, dk, dv into the qkv rows' layout and dtype, rounded to dtype as they move.
-    const auto qkv_dtype = static_cast<c10::ScalarType>(ctx->saved_data["qkv_dtype"].toInt());
+    const auto qkv_dtype = st.qkv_dtype;
     Tensor dqkv = torch::empty({dout_rows.size(0), 3 * dout_rows.size(1)},
                                dout_rows.options().dtype(qkv_dtype));
     const auto [dq, dk, dv] = causal_grads(ds, prob, q, kk, dout, block);
     // The bias's gradient: the qkv linear's, as its backward would have summed it (the column
     // sums of dqkv), added by the pass that writes the rows.
-    const Tensor partials = ctx->saved_data["has_bias"].toBool()
-                                ? torch::empty({k::num_chunks(dqkv.size(0)), dqkv.size(1)},
-                                               dqkv.options().dtype(acc_of_(qkv_dtype)))
-                                : Tensor();
+    const Tensor partials = st.has_bias ? torch::empty({k::num_chunks(dqkv.size(0)), dqkv.size(1)},
+                                                       dqkv.options().dtype(acc_of_(qkv_dtype)))
+                                        : Tensor();
     heads_(dqkv, {dq, dk, dv}, seq, heads, false, dt, block, {}, partials);
     Tensor d_bias = partials.defined() ? chunk_sums_(partials) : Tensor();
     return {dqkv, d_bias, Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};

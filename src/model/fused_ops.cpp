@@ -17,13 +17,19 @@ using namespace fused_detail;  // NOLINT(google-build-using-namespace): the ops'
 using torch::autograd::variable_list;
 
 struct FusedLinear : torch::autograd::Function<FusedLinear> {
+  struct State {
+    GemmInput in;
+    bool has_bias = false;
+    c10::ScalarType bias_dtype = torch::kFloat;
+  };
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
                         GemmRoute r, bool keep_float32, c10::ScalarType dtype) {
     RECORD_FUNCTION("fused::linear", std::vector<c10::IValue>());
     const auto values = values_of_(x, dtype, r, "fused_linear");
     const bool up = upcast_(r, values);
     const auto out = up && keep_float32 ? torch::kFloat : values;
-    const Tensor x_up = save_input_(ctx, x, r, values);
+    State st{{}, present_(b), b.scalar_type()};
+    const Tensor x_up = keep_input_(x, r, values, &st.in);
     Tensor y;
     if (!present_(b)) {
       y = gemm_(x_up, up_(w, r).t(), out);  // [N, out]
@@ -33,9 +39,7 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
       y = torch::addmm(b.to(x.scalar_type()), x, w.t());
     }
     ctx->save_for_backward({x_up, w});
-    save_route_(ctx, r);
-    ctx->saved_data["has_bias"] = present_(b);
-    ctx->saved_data["bias_dtype"] = static_cast<int64_t>(b.scalar_type());
+    keep_(ctx, st);
     return y;
   }
 
@@ -43,23 +47,26 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
     RECORD_FUNCTION("fused::linear_backward", std::vector<c10::IValue>());
     const auto saved = ctx->get_saved_variables();
     const Tensor &x = saved[0], &w = saved[1];  // x as the route's GEMMs read it
-    const GemmRoute r = route_of_(ctx);
-    const auto dt = input_storage_(ctx);
+    const State st = kept_<State>(ctx);
+    const GemmRoute r = st.in.route;
     // The float32 route reads the output gradient in float32 (exact for a rounded one).
-    const Tensor dy = dense_(grads[0], x.scalar_type());                         // [N, out]
-    Tensor dx = ctx->needs_input_grad(0) ? gemm_(dy, up_(w, r), dt) : Tensor();  // [N, in]
-    Tensor dw = gemm_(dy.t(), x, w.scalar_type());                               // [out, in]
-    const auto bias_dtype = static_cast<c10::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
+    const Tensor dy = dense_(grads[0], x.scalar_type());  // [N, out]
+    Tensor dx = ctx->needs_input_grad(0) ? gemm_(dy, up_(w, r), st.in.storage) : Tensor();
+    Tensor dw = gemm_(dy.t(), x, w.scalar_type());  // [out, in]
     // A bias given detached (the attention sums the qkv bias's gradient as it merges its rows)
     // needs none here.
-    Tensor db = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)
-                    ? column_sums_(dy, bias_dtype)
-                    : Tensor();
+    Tensor db =
+        st.has_bias && ctx->needs_input_grad(2) ? column_sums_(dy, st.bias_dtype) : Tensor();
     return {dx, dw, db, Tensor(), Tensor(), Tensor()};
   }
 };
 
 struct DropAddLn : torch::autograd::Function<DropAddLn> {
+  struct State {
+    k::DropoutArgs drop;
+    bool has_resid = false, has_bias = false;
+    k::Format branch_format, out_format;  // the forward's, the backward's alike
+  };
   static variable_list forward(AutogradContext* ctx, const Tensor& resid_in,
                                const Tensor& branch_in, const Tensor& bias, const Tensor& gamma,
                                const Tensor& beta, double p, int64_t key, c10::ScalarType out_dtype,
@@ -96,13 +103,7 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     a.drop = k::math::dropout_args(p, static_cast<uint64_t>(key));
     run_(a, branch);
     ctx->save_for_backward({resid_out, opt_(mean, branch), opt_(rstd, branch), gamma});
-    ctx->saved_data["p"] = p;
-    ctx->saved_data["key"] = key;
-    ctx->saved_data["has_resid"] = present_(resid);
-    ctx->saved_data["has_bias"] = present_(bias);
-    ctx->saved_data["branch_dtype"] = static_cast<int64_t>(branch.scalar_type());
-    ctx->saved_data["out_dtype"] = static_cast<int64_t>(out_dtype);
-    ctx->saved_data["y_dtype"] = static_cast<int64_t>(y_dtype);
+    keep_(ctx, State{a.drop, present_(resid), present_(bias), a.branch_format, a.out_format});
     return {resid_out, y};
   }
 
@@ -113,20 +114,18 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     // An output nobody used has no gradient: zeros stand for it (both are required).
     const Tensor d_resid_out =
         present_(grads[0]) ? grads[0].contiguous() : torch::zeros_like(resid_out);
-    const double p = ctx->saved_data["p"].toDouble();
+    const State st = kept_<State>(ctx);
     const int64_t n = resid_out.size(0), d = resid_out.size(1);
-    const auto branch_dtype = static_cast<c10::ScalarType>(ctx->saved_data["branch_dtype"].toInt());
-    const auto out_dtype = static_cast<c10::ScalarType>(ctx->saved_data["out_dtype"].toInt());
-    const auto y_dtype = static_cast<c10::ScalarType>(ctx->saved_data["y_dtype"].toInt());
-    const bool has_resid = ctx->saved_data["has_resid"].toBool();
-    Tensor d_resid = has_resid ? torch::empty_like(resid_out) : Tensor();
-    Tensor d_branch = torch::empty({n, d}, resid_out.options().dtype(branch_dtype));
+    const auto y_dtype = dtype_of_(st.out_format.storage);
+    Tensor d_resid = st.has_resid ? torch::empty_like(resid_out) : Tensor();
+    Tensor d_branch =
+        torch::empty({n, d}, resid_out.options().dtype(dtype_of_(st.branch_format.storage)));
     Tensor partials = torch::empty({k::num_chunks(n), 3, d}, resid_out.options());
     k::DropAddLnGradArgs a;
     a.rows = n;
     a.cols = d;
     // y's gradient in y's storage (on the float32 route a GEMM's float32 product: the kernel
-    // rounds it to out_dtype as it reads it).
+    // rounds it to the values of y's format as it reads it).
     const Tensor dy_typed = present_(grads[1])
                                 ? dense_(grads[1], y_dtype)
                                 : torch::zeros({n, d}, resid_out.options().dtype(y_dtype));
@@ -139,12 +138,12 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     a.d_resid = mut_(d_resid);
     a.d_branch = mut_(d_branch);
     a.partials = mut_(partials);
-    a.branch_format = k::format_of(branch_dtype, branch_dtype, resid_out.scalar_type());
-    a.out_format = k::format_of(y_dtype, out_dtype, resid_out.scalar_type());
-    a.drop = k::math::dropout_args(p, static_cast<uint64_t>(ctx->saved_data["key"].toInt()));
+    a.branch_format = st.branch_format;
+    a.out_format = st.out_format;
+    a.drop = st.drop;
     run_(a, resid_out);
     const Tensor sums = chunk_sums_(partials);  // [3, d]
-    Tensor d_bias = ctx->saved_data["has_bias"].toBool() ? sums[0] : Tensor();
+    Tensor d_bias = st.has_bias ? sums[0] : Tensor();
     Tensor d_gamma = present_(gamma) ? sums[1] : Tensor();
     Tensor d_beta = present_(gamma) ? sums[2] : Tensor();
     return {d_resid, d_branch, d_bias, d_gamma, d_beta, Tensor(), Tensor(), Tensor(), Tensor()};
@@ -152,6 +151,11 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
 };
 
 struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
+  struct State {
+    GemmInput in;
+    k::Format format;  // the hidden's (and its gradient's); its acc is the bias's dtype
+    double scale = 1;  // the dropout's
+  };
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
                         double p, int64_t key, GemmRoute r, c10::ScalarType dtype) {
     RECORD_FUNCTION("fused::linear_relu_dropout", std::vector<c10::IValue>());
@@ -159,7 +163,8 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     // On the float32 route the hidden stays in float32 storage holding values of x's dtype (the
     // kernel rounds the GEMM's output as it reads it and its result as it stores it): the FF-out
     // GEMMs read it, and the gradient the kernel writes, without a conversion either way.
-    const Tensor x_up = save_input_(ctx, x, r, values);
+    State st;
+    const Tensor x_up = keep_input_(x, r, values, &st.in);
     Tensor out = gemm_(x_up, up_(w, r).t(), x_up.scalar_type());  // [N, f]
     k::BiasReluDropoutArgs a;
     a.rows = out.size(0);
@@ -170,9 +175,9 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.drop = k::math::dropout_args(p, static_cast<uint64_t>(key));
     run_(a, out);
     ctx->save_for_backward({x_up, w, out});
-    ctx->saved_data["scale"] = a.drop.scale;
-    ctx->saved_data["bias_dtype"] = static_cast<int64_t>(b.scalar_type());
-    save_route_(ctx, r);
+    st.format = a.format;
+    st.scale = a.drop.scale;
+    keep_(ctx, st);
     return out;
   }
 
@@ -180,11 +185,11 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     RECORD_FUNCTION("fused::linear_relu_dropout_backward", std::vector<c10::IValue>());
     const auto saved = ctx->get_saved_variables();
     const Tensor &x = saved[0], &w = saved[1], &out = saved[2];
+    const State st = kept_<State>(ctx);
     const Tensor dout = dense_(grads[0], out.scalar_type());
-    const auto acc = static_cast<c10::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
     Tensor da = torch::empty_like(out);
-    Tensor partials =
-        torch::empty({k::num_chunks(out.size(0)), out.size(1)}, out.options().dtype(acc));
+    Tensor partials = torch::empty({k::num_chunks(out.size(0)), out.size(1)},
+                                   out.options().dtype(dtype_of_(st.format.acc)));
     k::BiasReluDropoutGradArgs a;
     a.rows = out.size(0);
     a.cols = out.size(1);
@@ -192,12 +197,12 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     a.out = ptr_(out);
     a.da = mut_(da);
     a.partials = mut_(partials);
-    a.format = k::format_of(out.scalar_type(), input_dtype_(ctx), acc);
-    a.scale = ctx->saved_data["scale"].toDouble();
+    a.format = st.format;
+    a.scale = st.scale;
     run_(a, out);
-    const GemmRoute r = route_of_(ctx);
+    const GemmRoute r = st.in.route;
     const Tensor da_up = up_(da, r);
-    Tensor dx = ctx->needs_input_grad(0) ? gemm_(da_up, up_(w, r), input_storage_(ctx)) : Tensor();
+    Tensor dx = ctx->needs_input_grad(0) ? gemm_(da_up, up_(w, r), st.in.storage) : Tensor();
     Tensor dw = gemm_(da_up.t(), x, w.scalar_type());  // [f, in]
     return {dx, dw, chunk_sums_(partials), Tensor(), Tensor(), Tensor(), Tensor()};
   }
@@ -209,7 +214,8 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     RECORD_FUNCTION("fused::head_cross_entropy", std::vector<c10::IValue>());
     const Tensor targets = targets_in.contiguous();
     const auto values = values_of_(x, dtype, r, "head_cross_entropy");
-    const Tensor x_up = save_input_(ctx, x, r, values);
+    GemmInput in;
+    const Tensor x_up = keep_input_(x, r, values, &in);
     // [N, V]: on the float32 route the GEMM's float32 product, which the kernel rounds to the
     // dtype as it reads it and leaves the gradient in float32 storage of the dtype's values,
     // the backward GEMMs' operand (no conversion either way).
@@ -230,7 +236,7 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     a.format = k::format_of(stored, values, b.scalar_type());
     run_(a, logits);
     ctx->save_for_backward({x_up, w, logits, bias_partials});
-    save_route_(ctx, r);
+    keep_(ctx, in);
     return partials.sum() / static_cast<double>(n);
   }
 
@@ -250,9 +256,9 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     const Tensor dl = one                                ? dlogits
                       : g.is_cpu() || dt != torch::kHalf ? dlogits * g
                                                          : (dlogits.to(torch::kFloat) * g).to(dt);
-    const GemmRoute r = route_of_(ctx);
-    const Tensor dl_up = up_(dl, r);
-    Tensor dx = ctx->needs_input_grad(0) ? gemm_(dl_up, up_(w, r), input_storage_(ctx)) : Tensor();
+    const GemmInput in = kept_<GemmInput>(ctx);
+    const Tensor dl_up = up_(dl, in.route);
+    Tensor dx = ctx->needs_input_grad(0) ? gemm_(dl_up, up_(w, in.route), in.storage) : Tensor();
     Tensor dw = gemm_(dl_up.t(), x, w.scalar_type());  // [V, d]
     // The bias's: the column sums the forward's kernel added as it wrote the gradient, scaled.
     Tensor db = chunk_sums_(bias_partials) * g;

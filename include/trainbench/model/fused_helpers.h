@@ -48,15 +48,6 @@ inline Tensor gemm_(const Tensor& a, const Tensor& b, c10::ScalarType out) {
   const Tensor y = a.dim() == 3 ? torch::bmm(a, b) : torch::mm(a, b);
   return y.scalar_type() == out ? y : y.to(out);
 }
-// The route a backward takes: its forward's, kept in the node's saved data (which holds
-// IValues, so the enum is stored as its index, here and nowhere else).
-inline void save_route_(AutogradContext* ctx, GemmRoute r) {
-  TORCH_CHECK(r != GemmRoute::kAuto, "a fused op needs a GEMM route (native or float32), not auto");
-  ctx->saved_data["route"] = static_cast<int64_t>(r);
-}
-inline GemmRoute route_of_(AutogradContext* ctx) {
-  return static_cast<GemmRoute>(ctx->saved_data["route"].toInt());
-}
 // The dtype of x's values (a GEMM op's `dtype`, fused_ops.h): x's own, or on the float32 route
 // a 16-bit dtype that float32 x holds; any other pair is refused.
 inline c10::ScalarType values_of_(const Tensor& x, c10::ScalarType dtype, GemmRoute r,
@@ -67,20 +58,45 @@ inline c10::ScalarType values_of_(const Tensor& x, c10::ScalarType dtype, GemmRo
               " values; only float32 storage of 16-bit values, on the float32 route");
   return dtype;
 }
-// An op's input x as backward keeps it: on the float32 route its float32 copy (exact; made once
-// for the forward GEMM, so the weight gradient's GEMM does not convert it again), with the dtype
-// of its values (values_of_) and its own dtype, the input gradient's, beside it.
-inline Tensor save_input_(AutogradContext* ctx, const Tensor& x, GemmRoute r,
-                          c10::ScalarType values) {
-  ctx->saved_data["dtype"] = static_cast<int64_t>(values);
-  ctx->saved_data["x_dtype"] = static_cast<int64_t>(x.scalar_type());
+// The tensor dtype of a kernel storage type (kernels::storage_type_of's inverse).
+inline c10::ScalarType dtype_of_(k::StorageType t) {
+  constexpr c10::ScalarType kTypes[] = {torch::kFloat, torch::kDouble, torch::kBFloat16,
+                                        torch::kHalf};
+  return kTypes[static_cast<int>(t)];
+}
+
+// A fused op's state for its backward, typed: each op's own struct (its route, formats,
+// dropout, shapes), kept in its node as one capsule (autograd's saved_data holds IValues), not
+// as string-keyed entries. Its tensors go through save_for_backward, as autograd requires.
+template <typename State>
+struct Kept : torch::CustomClassHolder {
+  explicit Kept(State s) : state(std::move(s)) {}
+  State state;
+};
+template <typename State>
+inline void keep_(AutogradContext* ctx, State s) {
+  ctx->saved_data["state"] =
+      c10::IValue::make_capsule(c10::make_intrusive<Kept<State>>(std::move(s)));
+}
+template <typename State>
+inline State kept_(AutogradContext* ctx) {
+  const auto held = ctx->saved_data["state"].toCapsule();
+  return static_cast<const Kept<State>*>(held.get())->state;
+}
+
+// What a GEMM op's backward knows of its input x: the route its GEMMs take, the dtype of x's
+// values (values_of_) and x's own dtype, the input gradient's.
+struct GemmInput {
+  GemmRoute route = GemmRoute::kNative;
+  c10::ScalarType values = torch::kFloat, storage = torch::kFloat;
+};
+// x as backward keeps it: on the float32 route its float32 copy (exact; made once for the
+// forward GEMM, so that the weight gradient's GEMM does not convert it again); *in says what
+// it holds.
+inline Tensor keep_input_(const Tensor& x, GemmRoute r, c10::ScalarType values, GemmInput* in) {
+  TORCH_CHECK(r != GemmRoute::kAuto, "a fused op needs a GEMM route (native or float32), not auto");
+  *in = GemmInput{r, values, x.scalar_type()};
   return up_(x, r);
-}
-inline c10::ScalarType input_dtype_(AutogradContext* ctx) {
-  return static_cast<c10::ScalarType>(ctx->saved_data["dtype"].toInt());
-}
-inline c10::ScalarType input_storage_(AutogradContext* ctx) {
-  return static_cast<c10::ScalarType>(ctx->saved_data["x_dtype"].toInt());
 }
 
 // Column partial sums [chunks, width] → [width].
