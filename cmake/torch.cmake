@@ -56,10 +56,30 @@ if(TB_TORCH_CUDA)
   get_filename_component(tb_cuda_root "${tb_cuda_root}" DIRECTORY)
   set(CUDAToolkit_ROOT "${tb_cuda_root}")
   # The wheel's TorchConfig asks for the architectures of its own build when none is given;
-  # ours are the project's GPU machines (H200 = sm_90) plus a PTX fallback for newer ones.
+  # ours: sm_90 (H100, H200) with PTX for newer GPUs, plus the architecture of each GPU this
+  # machine has (nvidia-smi's compute capability, as CMake's "native" reads it), so that an
+  # A100 or an RTX 4090 builds for itself; without a GPU, 9.0+PTX alone, at no cost.
   if(NOT TORCH_CUDA_ARCH_LIST)
-    set(TORCH_CUDA_ARCH_LIST "9.0+PTX" CACHE STRING "CUDA architectures for our kernels")
+    set(tb_archs "")
+    find_program(TB_NVIDIA_SMI nvidia-smi)
+    if(TB_NVIDIA_SMI)
+      execute_process(COMMAND "${TB_NVIDIA_SMI}" --query-gpu=compute_cap --format=csv,noheader
+                      OUTPUT_VARIABLE tb_caps RESULT_VARIABLE tb_smi_rc ERROR_QUIET TIMEOUT 20)
+      if(tb_smi_rc EQUAL 0)
+        string(REGEX MATCHALL "[0-9]+\\.[0-9]+" tb_caps "${tb_caps}")
+        foreach(cap ${tb_caps})
+          # CUDA 13 compiles for sm_75 and newer; 9.0 is in the list already.
+          if(cap VERSION_GREATER_EQUAL 7.5 AND NOT cap VERSION_EQUAL 9.0)
+            list(APPEND tb_archs "${cap}")
+          endif()
+        endforeach()
+        list(REMOVE_DUPLICATES tb_archs)
+      endif()
+    endif()
+    list(APPEND tb_archs "9.0+PTX")
+    set(TORCH_CUDA_ARCH_LIST "${tb_archs}" CACHE STRING "CUDA architectures for our kernels")
   endif()
+  message(STATUS "trainbench: CUDA kernels for TORCH_CUDA_ARCH_LIST ${TORCH_CUDA_ARCH_LIST}")
 endif()
 
 if(TB_TORCH_CUDA)

@@ -131,6 +131,12 @@ void check_compile_rules_(const RunPlan& p) {
     const std::string why = kernels::cpu_kernels_unavailable();
     if (!why.empty()) throw ConfigError(why);
   }
+  // bench's CUDA kernels exist for the architectures they were built for only (cmake/torch.cmake).
+  if ((cfg.compile == CompilePath::kFused || cfg.fused_adam) && p.cuda()) {
+    const std::string why =
+        kernels::cuda_kernels_unavailable(p.device.has_index() ? p.device.index() : 0);
+    if (!why.empty()) throw ConfigError(why);
+  }
   if (cfg.lowp_gemm == GemmRoute::kFloat32 && cfg.compile != CompilePath::kFused) {
     throw ConfigError("--lowp_gemm: 'float32' is not allowed with --compile " +
                       std::string(name_of(cfg.compile)) +

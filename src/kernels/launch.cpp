@@ -2,6 +2,7 @@
 // checking the CPU runs its instructions), or the CUDA launch on LibTorch's current stream.
 #include <ATen/Parallel.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -150,6 +151,52 @@ TB_FUSED_KERNELS(TB_DEFINE_RUN)
 #undef TB_DEFINE_RUN
 
 std::string cpu_kernels_unavailable() { return rows_isa_().why; }
+
+bool arch_list_runs_on(const std::string& list, int major, int minor) {
+  std::string entry;
+  for (size_t i = 0; i <= list.size(); ++i) {
+    if (i < list.size() && list[i] != ';' && list[i] != ' ') {
+      entry += list[i];
+      continue;
+    }
+    int emajor = 0, eminor = 0;
+    char dot = 0;
+    const bool ptx = entry.size() > 4 && entry.compare(entry.size() - 4, 4, "+PTX") == 0;
+    if (std::sscanf(entry.c_str(), "%d%c%d", &emajor, &dot, &eminor) == 3 && dot == '.') {
+      if (emajor == major && eminor <= minor) return true;
+      if (ptx && (emajor < major || (emajor == major && eminor <= minor))) return true;
+    }
+    entry.clear();
+  }
+  return false;
+}
+
+std::string cuda_arch_list() {
+#ifdef TB_WITH_CUDA
+  return TB_CUDA_ARCHS;
+#else
+  return "";
+#endif
+}
+
+std::string cuda_kernels_unavailable(int device) {
+#ifdef TB_WITH_CUDA
+  int major = 0, minor = 0;
+  std::string name;
+  // The driver's own answer: a kernel's attributes on the device (no image: an error).
+  if (cuda::has_code_for(device, &major, &minor, &name) == cudaSuccess) return "";
+  const std::string arch = std::to_string(major) + "." + std::to_string(minor);
+  return "--compile fused / --fused_adam 1: bench's CUDA kernels were built for "
+         "TORCH_CUDA_ARCH_LIST '" +
+         cuda_arch_list() + "', which has no code for this GPU (" + name + ", sm_" +
+         std::to_string(major) + std::to_string(minor) +
+         "); rebuild with bash scripts/build.sh -DTORCH_CUDA_ARCH_LIST=\"" + arch +
+         ";9.0+PTX\" (docs/GPU.md), or use --compile none --fused_adam 0";
+#else
+  (void)device;
+  return "";
+#endif
+}
 
 std::string cpu_rows_isa() { return rows_isa_().name; }
 

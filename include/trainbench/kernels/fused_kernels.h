@@ -42,6 +42,17 @@ std::string cpu_kernels_unavailable();
 // else "avx2"; TB_CPU_ROWS=avx2|avx512 forces one (the tests run every kernel test on both).
 // "" when none can run.
 std::string cpu_rows_isa();
+// Whether CUDA code built for TORCH_CUDA_ARCH_LIST `list` ("8.0;9.0+PTX", spaces or ';'
+// between entries) runs on a GPU of compute capability major.minor: a native entry X.Y on
+// X.Z with Z >= Y (binary compatibility within a major version), a +PTX entry on any later one
+// (the driver compiles it at first use).
+bool arch_list_runs_on(const std::string& list, int major, int minor);
+// "" when bench's CUDA kernels (--compile fused, --fused_adam 1) have code for CUDA device
+// `device`, else a one-line reason naming its architecture and the TORCH_CUDA_ARCH_LIST to
+// rebuild with (a build without CUDA: "" — the device check comes first).
+std::string cuda_kernels_unavailable(int device);
+// The TORCH_CUDA_ARCH_LIST the CUDA kernels were built for ("" in a build without CUDA).
+std::string cuda_arch_list();
 // The choice cpu_rows_isa() makes for a CPU with the sets `isa` (core/cpu_isa.h's answer) and
 // TB_CPU_ROWS = `forced` ("": unset); "" with the one-line reason in *why when none can run.
 std::string rows_isa_for(const CpuIsa& isa, const std::string& forced, std::string* why);

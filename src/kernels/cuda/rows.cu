@@ -302,6 +302,24 @@ __global__ void adam_kernel(AdamArgs a) {
 
 }  // namespace
 
+cudaError_t has_code_for(int device, int* major, int* minor, std::string* name) {
+  cudaDeviceProp prop{};
+  cudaError_t err = cudaGetDeviceProperties(&prop, device);
+  if (err != cudaSuccess) return err;
+  *major = prop.major;
+  *minor = prop.minor;
+  *name = prop.name;
+  int current = 0;
+  err = cudaGetDevice(&current);
+  if (err != cudaSuccess) return err;
+  if (current != device && (err = cudaSetDevice(device)) != cudaSuccess) return err;
+  cudaFuncAttributes attr{};
+  err = cudaFuncGetAttributes(&attr, column_sums_kernel<float, float>);
+  if (current != device) cudaSetDevice(current);
+  if (err != cudaSuccess) cudaGetLastError();  // clear it: the caller reports it, nobody else
+  return err;
+}
+
 cudaError_t launch(const AdamArgs& a, cudaStream_t stream) {
   const int64_t blocks = (a.rows * a.cols + kThreads - 1) / kThreads;
   if (blocks == 0) return cudaSuccess;  // an empty parameter: nothing to launch
