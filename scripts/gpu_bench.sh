@@ -31,7 +31,8 @@
 #   REHEARSAL=1 (scripts/gpu_rehearse.sh sets it): the same stages on a CPU machine with tiny
 #   shapes and --device cpu, no GPU check.
 # Refused before anything is built, one line and exit 2 each: no CUDA device, no gpu-deps/ (the
-# carried folder), a torch that is not 2.11 or has no CUDA.
+# carried folder), carried binaries built from other sources than the tree (gpu-deps/bin/SOURCES
+# against scripts/gpu_deps.sh sources), a torch that is not 2.11 or has no CUDA.
 # Example: BUDGET=540 scripts/gpu_bench.sh "$OUT"
 source "$(dirname "$0")/usage.sh"
 tb_start "$0" "" "$@"
@@ -66,6 +67,12 @@ if [ "$REHEARSAL" != 1 ] && ! { nvidia-smi -L >/dev/null 2>&1 &&
 fi
 compgen -G "gpu-deps/*.deb" >/dev/null ||
   refuse "gpu-deps/ holds no .deb files: run 'scripts/gpu_deps.sh download' (and 'bin') on Debian 12 and carry gpu-deps/ along"
+if [ -e gpu-deps/bin/bench ]; then
+  carried_sources=$(cat gpu-deps/bin/SOURCES 2>/dev/null || echo unrecorded)
+  tree_sources=$(bash scripts/gpu_deps.sh sources)
+  [ "$carried_sources" = "$tree_sources" ] ||
+    refuse "gpu-deps/bin was built from other sources ($carried_sources) than this tree ($tree_sources): run scripts/build.sh and scripts/gpu_deps.sh bin, or remove gpu-deps/bin to build on the device"
+fi
 read -r torch_version torch_prefix abi < <("$PYTHON" scripts/torch_build_info.py) ||
   refuse "$PYTHON cannot import torch"
 torch_cuda=$("$PYTHON" -c 'import torch; print(torch.version.cuda or "")')

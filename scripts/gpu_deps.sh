@@ -6,7 +6,12 @@
 #   scripts/gpu_deps.sh bin [BUILD_DIR] here, after a build (default build/): copies bench and
 #                                       trainbench_tests into gpu-deps/bin, which gpu_bench.sh
 #                                       tries there before building (same torch 2.11 wheel,
-#                                       CUDA code for sm_90 + PTX)
+#                                       CUDA code for sm_90 + PTX) with SOURCES, the hash of
+#                                       the sources they were built from; refused when a source
+#                                       is newer than the build's bench
+#   scripts/gpu_deps.sh sources         the hash of this tree's compiled sources (every .h, .cpp,
+#                                       .cu, .proto and CMake file), as SOURCES holds it:
+#                                       gpu_bench.sh refuses carried binaries of other sources
 #   scripts/gpu_deps.sh unpack [PREFIX] there: unpacks them with dpkg -x (or ar + tar) under
 #                                       PREFIX (default gpu-deps/prefix), writes
 #                                       PREFIX/cmake-args.txt and PREFIX/env.sh, prints both
@@ -28,7 +33,20 @@ common_pkgs=(libcxxopts-dev nlohmann-json3-dev libgtest-dev zlib1g-dev zlib1g)
 gloo_pkgs=(libgloo-dev)  # declarations only: Gloo itself is inside libtorch_cpu
 proto_pkgs=(protobuf-compiler libprotoc32 libprotobuf-dev libprotobuf32 libprotobuf-lite32)
 
-usage() { echo "usage: $0 download | bin [BUILD_DIR] | unpack [PREFIX]" >&2; exit 2; }
+usage() { echo "usage: $0 download | bin [BUILD_DIR] | sources | unpack [PREFIX]" >&2; exit 2; }
+
+# The compiled sources, by path, in a fixed order: the same list here and in the carried tree.
+source_files() {
+  local roots=() r
+  for r in CMakeLists.txt cmake src include proto tests benchmarks fuzz; do
+    [ -e "$r" ] && roots+=("$r")
+  done
+  [ ${#roots[@]} -gt 0 ] || return 0
+  find "${roots[@]}" -type f \( -name '*.h' \
+    -o -name '*.cpp' -o -name '*.cu' -o -name '*.proto' -o -name '*.cmake' \
+    -o -name CMakeLists.txt \) | LC_ALL=C sort
+}
+sources() { source_files | xargs -r sha256sum | sha256sum | cut -c1-16; }
 [ $# -ge 1 ] || usage
 
 download() {
@@ -47,8 +65,14 @@ bin() {
   for f in bench tests/trainbench_tests; do
     [ -x "$build/$f" ] || { echo "gpu_deps.sh: $build/$f is missing; build first (scripts/build.sh, then cmake --build $build --target trainbench_tests)" >&2; exit 2; }
   done
+  local newer=""
+  while read -r f; do
+    if [ "$f" -nt "$build/bench" ]; then newer=$f; break; fi
+  done < <(source_files)
+  [ -z "$newer" ] || { echo "gpu_deps.sh: $newer is newer than $build/bench; build first (scripts/build.sh, then cmake --build $build --target trainbench_tests)" >&2; exit 2; }
   mkdir -p "$DEB_DIR/bin"
   cp "$build/bench" "$build/tests/trainbench_tests" "$DEB_DIR/bin/"
+  sources >"$DEB_DIR/bin/SOURCES"
   echo "revision $(git rev-parse --short HEAD 2>/dev/null || echo '?') on $(date -u +%F), $(c++ --version | head -n 1)" >"$DEB_DIR/bin/BUILT"
   echo "gpu_deps.sh: bench and trainbench_tests in $DEB_DIR/bin ($(du -sh "$DEB_DIR/bin" | cut -f1))" >&2
 }
@@ -116,6 +140,7 @@ EOF
 case "$1" in
   download) download ;;
   bin) shift; bin "$@" ;;
+  sources) sources ;;
   unpack) shift; unpack "$@" ;;
   *) usage ;;
 esac

@@ -120,13 +120,20 @@ TEST(GpuCall, BadInputIsOneLineAndExitTwoBeforeAnythingIsBuilt) {
   testing::TempDir dir;
   // A tree of the scripts alone (no gpu-deps/), and one with a stand-in .deb and a Python
   // whose torch is 2.10, or 2.11 without CUDA.
-  for (const char* tree : {"bare", "deps"}) {
+  for (const char* tree : {"bare", "deps", "stale"}) {
     fs::create_directories(dir / tree);
     fs::copy(TB_SOURCE_DIR "/scripts", dir / (std::string(tree) + "/scripts"),
              fs::copy_options::recursive);
   }
   fs::create_directories(dir / "deps/gpu-deps");
   testing::write_file(dir / "deps/gpu-deps/stand-in.deb", "");
+  // Carried binaries of other sources than the tree's (their SOURCES hash differs).
+  fs::create_directories(dir / "stale/gpu-deps/bin");
+  fs::create_directories(dir / "stale/src");
+  testing::write_file(dir / "stale/gpu-deps/stand-in.deb", "");
+  testing::write_file(dir / "stale/gpu-deps/bin/bench", "");
+  testing::write_file(dir / "stale/gpu-deps/bin/SOURCES", "0123456789abcdef\n");
+  testing::write_file(dir / "stale/src/a.cpp", "int a;\n");
   testing::write_file(dir / "py_old",
                       "#!/bin/sh\ncase \"$*\" in *torch_build_info*) echo 2.10.0 /opt/t 1 ;;\n"
                       "*version.cuda*) echo 12.8 ;; *) exec " TB_PYTHON " \"$@\" ;; esac\n");
@@ -147,6 +154,10 @@ TEST(GpuCall, BadInputIsOneLineAndExitTwoBeforeAnythingIsBuilt) {
        "gpu_bench.sh: torch 2.10.0 at /opt/t is not 2.11"},
       {"REHEARSAL=1 PYTHON=" + (dir / "py_cpu") + " " + deps,
        "gpu_bench.sh: torch 2.11.0 has no CUDA"},
+      {"REHEARSAL=1 PYTHON=" + (dir / "py_old") + " bash " + (dir / "stale/scripts/gpu_bench.sh") +
+           " " + (dir / "out"),
+       "gpu_bench.sh: gpu-deps/bin was built from other sources (0123456789abcdef) than this "
+       "tree ("},
       {"PYTHON=" TB_PYTHON " " + bare, "gpu_bench.sh: no CUDA device"},
   };
   const auto estimate =
