@@ -88,20 +88,9 @@ void BM_KernelDropAddLayerNorm(benchmark::State& s) {
                g = torch::ones({kD}), be = torch::zeros({kD}), bias = torch::zeros({kD});
   Tensor ro = torch::empty_like(r), y = torch::empty({kRows, kD}, b.options()),
          mean = torch::empty({kRows}), rstd = torch::empty({kRows});
-  k::DropAddLnArgs a;
-  a.rows = kRows;
-  a.cols = kD;
-  a.resid = r.data_ptr();
-  a.branch = b.data_ptr();
-  a.bias = bias.data_ptr();
-  a.gamma = g.data_ptr();
-  a.beta = be.data_ptr();
-  a.resid_out = ro.data_ptr();
-  a.y = y.data_ptr();
-  a.mean = mean.data_ptr();
-  a.rstd = rstd.data_ptr();
-  a.branch_format = a.out_format = k::format_of(t, t);
-  a.drop = k::math::dropout_args(0.1, 1);
+  const k::Format f = k::format_of(t, t);
+  const auto a = k::drop_add_ln_args(r, b, bias, g, be, ro, y, mean, rstd, f, f,
+                                     k::math::dropout_args(0.1, 1));
   for (auto _ : s) k::run(a, c10::DeviceType::CPU);
   s.SetBytesProcessed(s.iterations() * kRows * kD * (4 + 4 + 2 * bytes_(t)));
   label_(s);
@@ -112,13 +101,8 @@ void BM_KernelBiasReluDropout(benchmark::State& s) {
   const auto t = dtype_(s);
   Tensor x = torch::randn({kRows, kFF}).to(t);
   const Tensor bias = torch::zeros({kFF});
-  k::BiasReluDropoutArgs a;
-  a.rows = kRows;
-  a.cols = kFF;
-  a.a = x.data_ptr();
-  a.bias = bias.data_ptr();
-  a.format = k::format_of(t, values_(s, t));
-  a.drop = k::math::dropout_args(0.1, 2);
+  const auto a = k::bias_relu_dropout_args(x, bias, k::format_of(t, values_(s, t)),
+                                           k::math::dropout_args(0.1, 2));
   for (auto _ : s) k::run(a, c10::DeviceType::CPU);
   s.SetBytesProcessed(s.iterations() * kRows * kFF * 2 * bytes_(t));
   round_label_(s);
@@ -129,32 +113,14 @@ void BM_KernelCausalSoftmax(benchmark::State& s) {
   const auto t = dtype_(s);
   const Tensor src = torch::randn({8 * kHeads * kSeq, kSeq}).to(t);
   Tensor x = src.clone();
-  k::CausalSoftmaxArgs a;
-  a.rows = x.size(0);
-  a.seq = kSeq;
-  a.x = x.data_ptr();
-  a.format = k::format_of(t, values_(s, t));
-  a.scale = 0.125;
+  const auto a =
+      k::causal_softmax_args(x, x.size(0), kSeq, 0, k::format_of(t, values_(s, t)), 0.125);
   for (auto _ : s)
     k::run(a, c10::DeviceType::CPU);  // rows become probabilities: same work every time
   s.SetBytesProcessed(s.iterations() * x.numel() * 2 * bytes_(t));
   round_label_(s);
 }
 BENCHMARK(BM_KernelCausalSoftmax)->Apply(rounding_args_)->UseRealTime();
-
-// HeadsArgs between qkv rows [8*S, 3d] and q, k, v heads [8*H, S, hd] (storage types left
-// float32, to heads).
-k::HeadsArgs qkv_heads_args_(const Tensor& rows, const std::vector<Tensor>& heads) {
-  k::HeadsArgs a;
-  a.rows = 8 * kSeq;
-  a.seq = kSeq;
-  a.heads = kHeads;
-  a.hd = kD / kHeads;
-  a.parts = 3;
-  a.row_data = rows.data_ptr();
-  for (int p = 0; p < 3; ++p) a.head_data[p] = heads[p].data_ptr();
-  return a;
-}
 
 // The attention's heads split (HeadsArgs): q, k, v [8*H, S, hd] from qkv rows [8*S, 3d], in the
 // dtype (rows and heads alike), or float32 rows into float32 heads rounded to the second
@@ -165,10 +131,8 @@ void BM_KernelHeads(benchmark::State& s) {
   const Tensor rows = torch::randn({8 * kSeq, 3 * kD}).to(t), bias = torch::randn({3 * kD});
   std::vector<Tensor> heads;
   for (int p = 0; p < 3; ++p) heads.push_back(torch::empty({8 * kHeads, kSeq, kD / kHeads}, t));
-  k::HeadsArgs a = qkv_heads_args_(rows, heads);
-  a.rows_format = k::format_of(t, t);
-  a.heads_format = k::format_of(t, values_(s, t));
-  if (s.range(2) == 1) a.bias = bias.data_ptr();
+  const auto a = k::heads_args(rows, heads, kSeq, kHeads, true, values_(s, t), 0,
+                               s.range(2) == 1 ? bias : Tensor());
   for (auto _ : s) k::run(a, c10::DeviceType::CPU);
   s.SetBytesProcessed(s.iterations() * rows.numel() * 2 * bytes_(t));
   const char* rounds[] = {"", " rounded to bfloat16", " rounded to float16"};
@@ -196,16 +160,10 @@ void BM_KernelHeadsMerge(benchmark::State& s) {
   const Tensor rows = torch::empty({8 * kSeq, 3 * kD}), partials = torch::empty({64, 3 * kD});
   std::vector<Tensor> heads;
   for (int p = 0; p < 3; ++p) heads.push_back(torch::randn({8 * kHeads, kSeq, kD / kHeads}));
-  k::HeadsArgs a = qkv_heads_args_(rows, heads);
-  a.to_heads = false;
   const c10::ScalarType values[] = {torch::kFloat, torch::kBFloat16, torch::kHalf};
-  a.rows_format = k::format_of(torch::kFloat, values[s.range(0)]);
-  if (s.range(1) == 1) a.partials = partials.data_ptr();
-  k::ColumnSumsArgs sums;
-  sums.rows = a.rows;
-  sums.cols = 3 * kD;
-  sums.x = rows.data_ptr();
-  sums.partials = partials.data_ptr();
+  const auto a = k::heads_args(rows, heads, kSeq, kHeads, false, values[s.range(0)], 0, {},
+                               s.range(1) == 1 ? partials : Tensor());
+  const auto sums = k::column_sums_args(rows, partials, k::format_of(torch::kFloat, torch::kFloat));
   for (auto _ : s) {
     k::run(a, c10::DeviceType::CPU);
     if (s.range(1) == 2) k::run(sums, c10::DeviceType::CPU);
@@ -221,14 +179,7 @@ void BM_KernelHeadCrossEntropy(benchmark::State& s) {
   const Tensor src = torch::randn({kRows, 256}).to(t), bias = torch::zeros({256});
   const Tensor targets = torch::randint(0, 256, {kRows}, torch::kLong);
   Tensor z = src.clone(), partials = torch::empty({k::num_chunks(kRows)});
-  k::HeadCrossEntropyArgs a;
-  a.rows = kRows;
-  a.cols = 256;
-  a.logits = z.data_ptr();
-  a.bias = bias.data_ptr();
-  a.targets = targets.data_ptr<int64_t>();
-  a.partials = partials.data_ptr();
-  a.format = k::format_of(t, t);
+  const auto a = k::head_cross_entropy_args(z, bias, targets, partials, {}, k::format_of(t, t));
   for (auto _ : s) {
     s.PauseTiming();
     z.copy_(src);

@@ -27,42 +27,7 @@ void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, i
             bool to_heads, c10::ScalarType values, int64_t block = 0, const Tensor& bias = {},
             const Tensor& partials = {}) {
   RECORD_FUNCTION("fused::heads", std::vector<c10::IValue>());  // the profile's copy category
-  k::HeadsArgs a;
-  TORCH_CHECK(!parts.empty() && parts.size() <= std::size(a.head_data),
-              "fused heads: 1 to 3 parts, got ", parts.size());
-  a.rows = rows.size(0);
-  a.seq = seq;
-  a.heads = heads;
-  a.parts = static_cast<int64_t>(parts.size());
-  a.hd = rows.size(1) / (a.parts * heads);
-  TORCH_CHECK(parts[0].numel() == rows.size(0) * heads * a.hd, "fused heads: ", parts[0].numel(),
-              " elements a part for rows ", rows.sizes());
-  a.row_data = mut_(rows);
-  for (size_t i = 0; i < parts.size(); ++i) a.head_data[i] = mut_(parts[i]);
-  const Tensor& src = to_heads ? rows : parts[0];
-  const Tensor& dst = to_heads ? parts[0] : rows;
-  (to_heads ? a.rows_format : a.heads_format) = k::format_of(src.scalar_type(), src.scalar_type());
-  (to_heads ? a.heads_format : a.rows_format) = k::format_of(dst.scalar_type(), values);
-  a.to_heads = to_heads;
-  a.block = block;
-  if (present_(bias)) {
-    TORCH_CHECK(to_heads && bias.is_contiguous() && bias.numel() == rows.size(1) &&
-                    bias.scalar_type() == acc_of_(rows.scalar_type()),
-                "fused heads: a bias of ", rows.size(1), " ", acc_of_(rows.scalar_type()),
-                " values, read with the rows; got ", bias.numel(), " ", bias.scalar_type());
-    a.bias = ptr_(bias);
-  }
-  if (present_(partials)) {
-    // HeadsAcc (storage.h): float64 where either side is, else float32.
-    const auto acc = acc_of_(c10::promoteTypes(rows.scalar_type(), parts[0].scalar_type()));
-    TORCH_CHECK(!to_heads && partials.is_contiguous() &&
-                    partials.numel() == k::num_chunks(rows.size(0)) * rows.size(1) &&
-                    partials.scalar_type() == acc,
-                "fused heads: column partials are [chunks, ", rows.size(1), "] ", acc,
-                " of merged rows; got ", partials.sizes(), " ", partials.scalar_type());
-    a.partials = mut_(partials);
-  }
-  run_(a, rows);
+  run_(k::heads_args(rows, parts, seq, heads, to_heads, values, block, bias, partials), rows);
 }
 
 struct CausalAttention : torch::autograd::Function<CausalAttention> {
@@ -115,13 +80,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const bool wide = stored == torch::kFloat || stored == torch::kDouble;
     block = wide ? std::min(block, seq) : seq;  // fused_ops.h: 16-bit GEMMs whole
     Tensor prob = causal_scores(q, kk, stored, block);
-    k::CausalSoftmaxArgs a;
-    a.rows = bh * seq;
-    a.seq = seq;
-    a.x = mut_(prob);
-    a.block = block;
-    a.format = k::format_of(stored, dtype);
-    a.scale = scale;
+    const auto a =
+        k::causal_softmax_args(prob, bh * seq, seq, block, k::format_of(stored, dtype), scale);
     run_(a, prob);
     ctx->save_for_backward({q, kk, v, prob});
     keep_(ctx, State{a.format, qkv.scalar_type(), scale, block, seq, heads, present_(bias)});
@@ -147,15 +107,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const Tensor dout = torch::empty_like(q);
     heads_(dout_rows, {dout}, seq, heads, true, dt);
     Tensor ds = causal_scores(dout, v, stored, block);  // dP, then the score gradient
-    k::CausalSoftmaxGradArgs a;
-    a.rows = q.size(0) * seq;
-    a.seq = seq;
-    a.p = ptr_(prob);
-    a.dp = mut_(ds);
-    a.block = block;
-    a.format = st.format;
-    a.scale = st.scale;
-    run_(a, prob);
+    run_(k::causal_softmax_grad_args(prob, ds, q.size(0) * seq, seq, block, st.format, st.scale),
+         prob);
     // dq, dk, dv into the qkv rows' layout and dtype, rounded to dtype as they move.
     const auto qkv_dtype = st.qkv_dtype;
     Tensor dqkv = torch::empty({dout_rows.size(0), 3 * dout_rows.size(1)},

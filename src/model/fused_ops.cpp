@@ -84,23 +84,13 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
       mean = torch::empty({n}, acc_opts);
       rstd = torch::empty({n}, acc_opts);
     }
-    k::DropAddLnArgs a;
-    a.rows = n;
-    a.cols = d;
-    a.resid = ptr_(resid);
-    a.branch = ptr_(branch);
     // The bias is required (kernel_args.h): zeros stand for an absent one ([d], negligible).
     const Tensor bias_or_zero = present_(bias) ? bias : torch::zeros({d}, acc_opts);
-    a.bias = ptr_(bias_or_zero);
-    a.gamma = ptr_(gamma);
-    a.beta = ptr_(beta);
-    a.resid_out = mut_(resid_out);
-    a.y = mut_(y);
-    a.mean = mut_(mean);
-    a.rstd = mut_(rstd);
-    a.branch_format = k::format_of(branch.scalar_type(), branch.scalar_type(), acc);
-    a.out_format = k::format_of(y_dtype, out_dtype, acc);
-    a.drop = k::math::dropout_args(p, static_cast<uint64_t>(key));
+    const auto a =
+        k::drop_add_ln_args(resid, branch, bias_or_zero, gamma, beta, resid_out, y, mean, rstd,
+                            k::format_of(branch.scalar_type(), branch.scalar_type(), acc),
+                            k::format_of(y_dtype, out_dtype, acc),
+                            k::math::dropout_args(p, static_cast<uint64_t>(key)));
     run_(a, branch);
     ctx->save_for_backward({resid_out, opt_(mean, branch), opt_(rstd, branch), gamma});
     keep_(ctx, State{a.drop, present_(resid), present_(bias), a.branch_format, a.out_format});
@@ -121,27 +111,14 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     Tensor d_branch =
         torch::empty({n, d}, resid_out.options().dtype(dtype_of_(st.branch_format.storage)));
     Tensor partials = torch::empty({k::num_chunks(n), 3, d}, resid_out.options());
-    k::DropAddLnGradArgs a;
-    a.rows = n;
-    a.cols = d;
     // y's gradient in y's storage (on the float32 route a GEMM's float32 product: the kernel
     // rounds it to the values of y's format as it reads it).
     const Tensor dy_typed = present_(grads[1])
                                 ? dense_(grads[1], y_dtype)
                                 : torch::zeros({n, d}, resid_out.options().dtype(y_dtype));
-    a.dy = ptr_(dy_typed);
-    a.d_resid_out = ptr_(d_resid_out);
-    a.resid_out = ptr_(resid_out);
-    a.mean = ptr_(mean);
-    a.rstd = ptr_(rstd);
-    a.gamma = ptr_(gamma);
-    a.d_resid = mut_(d_resid);
-    a.d_branch = mut_(d_branch);
-    a.partials = mut_(partials);
-    a.branch_format = st.branch_format;
-    a.out_format = st.out_format;
-    a.drop = st.drop;
-    run_(a, resid_out);
+    run_(k::drop_add_ln_grad_args(dy_typed, d_resid_out, resid_out, mean, rstd, gamma, d_resid,
+                                  d_branch, partials, st.branch_format, st.out_format, st.drop),
+         resid_out);
     const Tensor sums = chunk_sums_(partials);  // [3, d]
     Tensor d_bias = st.has_bias ? sums[0] : Tensor();
     Tensor d_gamma = present_(gamma) ? sums[1] : Tensor();
@@ -166,13 +143,9 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     State st;
     const Tensor x_up = keep_input_(x, r, values, &st.in);
     Tensor out = gemm_(x_up, up_(w, r).t(), x_up.scalar_type());  // [N, f]
-    k::BiasReluDropoutArgs a;
-    a.rows = out.size(0);
-    a.cols = out.size(1);
-    a.a = mut_(out);
-    a.bias = ptr_(b);
-    a.format = k::format_of(out.scalar_type(), values, b.scalar_type());
-    a.drop = k::math::dropout_args(p, static_cast<uint64_t>(key));
+    const auto a =
+        k::bias_relu_dropout_args(out, b, k::format_of(out.scalar_type(), values, b.scalar_type()),
+                                  k::math::dropout_args(p, static_cast<uint64_t>(key)));
     run_(a, out);
     ctx->save_for_backward({x_up, w, out});
     st.format = a.format;
@@ -190,16 +163,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     Tensor da = torch::empty_like(out);
     Tensor partials = torch::empty({k::num_chunks(out.size(0)), out.size(1)},
                                    out.options().dtype(dtype_of_(st.format.acc)));
-    k::BiasReluDropoutGradArgs a;
-    a.rows = out.size(0);
-    a.cols = out.size(1);
-    a.dout = ptr_(dout);
-    a.out = ptr_(out);
-    a.da = mut_(da);
-    a.partials = mut_(partials);
-    a.format = st.format;
-    a.scale = st.scale;
-    run_(a, out);
+    run_(k::bias_relu_dropout_grad_args(dout, out, da, partials, st.format, st.scale), out);
     const GemmRoute r = st.in.route;
     const Tensor da_up = up_(da, r);
     Tensor dx = ctx->needs_input_grad(0) ? gemm_(da_up, up_(w, r), st.in.storage) : Tensor();
@@ -225,16 +189,9 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     const auto acc_opts = logits.options().dtype(b.scalar_type());
     Tensor partials = torch::empty({k::num_chunks(n)}, acc_opts);
     Tensor bias_partials = torch::empty({k::num_chunks(n), v}, acc_opts);
-    k::HeadCrossEntropyArgs a;
-    a.rows = n;
-    a.cols = v;
-    a.logits = mut_(logits);
-    a.bias = ptr_(b);
-    a.targets = targets.const_data_ptr<int64_t>();
-    a.partials = mut_(partials);
-    a.bias_partials = mut_(bias_partials);
-    a.format = k::format_of(stored, values, b.scalar_type());
-    run_(a, logits);
+    run_(k::head_cross_entropy_args(logits, b, targets, partials, bias_partials,
+                                    k::format_of(stored, values, b.scalar_type())),
+         logits);
     ctx->save_for_backward({x_up, w, logits, bias_partials});
     keep_(ctx, in);
     return partials.sum() / static_cast<double>(n);

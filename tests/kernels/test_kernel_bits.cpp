@@ -65,7 +65,7 @@ Tensor on(const Tensor& t, torch::Device device) { return t.to(device).contiguou
 Tensor empty(std::vector<int64_t> sizes, c10::ScalarType dtype, torch::Device device) {
   return torch::empty(sizes, torch::TensorOptions().dtype(dtype).device(device));
 }
-void* ptr_if(bool present, const Tensor& t) { return present ? t.data_ptr() : nullptr; }
+Tensor if_(bool present, const Tensor& t) { return present ? t : Tensor(); }
 std::vector<Output> on_cpu(std::vector<Output> outs) {
   for (Output& o : outs) o.t = o.t.cpu();
   return outs;
@@ -85,22 +85,12 @@ std::vector<Output> drop_add_ln_run(const KernelCase& c, torch::Device dev) {
   Tensor resid_out = empty({n, d}, torch::kFloat, dev);
   Tensor y = empty({n, d}, f32 ? torch::kFloat : c.dtype, dev);
   Tensor mean = empty({n}, torch::kFloat, dev), rstd = empty({n}, torch::kFloat, dev);
-  k::DropAddLnArgs a;
-  a.rows = n;
-  a.cols = d;
-  a.resid = ptr_if(c.v.resid, resid);
-  a.branch = branch.data_ptr();
-  a.bias = bias.data_ptr();
-  a.gamma = ptr_if(c.v.ln, gamma);
-  a.beta = ptr_if(c.v.ln, beta);
-  a.resid_out = resid_out.data_ptr();
-  a.y = y.data_ptr();
-  a.mean = ptr_if(c.v.ln, mean);
-  a.rstd = ptr_if(c.v.ln, rstd);
-  a.branch_format = k::format_of(c.dtype, c.dtype, torch::kFloat);
-  a.out_format = k::format_of(y.scalar_type(), c.dtype, torch::kFloat);
-  a.drop = k::math::dropout_args(c.v.p, kBitsDropKey);
-  k::run(a, dev.type());
+  k::run(k::drop_add_ln_args(if_(c.v.resid, resid), branch, bias, if_(c.v.ln, gamma),
+                             if_(c.v.ln, beta), resid_out, y, if_(c.v.ln, mean), if_(c.v.ln, rstd),
+                             k::format_of(c.dtype, c.dtype, torch::kFloat),
+                             k::format_of(y.scalar_type(), c.dtype, torch::kFloat),
+                             k::math::dropout_args(c.v.p, kBitsDropKey)),
+         dev.type());
   std::vector<Output> out = {{"resid_out", resid_out, true}, {"y", y, !c.v.ln}};
   if (c.v.ln) out.insert(out.end(), {{"mean", mean, false}, {"rstd", rstd, false}});
   return on_cpu(out);
@@ -112,16 +102,9 @@ std::vector<Output> store_run(const KernelCase& c, torch::Device dev) {
   const int64_t n = resid.size(0), d = resid.size(1);
   const Tensor zeros = empty({n, d}, c.dtype, dev).zero_(), bias = on(torch::zeros({d}), dev);
   Tensor resid_out = empty({n, d}, torch::kFloat, dev), y = empty({n, d}, c.dtype, dev);
-  k::DropAddLnArgs a;
-  a.rows = n;
-  a.cols = d;
-  a.resid = resid.data_ptr();
-  a.branch = zeros.data_ptr();
-  a.bias = bias.data_ptr();
-  a.resid_out = resid_out.data_ptr();
-  a.y = y.data_ptr();
-  a.branch_format = a.out_format = k::format_of(c.dtype, c.dtype, torch::kFloat);
-  k::run(a, dev.type());
+  const k::Format f = k::format_of(c.dtype, c.dtype, torch::kFloat);
+  k::run(k::drop_add_ln_args(resid, zeros, bias, {}, {}, resid_out, y, {}, {}, f, f, {}),
+         dev.type());
   return on_cpu({{"resid_out", resid_out, true}, {"y", y, true}});
 }
 
@@ -137,22 +120,12 @@ std::vector<Output> drop_add_ln_back_run(const KernelCase& c, torch::Device dev)
   const Tensor rstd = on(torch::rsqrt(ro_cpu.var(1, false) + 1e-5), dev);
   Tensor d_resid = empty({n, d}, torch::kFloat, dev), d_branch = empty({n, d}, c.dtype, dev);
   Tensor partials = empty({k::num_chunks(n), 3, d}, torch::kFloat, dev);
-  k::DropAddLnGradArgs a;
-  a.rows = n;
-  a.cols = d;
-  a.dy = dy.data_ptr();
-  a.d_resid_out = dro.data_ptr();
-  a.resid_out = ro.data_ptr();
-  a.mean = mean.data_ptr();
-  a.rstd = rstd.data_ptr();
-  a.gamma = ptr_if(c.v.ln, gamma);
-  a.d_resid = ptr_if(c.v.resid, d_resid);
-  a.d_branch = d_branch.data_ptr();
-  a.partials = partials.data_ptr();
-  a.branch_format = k::format_of(c.dtype, c.dtype, torch::kFloat);
-  a.out_format = k::format_of(dy.scalar_type(), c.dtype, torch::kFloat);
-  a.drop = k::math::dropout_args(c.v.p, kBitsDropKey);
-  k::run(a, dev.type());
+  k::run(
+      k::drop_add_ln_grad_args(dy, dro, ro, mean, rstd, if_(c.v.ln, gamma), if_(c.v.resid, d_resid),
+                               d_branch, partials, k::format_of(c.dtype, c.dtype, torch::kFloat),
+                               k::format_of(dy.scalar_type(), c.dtype, torch::kFloat),
+                               k::math::dropout_args(c.v.p, kBitsDropKey)),
+      dev.type());
   // With LayerNorm every gradient but d_gamma's and d_beta's partial sums has the row sums in it.
   std::vector<Output> out = {{"d_branch", d_branch, !c.v.ln},
                              {"d_bias partials", partials.select(1, 0), !c.v.ln},
@@ -170,14 +143,9 @@ std::vector<Output> bias_relu_dropout_run(const KernelCase& c, torch::Device dev
   const bool f32 = c.v.keep_float32;
   Tensor x = on(f32 ? torch::randn({n, f}) : torch::randn({n, f}).to(c.dtype), dev);
   const Tensor bias = on(torch::randn({f}) * 0.5, dev);
-  k::BiasReluDropoutArgs a;
-  a.rows = n;
-  a.cols = f;
-  a.a = x.data_ptr();
-  a.bias = bias.data_ptr();
-  a.format = k::format_of(x.scalar_type(), c.dtype, torch::kFloat);
-  a.drop = k::math::dropout_args(c.v.p, kBitsDropKey);
-  k::run(a, dev.type());
+  k::run(k::bias_relu_dropout_args(x, bias, k::format_of(x.scalar_type(), c.dtype, torch::kFloat),
+                                   k::math::dropout_args(c.v.p, kBitsDropKey)),
+         dev.type());
   return on_cpu({{"out", x, true}});
 }
 
@@ -193,16 +161,10 @@ std::vector<Output> bias_relu_dropout_back_run(const KernelCase& c, torch::Devic
   const Tensor out = on(torch::relu(torch::randn({n, f})).to(c.dtype).to(stored), dev);
   Tensor da = empty({n, f}, stored, dev),
          partials = empty({k::num_chunks(n), f}, torch::kFloat, dev);
-  k::BiasReluDropoutGradArgs a;
-  a.rows = n;
-  a.cols = f;
-  a.dout = dout.data_ptr();
-  a.out = out.data_ptr();
-  a.da = da.data_ptr();
-  a.partials = partials.data_ptr();
-  a.format = k::format_of(stored, c.dtype, torch::kFloat);
-  a.scale = c.v.p > 0 ? k::math::dropout_scale(c.v.p) : 1.0;
-  k::run(a, dev.type());
+  k::run(k::bias_relu_dropout_grad_args(dout, out, da, partials,
+                                        k::format_of(stored, c.dtype, torch::kFloat),
+                                        c.v.p > 0 ? k::math::dropout_scale(c.v.p) : 1.0),
+         dev.type());
   return on_cpu({{"da", da, true}, {"partials", partials, true}});
 }
 
@@ -212,13 +174,8 @@ std::vector<Output> column_sums_run(const KernelCase& c, torch::Device dev) {
   torch::manual_seed(8);
   const Tensor x = on(torch::randn({n, w}).to(c.dtype), dev);
   Tensor partials = empty({k::num_chunks(n), w}, torch::kFloat, dev);
-  k::ColumnSumsArgs a;
-  a.rows = n;
-  a.cols = w;
-  a.x = x.data_ptr();
-  a.partials = partials.data_ptr();
-  a.format = k::format_of(c.dtype, c.dtype, torch::kFloat);
-  k::run(a, dev.type());
+  k::run(k::column_sums_args(x, partials, k::format_of(c.dtype, c.dtype, torch::kFloat)),
+         dev.type());
   return on_cpu({{"partials", partials, true}});
 }
 
@@ -254,14 +211,9 @@ std::vector<Output> causal_softmax_run(const KernelCase& c, torch::Device dev) {
   const Tensor scores = torch::randn({bh * s, s}) * 3;
   Tensor x = on(f32 ? scores : scores.to(c.dtype), dev);
   if (const Tensor blocks = blocked_(x, bh, s, c.v.block); blocks.defined()) x = blocks;
-  k::CausalSoftmaxArgs a;
-  a.rows = bh * s;
-  a.seq = s;
-  a.x = x.data_ptr();
-  a.block = c.v.block;
-  a.format = k::format_of(x.scalar_type(), c.dtype, torch::kFloat);
-  a.scale = 0.35;
-  k::run(a, dev.type());
+  k::run(k::causal_softmax_args(x, bh * s, s, c.v.block,
+                                k::format_of(x.scalar_type(), c.dtype, torch::kFloat), 0.35),
+         dev.type());
   return f32 ? held_in_float32("p", x, c.dtype) : on_cpu({{"p", x, false}});
 }
 std::vector<Output> causal_softmax_back_run(const KernelCase& c, torch::Device dev) {
@@ -277,15 +229,9 @@ std::vector<Output> causal_softmax_back_run(const KernelCase& c, torch::Device d
     dp = blocks;
     p_at = blocked_(p, bh, s, c.v.block);
   }
-  k::CausalSoftmaxGradArgs a;
-  a.rows = bh * s;
-  a.seq = s;
-  a.p = p_at.data_ptr();
-  a.dp = dp.data_ptr();
-  a.block = c.v.block;
-  a.format = k::format_of(stored, c.dtype, torch::kFloat);
-  a.scale = 0.35;
-  k::run(a, dev.type());
+  k::run(k::causal_softmax_grad_args(p_at, dp, bh * s, s, c.v.block,
+                                     k::format_of(stored, c.dtype, torch::kFloat), 0.35),
+         dev.type());
   return f32 ? held_in_float32("ds", dp, c.dtype) : on_cpu({{"ds", dp, false}});
 }
 
@@ -306,26 +252,13 @@ std::vector<Output> heads_run(const KernelCase& c, torch::Device dev) {
   for (int64_t p = 0; p < parts; ++p) {
     heads.push_back(on(torch::randn({b * h, s, hd}).to(heads_type), dev));
   }
-  k::HeadsArgs a;
-  a.rows = b * s;
-  a.seq = s;
-  a.heads = h;
-  a.hd = hd;
-  a.parts = parts;
-  a.row_data = rows.data_ptr();
-  for (int64_t p = 0; p < parts; ++p) a.head_data[p] = heads[p].data_ptr();
-  // The destination holds c.dtype's values (rounded to them in float32 storage).
-  (to_heads ? a.rows_format : a.heads_format) =
-      k::format_of(to_heads ? rows_type : heads_type, to_heads ? rows_type : heads_type);
-  (to_heads ? a.heads_format : a.rows_format) =
-      k::format_of(to_heads ? heads_type : rows_type, c.dtype);
-  a.to_heads = to_heads;
-  a.block = c.v.block;
   const Tensor bias = on(torch::randn({parts * h * hd}), dev);
   const Tensor partials = empty({k::num_chunks(b * s), parts * h * hd}, torch::kFloat, dev);
-  if (c.v.qkv_bias && to_heads) a.bias = bias.data_ptr();
-  if (c.v.qkv_bias && !to_heads) a.partials = partials.data_ptr();
-  k::run(a, dev.type());
+  // The destination holds c.dtype's values (rounded to them in float32 storage).
+  k::run(
+      k::heads_args(rows, heads, s, h, to_heads, c.dtype, c.v.block,
+                    if_(c.v.qkv_bias && to_heads, bias), if_(c.v.qkv_bias && !to_heads, partials)),
+      dev.type());
   if (!to_heads && c.v.qkv_bias)
     return on_cpu({{"rows", rows, true}, {"partials", partials, true}});
   if (!to_heads) return on_cpu({{"rows", rows, true}});
@@ -344,16 +277,9 @@ std::vector<Output> head_ce_run(const KernelCase& c, torch::Device dev) {
   const Tensor targets = on(torch::randint(0, v, {n}, torch::kLong), dev);
   Tensor partials = empty({k::num_chunks(n)}, torch::kFloat, dev);
   Tensor bias_partials = empty({k::num_chunks(n), v}, torch::kFloat, dev);
-  k::HeadCrossEntropyArgs a;
-  a.rows = n;
-  a.cols = v;
-  a.logits = logits.data_ptr();
-  a.bias = bias.data_ptr();
-  a.targets = targets.const_data_ptr<int64_t>();
-  a.partials = partials.data_ptr();
-  a.bias_partials = bias_partials.data_ptr();
-  a.format = k::format_of(logits.scalar_type(), c.dtype, torch::kFloat);
-  k::run(a, dev.type());
+  k::run(k::head_cross_entropy_args(logits, bias, targets, partials, bias_partials,
+                                    k::format_of(logits.scalar_type(), c.dtype, torch::kFloat)),
+         dev.type());
   if (f32 && !dev.is_cuda()) {  // what float32 storage holds: the dtype's values
     EXPECT_TRUE(torch::equal(logits, logits.to(c.dtype).to(torch::kFloat)));
   }

@@ -49,16 +49,10 @@ TEST(KernelRun, DropAddLnWithoutResidualOrLayerNormIsBranchPlusBias) {
   const torch::Tensor branch = torch::randn({70, 24}).to(torch::kBFloat16);
   const torch::Tensor bias = torch::randn({24});
   torch::Tensor resid_out = torch::empty({70, 24}), y = torch::empty({70, 24}, torch::kBFloat16);
-  k::DropAddLnArgs a;
-  a.rows = 70;
-  a.cols = 24;
-  a.branch = branch.data_ptr();
-  a.bias = bias.data_ptr();
-  a.resid_out = resid_out.data_ptr();
-  a.y = y.data_ptr();
-  a.branch_format = a.out_format = k::format_of(torch::kBFloat16, torch::kBFloat16);
-  a.drop = k::math::dropout_args(0.0, 9);
-  k::run(a, c10::DeviceType::CPU);
+  const k::Format bf16 = k::format_of(torch::kBFloat16, torch::kBFloat16);
+  k::run(k::drop_add_ln_args({}, branch, bias, {}, {}, resid_out, y, {}, {}, bf16, bf16,
+                             k::math::dropout_args(0.0, 9)),
+         c10::DeviceType::CPU);
   const torch::Tensor want = branch.to(torch::kFloat) + bias;
   EXPECT_TRUE(torch::equal(resid_out, want));
   EXPECT_TRUE(torch::equal(y, want.to(torch::kBFloat16)));
@@ -73,16 +67,10 @@ TEST(KernelRun, DropAddLnWithoutResidualOrLayerNormIsBranchPlusBias) {
 // residual's +0 turns a -0 into +0; NaNs as NaNs.
 void drop_add_(const torch::Tensor& branch, const torch::Tensor& bias, torch::Tensor& resid_out,
                torch::Tensor& y) {
-  k::DropAddLnArgs a;
-  a.rows = branch.size(0);
-  a.cols = branch.size(1);
-  a.branch = branch.data_ptr();
-  a.bias = bias.data_ptr();
-  a.resid_out = resid_out.data_ptr();
-  a.y = y.data_ptr();
-  a.branch_format = a.out_format = k::format_of(branch.scalar_type(), branch.scalar_type());
-  a.drop = k::math::dropout_args(0.0, 9);
-  k::run(a, c10::DeviceType::CPU);
+  const k::Format f = k::format_of(branch.scalar_type(), branch.scalar_type());
+  k::run(k::drop_add_ln_args({}, branch, bias, {}, {}, resid_out, y, {}, {}, f, f,
+                             k::math::dropout_args(0.0, 9)),
+         c10::DeviceType::CPU);
 }
 TEST(KernelRun, SixteenBitRowsAreReadAndRoundedAsLibTorchDoes) {
   for (const auto dtype : {torch::kHalf, torch::kBFloat16}) {
@@ -114,12 +102,8 @@ TEST(KernelRun, CausalSoftmaxRowsSumToOneBelowTheDiagonal) {
   const int64_t s = 9;
   torch::Tensor x = torch::randn({2 * s, s});
   const torch::Tensor before = x.clone();
-  k::CausalSoftmaxArgs a;
-  a.rows = 2 * s;
-  a.seq = s;
-  a.x = x.data_ptr();
-  a.scale = 0.5;
-  k::run(a, c10::DeviceType::CPU);
+  k::run(k::causal_softmax_args(x, 2 * s, s, 0, k::format_of(torch::kFloat, torch::kFloat), 0.5),
+         c10::DeviceType::CPU);
   const torch::Tensor mask = torch::ones({s, s}).tril().repeat({2, 1}).to(torch::kBool);
   const torch::Tensor want =
       torch::softmax((before * 0.5).masked_fill(~mask, -INFINITY), 1).masked_fill(~mask, 0);
@@ -145,22 +129,10 @@ TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
   // values: the dtype whose values the destination holds (Undefined: its own).
   auto run = [&](const torch::Tensor& rows, const std::vector<torch::Tensor>& heads, bool to_heads,
                  c10::ScalarType values = c10::ScalarType::Undefined) {
-    k::HeadsArgs a;
-    a.rows = b * s;
-    a.seq = s;
-    a.heads = h;
-    a.hd = hd;
-    a.parts = static_cast<int64_t>(heads.size());
-    a.row_data = rows.data_ptr();
-    for (size_t p = 0; p < heads.size(); ++p) a.head_data[p] = heads[p].data_ptr();
-    const auto src = (to_heads ? rows : heads[0]).scalar_type();
     const auto dst = (to_heads ? heads[0] : rows).scalar_type();
-    (to_heads ? a.rows_format : a.heads_format) = k::format_of(src, src);
-    (to_heads ? a.heads_format : a.rows_format) =
-        k::format_of(dst, values == c10::ScalarType::Undefined ? dst : values);
-    a.to_heads = to_heads;
-    a.block = block;
-    k::run(a, c10::DeviceType::CPU);
+    k::run(k::heads_args(rows, heads, s, h, to_heads,
+                         values == c10::ScalarType::Undefined ? dst : values, block),
+           c10::DeviceType::CPU);
   };
   auto empties = [&](c10::ScalarType t, int64_t n) {
     std::vector<torch::Tensor> out;
@@ -256,15 +228,15 @@ TEST(KernelRun, FormatsAKernelCannotHoldAreRefusedWhereTheyAreBuilt) {
             "fused kernels: float32 values in bfloat16 storage: a tensor holds its own dtype's "
             "values, or float32 storage holds bfloat16 or float16 values (the float32 GEMM "
             "route)");
-  EXPECT_EQ(refused(torch::kDouble, torch::kBFloat16, torch::kDouble).rfind(
-                "fused kernels: bfloat16 values in float64 storage", 0),
+  EXPECT_EQ(refused(torch::kDouble, torch::kBFloat16, torch::kDouble)
+                .rfind("fused kernels: bfloat16 values in float64 storage", 0),
             0u);
   EXPECT_EQ(refused(torch::kFloat, torch::kHalf, torch::kDouble),
             "fused kernels: float32 storage of float16 values accumulated in float64: the "
             "kernels accumulate in float32 or float64, float32 storage of 16-bit values in "
             "float32");
-  EXPECT_EQ(refused(torch::kFloat, torch::kFloat, torch::kBFloat16).rfind(
-                "fused kernels: float32 accumulated in bfloat16:", 0),
+  EXPECT_EQ(refused(torch::kFloat, torch::kFloat, torch::kBFloat16)
+                .rfind("fused kernels: float32 accumulated in bfloat16:", 0),
             0u);
 }
 

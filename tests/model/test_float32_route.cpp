@@ -134,28 +134,16 @@ TEST(FusedOps, TheFloat32RoutesHiddenHasTheBitsOfA16BitHidden) {
     const Tensor g = torch::randn({n, f});  // the FF-out GEMM's float32 input gradient
     out.backward(g);
     // The 16-bit path by hand: the GEMM rounded, the kernels on dt rows, da rounded.
-    const auto run_on = [&](auto args, const Tensor& like) {
-      args.rows = n;
-      args.cols = f;
-      args.format = k::format_of(dt, dt, torch::kFloat);
-      k::run(args, like.device().type());
-    };
+    const k::Format format = k::format_of(dt, dt, torch::kFloat);
     const Tensor h = torch::mm(x.detach().to(torch::kFloat), w.detach().t()).to(dt);
-    k::BiasReluDropoutArgs fa;
-    fa.a = h.data_ptr();
-    fa.bias = b.const_data_ptr();
-    fa.drop = k::math::dropout_args(drop.p, drop.key);
-    run_on(fa, h);
+    const auto fa =
+        k::bias_relu_dropout_args(h, b.detach(), format, k::math::dropout_args(drop.p, drop.key));
+    k::run(fa, h.device().type());
     EXPECT_TRUE(torch::equal(out.detach(), h.to(torch::kFloat)));
     const Tensor dout = g.to(dt), da = torch::empty_like(h);
     const Tensor partials = torch::empty({k::num_chunks(n), f});
-    k::BiasReluDropoutGradArgs ga;
-    ga.dout = dout.const_data_ptr();
-    ga.out = h.const_data_ptr();
-    ga.da = da.data_ptr();
-    ga.partials = partials.data_ptr();
-    ga.scale = fa.drop.scale;
-    run_on(ga, h);
+    k::run(k::bias_relu_dropout_grad_args(dout, h, da, partials, format, fa.drop.scale),
+           h.device().type());
     const Tensor da32 = da.to(torch::kFloat);
     EXPECT_TRUE(torch::equal(x.grad(), torch::mm(da32, w.detach()).to(dt)));
     EXPECT_TRUE(torch::equal(w.grad(), torch::mm(da32.t(), x.detach().to(torch::kFloat))));
@@ -188,15 +176,8 @@ TEST(FusedOps, TheFloat32RoutesLogitsHaveTheBitsOf16BitLogits) {
       // The 16-bit logits by hand: the GEMM rounded, the kernel on dt rows, their column sums.
       const Tensor z = torch::mm(x.detach(), w.detach().t()).to(dt);
       const Tensor partials = torch::empty({k::num_chunks(n)});
-      k::HeadCrossEntropyArgs a;
-      a.rows = n;
-      a.cols = v;
-      a.logits = z.data_ptr();
-      a.bias = b.const_data_ptr();
-      a.targets = targets.const_data_ptr<int64_t>();
-      a.partials = partials.data_ptr();
-      a.format = k::format_of(dt, dt);
-      k::run(a, z.device().type());
+      k::run(k::head_cross_entropy_args(z, b.detach(), targets, partials, {}, k::format_of(dt, dt)),
+             z.device().type());
       // Bit for bit (float16), or to float32's roundings (bfloat16).
       const auto same = [&](const Tensor& got, const Tensor& want) {
         return dt == torch::kHalf ? torch::equal(got, want) : rel_err(got, want) <= 1e-5;

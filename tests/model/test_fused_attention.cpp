@@ -48,13 +48,9 @@ TEST(FusedOps, TheFloat32RoutesAttentionScoresHaveTheBitsOf16BitScores) {
       const Tensor q32 = wide(q), k32 = wide(kk), v32 = wide(v), g32 = wide(g);
       // In blocks every score-shaped tensor stays in the flat layout (causal_gemm.h).
       Tensor p = causal_scores(q32, k32, dt, block);
-      k::CausalSoftmaxArgs sa;
-      sa.rows = b * h * s;
-      sa.seq = s;
-      sa.x = p.data_ptr();
-      sa.block = block;
-      sa.format = k::format_of(dt, dt, torch::kFloat);
-      sa.scale = 1.0 / std::sqrt(static_cast<double>(hd));
+      const auto sa =
+          k::causal_softmax_args(p, b * h * s, s, block, k::format_of(dt, dt, torch::kFloat),
+                                 1.0 / std::sqrt(static_cast<double>(hd)));
       k::run(sa, c10::DeviceType::CPU);
       const Tensor p32 = p.to(torch::kFloat);
       auto as_q = [&](const Tensor& t) { return t.to(dt).view({b, h, s, hd}); };
@@ -62,15 +58,8 @@ TEST(FusedOps, TheFloat32RoutesAttentionScoresHaveTheBitsOf16BitScores) {
       auto plain = [&](const Tensor& t) { return causal_unblocked(t, b * h, s, block); };
       EXPECT_TRUE(torch::equal(out, as_q(plain(causal_pv(p32, v32, block))).to(torch::kFloat)));
       Tensor ds = causal_scores(g32, v32, dt, block);
-      k::CausalSoftmaxGradArgs ga;
-      ga.rows = sa.rows;
-      ga.seq = s;
-      ga.p = p.const_data_ptr();
-      ga.dp = ds.data_ptr();
-      ga.block = block;
-      ga.format = sa.format;
-      ga.scale = sa.scale;
-      k::run(ga, c10::DeviceType::CPU);
+      k::run(k::causal_softmax_grad_args(p, ds, sa.rows, s, block, sa.format, sa.scale),
+             c10::DeviceType::CPU);
       const auto [dq, dk, dv] = causal_grads(ds.to(torch::kFloat), p32, q32, k32, g32, block);
       EXPECT_TRUE(torch::equal(q.grad(), as_q(plain(dq))));
       EXPECT_TRUE(torch::equal(kk.grad(), as_q(plain(dk))));
@@ -121,31 +110,16 @@ TEST(FusedOps, TheAttentionInBlocksIsTheSquaresAttention) {
     square = in_square(blocks);
     // Forward in place on the blocks against in place on the square.
     Tensor p_blocks = blocks.clone(), p_square = square.clone();
-    k::CausalSoftmaxArgs sa;
-    sa.rows = bh * s;
-    sa.seq = s;
-    sa.format = k::format_of(dt, dt);
-    sa.scale = 0.3;
-    sa.x = p_square.data_ptr();
-    k::run(sa, c10::DeviceType::CPU);
-    sa.x = p_blocks.data_ptr();
-    sa.block = block;
-    k::run(sa, c10::DeviceType::CPU);
+    const k::Format format = k::format_of(dt, dt);
+    k::run(k::causal_softmax_args(p_square, bh * s, s, 0, format, 0.3), c10::DeviceType::CPU);
+    k::run(k::causal_softmax_args(p_blocks, bh * s, s, block, format, 0.3), c10::DeviceType::CPU);
     EXPECT_TRUE(torch::equal(in_square(p_blocks), p_square));
     // Backward: the same products standing for dP.
     Tensor ds_blocks = blocks.clone(), ds_square = square.clone();
-    k::CausalSoftmaxGradArgs ga;
-    ga.rows = sa.rows;
-    ga.seq = s;
-    ga.format = sa.format;
-    ga.scale = 0.3;
-    ga.p = p_square.const_data_ptr();
-    ga.dp = ds_square.data_ptr();
-    k::run(ga, c10::DeviceType::CPU);
-    ga.p = p_blocks.const_data_ptr();
-    ga.dp = ds_blocks.data_ptr();
-    ga.block = block;
-    k::run(ga, c10::DeviceType::CPU);
+    k::run(k::causal_softmax_grad_args(p_square, ds_square, bh * s, s, 0, format, 0.3),
+           c10::DeviceType::CPU);
+    k::run(k::causal_softmax_grad_args(p_blocks, ds_blocks, bh * s, s, block, format, 0.3),
+           c10::DeviceType::CPU);
     EXPECT_TRUE(torch::equal(in_square(ds_blocks), ds_square));
     // The products on the blocks against the square's (another order of addition).
     const double tol = dt == torch::kBFloat16 ? 2e-2 : 1e-5;

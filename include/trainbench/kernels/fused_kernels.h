@@ -6,6 +6,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
 
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
@@ -30,6 +33,42 @@ Format format_of(c10::ScalarType storage, c10::ScalarType values,
                  c10::ScalarType acc = c10::ScalarType::Undefined);
 // A format's types as the user names them: "float32 storage of bfloat16 values", "bfloat16".
 std::string format_name(const Format& f);
+
+// Each kernel's Args from its tensors (kernel_args.h names them; rows and columns from the
+// [N, width] tensor each reads or writes, rows given where the tensor is in a blocked layout):
+// the one place the ops, the bit tests and kernel_bench fill them. An input or output that is
+// undefined or empty is a null pointer (where kernel_args.h allows one).
+DropAddLnArgs drop_add_ln_args(const at::Tensor& resid, const at::Tensor& branch,
+                               const at::Tensor& bias, const at::Tensor& gamma,
+                               const at::Tensor& beta, const at::Tensor& resid_out,
+                               const at::Tensor& y, const at::Tensor& mean, const at::Tensor& rstd,
+                               Format branch_format, Format out_format, DropoutArgs drop);
+DropAddLnGradArgs drop_add_ln_grad_args(const at::Tensor& dy, const at::Tensor& d_resid_out,
+                                        const at::Tensor& resid_out, const at::Tensor& mean,
+                                        const at::Tensor& rstd, const at::Tensor& gamma,
+                                        const at::Tensor& d_resid, const at::Tensor& d_branch,
+                                        const at::Tensor& partials, Format branch_format,
+                                        Format out_format, DropoutArgs drop);
+BiasReluDropoutArgs bias_relu_dropout_args(const at::Tensor& x, const at::Tensor& bias,
+                                           Format format, DropoutArgs drop);
+BiasReluDropoutGradArgs bias_relu_dropout_grad_args(const at::Tensor& dout, const at::Tensor& out,
+                                                    const at::Tensor& da,
+                                                    const at::Tensor& partials, Format format,
+                                                    double scale);
+CausalSoftmaxArgs causal_softmax_args(const at::Tensor& x, int64_t rows, int64_t seq, int64_t block,
+                                      Format format, double scale);
+CausalSoftmaxGradArgs causal_softmax_grad_args(const at::Tensor& p, const at::Tensor& dp,
+                                               int64_t rows, int64_t seq, int64_t block,
+                                               Format format, double scale);
+// values: the dtype whose values the destination holds (the source's: its own); the checks of
+// the parts' sizes, the bias and the partials are one-line errors (c10::Error).
+HeadsArgs heads_args(const at::Tensor& rows, const std::vector<at::Tensor>& parts, int64_t seq,
+                     int64_t heads, bool to_heads, c10::ScalarType values, int64_t block = 0,
+                     const at::Tensor& bias = {}, const at::Tensor& partials = {});
+HeadCrossEntropyArgs head_cross_entropy_args(const at::Tensor& logits, const at::Tensor& bias,
+                                             const at::Tensor& targets, const at::Tensor& partials,
+                                             const at::Tensor& bias_partials, Format format);
+ColumnSumsArgs column_sums_args(const at::Tensor& x, const at::Tensor& partials, Format format);
 
 #define TB_DECLARE_RUN(Args) void run(const Args& a, c10::DeviceType device);
 TB_FUSED_KERNELS(TB_DECLARE_RUN)

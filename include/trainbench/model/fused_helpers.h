@@ -26,8 +26,6 @@ inline bool present_(const Tensor& t) { return t.defined() && t.numel() > 0; }
 inline Tensor opt_(const Tensor& t, const Tensor& like) {
   return t.defined() ? t : torch::empty({0}, like.options());
 }
-inline const void* ptr_(const Tensor& t) { return present_(t) ? t.const_data_ptr() : nullptr; }
-inline void* mut_(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
 inline Tensor contig_(const Tensor& t) { return present_(t) ? t.contiguous() : Tensor(); }
 // The accumulation dtype of an activation dtype: float32, or float64 for float64.
 inline c10::ScalarType acc_of_(c10::ScalarType t) {
@@ -110,13 +108,7 @@ inline Tensor column_sums_(const Tensor& x_in, c10::ScalarType acc) {
   const Tensor x = x_in.contiguous();
   const int64_t n = x.size(0), w = x.size(1);
   Tensor partials = torch::empty({k::num_chunks(n), w}, x.options().dtype(acc));
-  k::ColumnSumsArgs a;
-  a.rows = n;
-  a.cols = w;
-  a.x = ptr_(x);
-  a.partials = mut_(partials);
-  a.format = k::format_of(x.scalar_type(), x.scalar_type(), acc);
-  run_(a, x);
+  run_(k::column_sums_args(x, partials, k::format_of(x.scalar_type(), x.scalar_type(), acc)), x);
   return chunk_sums_(partials);
 }
 
