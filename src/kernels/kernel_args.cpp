@@ -24,22 +24,20 @@ DropAddLnArgs drop_add_ln_args(const at::Tensor& resid, const at::Tensor& branch
                                const at::Tensor& beta, const at::Tensor& resid_out,
                                const at::Tensor& y, const at::Tensor& mean, const at::Tensor& rstd,
                                Format branch_format, Format out_format, DropoutArgs drop) {
-  DropAddLnArgs a;
-  a.rows = resid_out.size(0);
-  a.cols = resid_out.size(1);
-  a.resid = in_(resid);
-  a.branch = in_(branch);
-  a.bias = in_(bias);
-  a.gamma = in_(gamma);
-  a.beta = in_(beta);
-  a.resid_out = out_(resid_out);
-  a.y = out_(y);
-  a.mean = out_(mean);
-  a.rstd = out_(rstd);
-  a.branch_format = branch_format;
-  a.out_format = out_format;
-  a.drop = drop;
-  return a;
+  return DropAddLnArgs{.rows = resid_out.size(0),
+                       .cols = resid_out.size(1),
+                       .resid = in_(resid),
+                       .branch = in_(branch),
+                       .bias = in_(bias),
+                       .gamma = in_(gamma),
+                       .beta = in_(beta),
+                       .resid_out = out_(resid_out),
+                       .y = out_(y),
+                       .mean = out_(mean),
+                       .rstd = out_(rstd),
+                       .branch_format = branch_format,
+                       .out_format = out_format,
+                       .drop = drop};
 }
 
 DropAddLnGradArgs drop_add_ln_grad_args(const at::Tensor& dy, const at::Tensor& d_resid_out,
@@ -48,76 +46,62 @@ DropAddLnGradArgs drop_add_ln_grad_args(const at::Tensor& dy, const at::Tensor& 
                                         const at::Tensor& d_resid, const at::Tensor& d_branch,
                                         const at::Tensor& partials, Format branch_format,
                                         Format out_format, DropoutArgs drop) {
-  DropAddLnGradArgs a;
-  a.rows = resid_out.size(0);
-  a.cols = resid_out.size(1);
-  a.dy = in_(dy);
-  a.d_resid_out = in_(d_resid_out);
-  a.resid_out = in_(resid_out);
-  a.mean = in_(mean);
-  a.rstd = in_(rstd);
-  a.gamma = in_(gamma);
-  a.d_resid = out_(d_resid);
-  a.d_branch = out_(d_branch);
-  a.partials = out_(partials);
-  a.branch_format = branch_format;
-  a.out_format = out_format;
-  a.drop = drop;
-  return a;
+  return DropAddLnGradArgs{.rows = resid_out.size(0),
+                           .cols = resid_out.size(1),
+                           .dy = in_(dy),
+                           .d_resid_out = in_(d_resid_out),
+                           .resid_out = in_(resid_out),
+                           .mean = in_(mean),
+                           .rstd = in_(rstd),
+                           .gamma = in_(gamma),
+                           .d_resid = out_(d_resid),
+                           .d_branch = out_(d_branch),
+                           .partials = out_(partials),
+                           .branch_format = branch_format,
+                           .out_format = out_format,
+                           .drop = drop};
 }
 
 BiasReluDropoutArgs bias_relu_dropout_args(const at::Tensor& x, const at::Tensor& bias,
                                            Format format, DropoutArgs drop) {
-  BiasReluDropoutArgs a;
-  a.rows = x.size(0);
-  a.cols = x.size(1);
-  a.a = out_(x);
-  a.bias = in_(bias);
-  a.format = format;
-  a.drop = drop;
-  return a;
+  return BiasReluDropoutArgs{.rows = x.size(0),
+                             .cols = x.size(1),
+                             .a = out_(x),
+                             .bias = in_(bias),
+                             .format = format,
+                             .drop = drop};
 }
 
 BiasReluDropoutGradArgs bias_relu_dropout_grad_args(const at::Tensor& dout, const at::Tensor& out,
                                                     const at::Tensor& da,
                                                     const at::Tensor& partials, Format format,
                                                     double scale) {
-  BiasReluDropoutGradArgs a;
-  a.rows = out.size(0);
-  a.cols = out.size(1);
-  a.dout = in_(dout);
-  a.out = in_(out);
-  a.da = out_(da);
-  a.partials = out_(partials);
-  a.format = format;
-  a.scale = scale;
-  return a;
+  return BiasReluDropoutGradArgs{.rows = out.size(0),
+                                 .cols = out.size(1),
+                                 .dout = in_(dout),
+                                 .out = in_(out),
+                                 .da = out_(da),
+                                 .partials = out_(partials),
+                                 .format = format,
+                                 .scale = scale};
 }
 
 CausalSoftmaxArgs causal_softmax_args(const at::Tensor& x, int64_t rows, int64_t seq, int64_t block,
                                       Format format, double scale) {
-  CausalSoftmaxArgs a;
-  a.rows = rows;
-  a.seq = seq;
-  a.x = out_(x);
-  a.block = block;
-  a.format = format;
-  a.scale = scale;
-  return a;
+  return CausalSoftmaxArgs{
+      .rows = rows, .seq = seq, .x = out_(x), .block = block, .format = format, .scale = scale};
 }
 
 CausalSoftmaxGradArgs causal_softmax_grad_args(const at::Tensor& p, const at::Tensor& dp,
                                                int64_t rows, int64_t seq, int64_t block,
                                                Format format, double scale) {
-  CausalSoftmaxGradArgs a;
-  a.rows = rows;
-  a.seq = seq;
-  a.p = in_(p);
-  a.dp = out_(dp);
-  a.block = block;
-  a.format = format;
-  a.scale = scale;
-  return a;
+  return CausalSoftmaxGradArgs{.rows = rows,
+                               .seq = seq,
+                               .p = in_(p),
+                               .dp = out_(dp),
+                               .block = block,
+                               .format = format,
+                               .scale = scale};
 }
 
 HeadsArgs heads_args(const at::Tensor& rows, const std::vector<at::Tensor>& parts, int64_t seq,
@@ -164,26 +148,22 @@ HeadsArgs heads_args(const at::Tensor& rows, const std::vector<at::Tensor>& part
 HeadCrossEntropyArgs head_cross_entropy_args(const at::Tensor& logits, const at::Tensor& bias,
                                              const at::Tensor& targets, const at::Tensor& partials,
                                              const at::Tensor& bias_partials, Format format) {
-  HeadCrossEntropyArgs a;
-  a.rows = logits.size(0);
-  a.cols = logits.size(1);
-  a.logits = out_(logits);
-  a.bias = in_(bias);
-  a.targets = static_cast<const int64_t*>(in_(targets));
-  a.partials = out_(partials);
-  a.bias_partials = out_(bias_partials);
-  a.format = format;
-  return a;
+  return HeadCrossEntropyArgs{.rows = logits.size(0),
+                              .cols = logits.size(1),
+                              .logits = out_(logits),
+                              .bias = in_(bias),
+                              .targets = static_cast<const int64_t*>(in_(targets)),
+                              .partials = out_(partials),
+                              .bias_partials = out_(bias_partials),
+                              .format = format};
 }
 
 ColumnSumsArgs column_sums_args(const at::Tensor& x, const at::Tensor& partials, Format format) {
-  ColumnSumsArgs a;
-  a.rows = x.size(0);
-  a.cols = x.size(1);
-  a.x = in_(x);
-  a.partials = out_(partials);
-  a.format = format;
-  return a;
+  return ColumnSumsArgs{.rows = x.size(0),
+                        .cols = x.size(1),
+                        .x = in_(x),
+                        .partials = out_(partials),
+                        .format = format};
 }
 
 }  // namespace trainbench::kernels
