@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Keeps a measurement as data under results/ (tracked): the small files that compare.sh,
-# sweep.sh or gpu_bench.sh wrote into OUT_DIR (report.json/.md/.csv, failed.tsv, dirs.txt,
-# stages.tsv, profile.md, tests.txt, machine.txt, ci_times.sh's times.json) and each run
-# folder's config.json, env.json and summary.json, in the same folders; no checkpoints, metrics, traces or event files. Beside
-# them machine.json (the CPU's model and instruction sets, cores and the GPU, from the runs' own
-# env.json, else this machine's; the commit of the tree recording it, the date) and
+# sweep.sh, gpu_bench.sh, ci_times.sh or ab_binaries.sh wrote into OUT_DIR (report.json/.md/.csv,
+# failed.tsv, dirs.txt, stages.tsv, profile.md, tests.txt, machine.txt, times.json, ab.json) and
+# each run folder's config.json, env.json and summary.json, in the same folders; no checkpoints,
+# metrics, traces or event files. Beside them machine.json (the CPU's model and instruction
+# sets, cores and the GPU, from the runs' own env.json, else this machine's; the commit of the
+# tree recording it, the date) and
 # command.txt (COMMAND, how the measurement was made). The docs cite results/NAME.
 # NAME: letters, digits, '.', '_' and '-' (e.g. zen4-2026-12-06-eager); a folder that exists
 # is refused, and so is a recording that would take results/ past 3 MB: nothing is overwritten.
@@ -30,7 +31,7 @@ trap 'rm -rf "$tmp"' EXIT
 # The small files, at their paths under OUT_DIR.
 (cd "$out" && find . -type f \( -name config.json -o -name env.json -o -name summary.json \
    -o -name 'report.*' -o -name failed.tsv -o -name dirs.txt -o -name stages.tsv \
-   -o -name profile.md -o -name tests.txt -o -name machine.txt -o -name times.json \) -print0) |
+   -o -name profile.md -o -name tests.txt -o -name machine.txt -o -name times.json -o -name ab.json \) -print0) |
   while IFS= read -r -d '' f; do
     mkdir -p "$tmp/$(dirname "$f")"
     cp "$out/$f" "$tmp/$f"

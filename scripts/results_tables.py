@@ -38,9 +38,16 @@ def median(xs):
 
 def read_folder(path):
     """(machine, {(configuration, dtype): median seq/s}, [(configuration, dtype)] in order,
-    {dtype: "L layers, batch B"}), or (machine, times.json) for a folder of ci_times.sh's."""
+    {dtype: "L layers, batch B"}), or (machine, times.json) for a folder of ci_times.sh's, or
+    (machine, ab.json, command) for one of ab_binaries.sh's."""
     with open(os.path.join(path, "machine.json")) as f:
         machine = json.load(f)
+    if os.path.exists(os.path.join(path, "ab.json")):
+        with open(os.path.join(path, "ab.json")) as f:
+            ab = json.load(f)
+        ab["new_over_old"]  # an ab.json without its ratio is torn
+        with open(os.path.join(path, "command.txt")) as f:
+            return machine, ab, f.read().strip()
     if os.path.exists(os.path.join(path, "times.json")):
         with open(os.path.join(path, "times.json")) as f:
             times = json.load(f)
@@ -151,7 +158,22 @@ def times_rows(folders, results):
     return rows
 
 
+def ab_rows(folders, results):
+    """One row per ab_binaries.sh folder: two binaries on the same runs."""
+    rows = []
+    for name, (machine, ab, command) in ((n, f) for n, f in folders if len(f) == 3):
+        rows.append([f"[{name}]({results}/{name})", machine_name(machine),
+                     machine.get("recorded_utc", "?")[:10], f"`{command}`",
+                     "yes" if ab["losses_identical"] else "**no**",
+                     f"{ab['median_old']:.2f}", f"{ab['median_new']:.2f}",
+                     f"{ab['new_over_old']:.3f}x ({ab['rounds']} rounds)"])
+    return rows
+
+
 def table_block(tid, earlier, folders, results):
+    if tid == "ab":
+        return markdown(["folder", "machine", "date", "command", "losses identical",
+                         "old seq/s (median)", "new seq/s", "new / old"], ab_rows(folders, results))
     t = earlier.get(tid)
     if tid == "build-times":
         cols = ["fact", "figure", "machine, date, commit"]

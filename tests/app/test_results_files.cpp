@@ -78,6 +78,36 @@ TEST(Scripts, RecordResultsKeepsTheSmallFilesAndNeverOverwrites) {
   EXPECT_FALSE(fs::exists(dir / "results/m-4/second.log"));
 }
 
+// ab_binaries.sh: the same binary on both sides logs the same losses in every round (exit 0,
+// ab.json says so and holds each side's seq/s); a path that is no binary, or a bad REPEAT, is
+// one line and exit 2 before anything runs.
+TEST(Scripts, AbBinariesComparesLossesAndSpeedOfTwoBinaries) {
+  testing::TempDir dir;
+  const std::string ab = "bash " TB_SOURCE_DIR "/scripts/ab_binaries.sh ";
+  const auto r = testing::run_command("REPEAT=2 " + ab + (dir / "ab") +
+                                      " " TB_BENCH_EXE " " TB_BENCH_EXE
+                                      " --preset quick --steps 4 --warmup_steps 3 --eval_every 2"
+                                      " --eval_batches 1 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("losses: identical in every round"), std::string::npos) << r.output;
+  const auto result = nlohmann::json::parse(testing::read_file(dir / "ab/ab.json"));
+  EXPECT_EQ(result["rounds"], 2);
+  EXPECT_TRUE(result["losses_identical"]);
+  EXPECT_EQ(result["seq_per_s"]["old"].size(), 2u);
+  EXPECT_GT(result["median_new"].get<double>(), 0);
+  const auto missing =
+      testing::run_command(ab + (dir / "ab2") + " " + (dir / "nothing") + " " TB_BENCH_EXE " 2>&1");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.output,
+            "ab_binaries.sh: '" + (dir / "nothing") + "' is not an executable bench\n");
+  const auto repeat = testing::run_command("REPEAT=0 " + ab + (dir / "ab3") +
+                                           " " TB_BENCH_EXE " " TB_BENCH_EXE " 2>&1");
+  EXPECT_EQ(repeat.exit_code, 2);
+  EXPECT_EQ(repeat.output,
+            "ab_binaries.sh: REPEAT: '0' is not allowed; use a whole number from 1\n");
+  EXPECT_FALSE(fs::exists(dir / "ab2"));
+}
+
 // ci_times.sh never writes into a folder that exists (nor clones anything then).
 TEST(Scripts, CiTimesRefusesAFolderThatExists) {
   testing::TempDir dir;
