@@ -6,7 +6,8 @@ README's two commands on fresh clones); results/earlier/tables.json holds the fi
 before results/ existed (transcribed; their run files were not kept). The text between the
 marker lines of each FILE is replaced; the prose around it is the file's own. A test fails when
 a file is stale. Blocks: "results summary" (README.md, BENCHMARKS.md): one row per machine and
-dtype (LibTorch eager, bench's best path, the best peer, bench's best over the best peer);
+dtype that has a LibTorch eager run (it, bench's best path, the best peer, bench's best over the
+best peer);
 "results" (results/README.md): the summary and each measurement's table; "results table ID":
 the table ID of tables.json, "build-times" headed by the times.json folders' rows.
 A folder with a missing or torn file is named in one line and changes nothing: the files keep
@@ -111,6 +112,8 @@ def tables(folders, results):
         link = f"[{name}]({results}/{name})"
         for dtype in dict.fromkeys(d for _, d in order):
             eager = speeds.get(("libtorch handcraft", dtype))
+            if eager is None:  # no LibTorch eager run to read against (a profile): detail only
+                continue
             mine = best(speeds, dtype, lambda c: c.split(" ")[0] in ("libtorch", "bench"))
             peer = best(speeds, dtype, lambda c: c.split(" ")[0] in PEERS)
             ratio = f"{mine[0] / peer[0]:.2f}x" if mine and peer else "-"

@@ -120,6 +120,24 @@ nlohmann::json profile_bounds(const RunSetup& setup, const nlohmann::json& ms_pe
   return step_bounds(ms_per_step, step_work(setup.plan, setup.params), gemm_rate, bandwidth);
 }
 
+void add_probe_rates(nlohmann::json& profile, const RunSetup& setup) {
+  const RouteRate* route = setup.probe.find(setup.plan.gemm_route);
+  if (route == nullptr || !profile.contains("gemm_products")) return;
+  for (nlohmann::json& row : profile["gemm_products"]) {
+    // Products of one shape (the FF input's gradient and the FF output's forward, at ff = 4 d
+    // and seq * batch = 4 d) are one row: their names together, the first one's rate.
+    std::string what;
+    for (const nlohmann::json& p : route->products) {
+      if (row.value("batch", 1) == 1 && p.value("m", 0) == row.value("m", -1) &&
+          p.value("k", 0) == row.value("k", -1) && p.value("n", 0) == row.value("n", -1)) {
+        if (what.empty()) row["probe_flops_per_s"] = p["flops_per_s"];
+        what += (what.empty() ? "" : " / ") + p.value("what", std::string());
+      }
+    }
+    if (!what.empty()) row["probe_what"] = what;
+  }
+}
+
 SpeedJudgement judge_speed(const StepStats& stats, const std::vector<double>& step_ms,
                            const std::vector<StepInterference>& interference, const PeakFlops& peak,
                            double flops_per_step, bool warn) {

@@ -100,6 +100,7 @@ void Run::account_(const StepResult& r) {
                                  run_file(setup_.run_dir, RunFile::kTrace));
       profiler_.reset();
       profile_["bounds"] = profile_bounds(setup_, profile_.at("ms_per_step"), device_);
+      add_probe_rates(profile_, setup_);
     }
   }
   if (kind == StepKind::kTimed) {

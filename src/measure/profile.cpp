@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include <ATen/Context.h>
@@ -111,12 +112,29 @@ void StepProfiler::start(bool cuda) {
   // ("gpuGetDeviceCount failed with code 35"): on such a machine its log is off, unless the
   // user set KINETO_LOG_LEVEL.
   if (!at::hasCUDA()) setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
-  const ProfilerConfig config(ProfilerState::KINETO);
+  // Input shapes: the GEMM ops' products (set_gemm_product).
+  const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true);
   std::set<ActivityType> activities{ActivityType::CPU};
   if (cuda) activities.insert(ActivityType::CUDA);
   prof::prepareProfiler(config, activities);
   prof::enableProfiler(config, activities);
   running_ = true;
+}
+
+void set_gemm_product(ProfileEvent& e, const std::vector<std::vector<int64_t>>& shapes) {
+  // The operands: mm(a, b), bmm(a, b); addmm(c, a, b), baddbmm(c, a, b).
+  const bool add = e.name == "aten::addmm" || e.name == "aten::baddbmm";
+  const bool batched = e.name == "aten::bmm" || e.name == "aten::baddbmm";
+  if (!(add || batched || e.name == "aten::mm")) return;
+  const size_t a = add ? 1 : 0, rank = batched ? 3 : 2;
+  if (shapes.size() < a + 2 || shapes[a].size() != rank || shapes[a + 1].size() != rank) return;
+  const std::vector<int64_t>&x = shapes[a], &y = shapes[a + 1];
+  e.batch = batched ? x[0] : 1;
+  e.m = x[rank - 2];
+  e.k = x[rank - 1];
+  e.n = y[rank - 1];
+  e.flops = 2.0 * static_cast<double>(e.batch) * static_cast<double>(e.m) *
+            static_cast<double>(e.k) * static_cast<double>(e.n);
 }
 
 nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps, double wall_s) {
@@ -135,7 +153,12 @@ nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps
     std::string category;
     double children_ns;
     double duration_ns;
+    bool gemm;  // a GEMM product (its inner GEMM ops are its own)
   };
+  struct Product {
+    double calls = 0, ns = 0, flops = 0;
+  };
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, Product> products;
   std::vector<Frame> stack;
   auto close = [&](const Frame& f) { self_ns[f.category] += f.duration_ns - f.children_ns; };
   uint64_t thread = ~0ULL;
@@ -157,7 +180,16 @@ nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps
       stack.back().children_ns += static_cast<double>(e.end_ns - e.start_ns);
     }
     (e.kind == Kind::kHostOp ? op_of : launch_of)[e.correlation] = category;
-    stack.push_back({e.end_ns, category, 0.0, static_cast<double>(e.end_ns - e.start_ns)});
+    const bool inside_gemm =
+        std::any_of(stack.begin(), stack.end(), [](const Frame& f) { return f.gemm; });
+    const bool gemm = e.flops > 0 && !inside_gemm;
+    if (gemm) {
+      Product& p = products[{e.batch, e.m, e.k, e.n}];
+      p.calls += 1;
+      p.ns += static_cast<double>(e.end_ns - e.start_ns);
+      p.flops += e.flops;
+    }
+    stack.push_back({e.end_ns, category, 0.0, static_cast<double>(e.end_ns - e.start_ns), gemm});
   }
   while (!stack.empty()) close(stack.back()), stack.pop_back();
   // A device event: the op it is linked to, else the runtime call that launched it.
@@ -184,11 +216,29 @@ nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps
   const double step_ms = wall_s * 1e3 / n;
   ms["untraced"] = std::max(0.0, step_ms - traced_ms);
   for (const auto& [k, v] : ms.items()) share[k] = step_ms > 0 ? v.get<double>() / step_ms : 0.0;
-  return {{"steps", steps},
-          {"step_ms", step_ms},
-          {"ms_per_step", ms},
-          {"share", share},
-          {"time_of", device ? "device" : "host ops"}};
+  nlohmann::json out = {{"steps", steps},
+                        {"step_ms", step_ms},
+                        {"ms_per_step", ms},
+                        {"share", share},
+                        {"time_of", device ? "device" : "host ops"}};
+  if (!device && !products.empty()) {
+    std::vector<nlohmann::json> rows;
+    for (const auto& [shape, p] : products) {
+      const auto& [batch, m, k, nn] = shape;
+      rows.push_back({{"batch", batch},
+                      {"m", m},
+                      {"k", k},
+                      {"n", nn},
+                      {"calls_per_step", p.calls / n},
+                      {"ms_per_step", p.ns / 1e6 / n},
+                      {"flops_per_s", p.ns > 0 ? p.flops / (p.ns / 1e9) : 0.0}});
+    }
+    std::sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+      return a["ms_per_step"].get<double>() > b["ms_per_step"].get<double>();
+    });
+    out["gemm_products"] = rows;
+  }
+  return out;
 }
 
 nlohmann::json StepProfiler::stop(int64_t steps, double wall_s, const std::string& trace_path) {
@@ -214,6 +264,10 @@ nlohmann::json StepProfiler::stop(int64_t steps, double wall_s, const std::strin
     if (e.durationNs() == 0) continue;
     evs.push_back({kind, e.startThreadId(), e.startNs(), e.endNs(), e.name(), e.correlationId(),
                    e.linkedCorrelationId()});
+    if (kind == Kind::kHostOp && e.hasShapes()) {
+      const auto shapes = e.shapes();
+      set_gemm_product(evs.back(), std::vector<std::vector<int64_t>>(shapes.begin(), shapes.end()));
+    }
   }
   try {
     result->save(trace_path);

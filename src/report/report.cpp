@@ -74,6 +74,31 @@ std::string profile_table_(const std::vector<RunRecord>& runs) {
   return os.str();
 }
 
+// Each profiled run's GEMM products (CPU profiles): the in-step rate beside the probe's for the
+// same product, so that where the step's GEMMs lose against the probe shows product by product.
+std::string gemm_products_table_(const std::vector<RunRecord>& runs) {
+  std::ostringstream os;
+  for (const RunRecord& r : runs) {
+    if (!r.profile.is_object() || !r.profile.contains("gemm_products")) continue;
+    os << "\nGEMM products of " << r.label << " " << r.dtype
+       << " per profiled step (the op's whole time; the probe's rate for the same product)\n\n"
+          "| product ([batch x] M x K x N) | probe's | calls | ms | GFLOP/s | probe GFLOP/s | "
+          "in step / probe |\n|---|---|---|---|---|---|---|\n";
+    for (const nlohmann::json& p : r.profile["gemm_products"]) {
+      const int64_t batch = p.value("batch", int64_t{1});
+      const double rate = p.value("flops_per_s", 0.0), probe = p.value("probe_flops_per_s", 0.0);
+      os << "| " << (batch > 1 ? std::to_string(batch) + " x " : std::string())
+         << p.value("m", int64_t{0}) << " x " << p.value("k", int64_t{0}) << " x "
+         << p.value("n", int64_t{0}) << " | " << p.value("probe_what", std::string("-")) << " | "
+         << fixed_text(p.value("calls_per_step", nlohmann::json()), 0) << " | "
+         << fixed_text(p.value("ms_per_step", nlohmann::json()), 1) << " | "
+         << fixed_text(rate / 1e9, 1) << " | " << (probe > 0 ? fixed_text(probe / 1e9, 1) : "-")
+         << " | " << (probe > 0 ? fixed_text(rate / probe, 2) + "x" : std::string("-")) << " |\n";
+    }
+  }
+  return os.str();
+}
+
 std::string ratio_(const SpeedTable& t, const std::string& dtype, const std::string& label,
                    const std::string& baseline) {
   const auto r = ratio_value(t, dtype, label, baseline);
@@ -126,7 +151,7 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
     os << "\nn/a: a configuration of another model shape than the baseline's has no ratio "
           "(compare it with a baseline of its own shape: --baseline LABEL).\n";
   }
-  os << "\n" << detail_markdown(runs) << profile_table_(runs);
+  os << "\n" << detail_markdown(runs) << profile_table_(runs) << gemm_products_table_(runs);
   return os.str();
 }
 

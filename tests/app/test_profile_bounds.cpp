@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <set>
+#include <tuple>
 
 #include <torch/cuda.h>
 
@@ -90,6 +92,24 @@ TEST(ProfileBounds, EachCategoryBesideItsBoundAtTheProbedRateOfTheRoutesGemms) {
     }
     ASSERT_NE(route, nullptr) << name << ": " << s["peak_probe"].dump();
     EXPECT_DOUBLE_EQ(rate, (*route)["gemm_flops_per_s"].get<double>()) << name;
+    // Each GEMM product of the step with its in-step rate; where the probe timed the same
+    // product (the model's linear layers: every product of a float32 run's), its rate beside it.
+    const nlohmann::json& products = s["profile"]["gemm_products"];
+    ASSERT_FALSE(products.empty()) << name;
+    std::set<std::tuple<int64_t, int64_t, int64_t>> probed;
+    auto shape = [](const nlohmann::json& p) {
+      return std::make_tuple(p["m"].get<int64_t>(), p["k"].get<int64_t>(), p["n"].get<int64_t>());
+    };
+    for (const nlohmann::json& p : (*route)["products"]) probed.insert(shape(p));
+    size_t beside = 0;
+    for (const nlohmann::json& p : products) {
+      EXPECT_GT(p["flops_per_s"].get<double>(), 0) << name << " " << p.dump();
+      EXPECT_GT(p["calls_per_step"].get<double>(), 0) << name;
+      const bool shape_probed = p["batch"] == 1 && probed.count(shape(p)) > 0;
+      EXPECT_EQ(p.contains("probe_flops_per_s"), shape_probed) << name << " " << p.dump();
+      beside += shape_probed;
+    }
+    EXPECT_EQ(beside, probed.size()) << name << ": " << products.dump();  // each probed shape ran
     // The bound and the category's time, side by side, for whoever reads the log; their ratio is
     // a measurement (docs/BENCHMARKS.md), not something a test on a shared machine can hold.
     std::printf("%s: probe's GEMMs %.1f GFLOP/s (the route's calls %.1f), run's GEMMs %.1f\n", name,
@@ -107,6 +127,8 @@ TEST(ProfileBounds, TheReportShowsEachCategoryAgainstItsBound) {
   EXPECT_NE(md.find("x bound)"), std::string::npos) << md;
   EXPECT_NE(md.find("| bound |"), std::string::npos) << md;
   EXPECT_NE(md.find("| time of | host ops |"), std::string::npos) << md;
+  EXPECT_NE(md.find("GEMM products of "), std::string::npos) << md;
+  EXPECT_NE(md.find("| qkv forward |"), std::string::npos) << md;
 }
 
 // On a GPU the profile is the device's: its kernels, each in the category of the op that launched
@@ -173,6 +195,42 @@ TEST(ProfileBreakdown, HostOpsSelfTimeGoesToTheNearestCategoryAndScopesClaimThei
   EXPECT_DOUBLE_EQ(ms["untraced"].get<double>(), 250.0 - 125.0);
   EXPECT_DOUBLE_EQ(j["share"]["gemm"].get<double>(), 40.0 / 250.0);
   for (const std::string& c : profile_categories()) EXPECT_TRUE(ms.contains(c)) << c;
+}
+
+// A GEMM op's product from its input shapes (mm, addmm's bias first, bmm and baddbmm batched;
+// nothing for other ops or shapes that are no product); the breakdown's GEMM products: each
+// shape's calls, ms and rate per step, a GEMM inside a GEMM counted once, the slowest first.
+TEST(ProfileBreakdown, GemmProductsAreTheirOpsShapesAtTheirWholeTimes) {
+  auto gemm = [](ProfileEvent e, std::vector<std::vector<int64_t>> shapes) {
+    set_gemm_product(e, shapes);
+    return e;
+  };
+  const ProfileEvent addmm =
+      gemm(ev(Kind::kHostOp, 1, 0, 20, "aten::addmm"), {{1536}, {2048, 512}, {512, 1536}});
+  EXPECT_EQ(addmm.m, 2048);
+  EXPECT_EQ(addmm.k, 512);
+  EXPECT_EQ(addmm.n, 1536);
+  EXPECT_DOUBLE_EQ(addmm.flops, 2.0 * 2048 * 512 * 1536);
+  const ProfileEvent bmm =
+      gemm(ev(Kind::kHostOp, 1, 30, 40, "aten::bmm"), {{64, 256, 64}, {64, 64, 256}});
+  EXPECT_EQ(bmm.batch, 64);
+  EXPECT_DOUBLE_EQ(bmm.flops, 2.0 * 64 * 256 * 64 * 256);
+  EXPECT_EQ(gemm(ev(Kind::kHostOp, 1, 0, 1, "aten::relu"), {{8, 8}}).flops, 0);
+  EXPECT_EQ(gemm(ev(Kind::kHostOp, 1, 0, 1, "aten::mm"), {{8}}).flops, 0);  // not a product
+  const std::vector<ProfileEvent> evs = {
+      addmm,
+      gemm(ev(Kind::kHostOp, 1, 5, 15, "aten::mm"), {{2048, 512}, {512, 1536}}),  // inside
+      bmm,
+      gemm(ev(Kind::kHostOp, 1, 50, 70, "aten::addmm"), {{1536}, {2048, 512}, {512, 1536}}),
+  };
+  const nlohmann::json rows = profile_breakdown(evs, 2, 0.2)["gemm_products"];
+  ASSERT_EQ(rows.size(), 2u) << rows.dump();
+  EXPECT_EQ(rows[0]["m"], 2048);  // 40 ms in two steps before the bmm's 10
+  EXPECT_DOUBLE_EQ(rows[0]["calls_per_step"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(rows[0]["ms_per_step"].get<double>(), 20.0);
+  EXPECT_DOUBLE_EQ(rows[0]["flops_per_s"].get<double>(), 2 * addmm.flops / 0.040);
+  EXPECT_EQ(rows[1]["batch"], 64);
+  EXPECT_DOUBLE_EQ(rows[1]["ms_per_step"].get<double>(), 5.0);
 }
 
 TEST(ProfileBreakdown, DeviceEventsCountInTheCategoryOfTheOpThatLaunchedThem) {

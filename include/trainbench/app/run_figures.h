@@ -49,6 +49,11 @@ std::string warn_about_lowp_gemm(const RunPlan& plan, const nlohmann::json& path
 struct RunSetup;
 nlohmann::json profile_bounds(const RunSetup& setup, const nlohmann::json& ms_per_step,
                               const torch::Device& device);
+// Beside each of the profile's GEMM products (profile["gemm_products"], measure/profile.h) the
+// GEMM probe's rate for the same product on the run's route (probe_flops_per_s, probe_what),
+// so that the in-step rate of each product reads against the probe's; unchanged where no probe
+// ran or no probe product has that shape (the attention's batched products).
+void add_probe_rates(nlohmann::json& profile, const RunSetup& setup);
 
 // What the timed steps say about the figures: MFU (null when no peak is known, or when the run's
 // model FLOP rate exceeds the peak: then peak_unreliable, since a run cannot beat its machine's

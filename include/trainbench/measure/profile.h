@@ -33,7 +33,15 @@ struct ProfileEvent {
   uint64_t thread = 0, start_ns = 0, end_ns = 0;
   std::string name;
   uint64_t correlation = 0, linked = 0;
+  // A host GEMM op (aten::mm, addmm, bmm, baddbmm) with its input shapes: its product
+  // [batch x] m x k x n and 2 m k n (x batch) FLOPs; flops 0 for any other event.
+  double flops = 0;
+  int64_t batch = 1, m = 0, k = 0, n = 0;
 };
+
+// The GEMM product of a host op from its name and input shapes (KinetoEvent::shapes()): fills
+// e's flops, batch, m, k, n for aten::mm, addmm, bmm and baddbmm; leaves any other unchanged.
+void set_gemm_product(ProfileEvent& e, const std::vector<std::vector<int64_t>>& shapes);
 
 // The breakdown of `steps` profiled steps that took `wall_s` together: {"steps", "step_ms",
 // "ms_per_step" {category: ms}, "share" {category: fraction}, "time_of"}. With no device
@@ -41,7 +49,9 @@ struct ProfileEvent {
 // children's, per thread) in the category of the nearest event, itself or an enclosing one,
 // that has one (bench's optimizer and data scopes claim everything inside them). With device
 // events ("time_of": "device"), their durations in the category their launching op resolves
-// to ("other" where none is found); "untraced" is the rest of the wall time in both.
+// to ("other" where none is found); "untraced" is the rest of the wall time in both. With host
+// ops, "gemm_products" too: each GEMM product's calls, ms and GFLOP/s per step (its events'
+// whole durations; a GEMM op inside another counts once), the slowest first.
 nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps, double wall_s);
 
 class StepProfiler {
