@@ -31,7 +31,7 @@ if [ "${FIRST:-1}" != 0 ]; then
   first=$(timed "$out/first" "$out/first.log" bash scripts/quickstart.sh)
   rm -rf "$out/first"
 fi
-echo "ci_times.sh: the second command in $out/second (about 13 min)" >&2
+echo "ci_times.sh: the second command in $out/second (about 14 min)" >&2
 second=$(timed "$out/second" "$out/second.log" env CI=true bash .ci/run)
 python3 scripts/build_times.py "$out/second/build" --json > "$out/build_times.json" || true
 rm -rf "$out/second"
