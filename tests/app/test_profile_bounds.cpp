@@ -109,7 +109,17 @@ TEST(ProfileBounds, EachCategoryBesideItsBoundAtTheProbedRateOfTheRoutesGemms) {
       EXPECT_EQ(p.contains("probe_flops_per_s"), shape_probed) << name << " " << p.dump();
       beside += shape_probed;
     }
-    EXPECT_EQ(beside, probed.size()) << name << ": " << products.dump();  // each probed shape ran
+    // Each probed shape ran in the step, where the probe timed the step's own rows (a slow path's
+    // probe may cut them: its products then have other shapes).
+    bool step_rows = true;
+    for (const nlohmann::json& p : (*route)["products"]) {
+      const bool weight_grad =
+          p["what"].get<std::string>().find("weight-grad") != std::string::npos;
+      step_rows &= p[weight_grad ? "k" : "m"].get<int64_t>() == 8 * 64;  // kShape's batch x seq
+    }
+    if (step_rows) {
+      EXPECT_EQ(beside, probed.size()) << name << ": " << products.dump();
+    }
     // The bound and the category's time, side by side, for whoever reads the log; their ratio is
     // a measurement (docs/BENCHMARKS.md), not something a test on a shared machine can hold.
     std::printf("%s: probe's GEMMs %.1f GFLOP/s (the route's calls %.1f), run's GEMMs %.1f\n", name,
