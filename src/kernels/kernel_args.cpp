@@ -13,10 +13,6 @@ const void* in_(const at::Tensor& t) {
   return t.defined() && t.numel() > 0 ? t.const_data_ptr() : nullptr;
 }
 void* out_(const at::Tensor& t) { return t.defined() && t.numel() > 0 ? t.data_ptr() : nullptr; }
-// The accumulation dtype of a storage dtype: float64 for float64, else float32.
-c10::ScalarType acc_of_(c10::ScalarType t) {
-  return t == c10::ScalarType::Double ? c10::ScalarType::Double : c10::ScalarType::Float;
-}
 }  // namespace
 
 DropAddLnArgs drop_add_ln_args(const at::Tensor& resid, const at::Tensor& branch,
@@ -127,14 +123,14 @@ HeadsArgs heads_args(const at::Tensor& rows, const std::vector<at::Tensor>& part
   a.block = block;
   if (in_(bias) != nullptr) {
     TORCH_CHECK(to_heads && bias.is_contiguous() && bias.numel() == rows.size(1) &&
-                    bias.scalar_type() == acc_of_(rows.scalar_type()),
-                "fused heads: a bias of ", rows.size(1), " ", acc_of_(rows.scalar_type()),
+                    bias.scalar_type() == acc_dtype_of(rows.scalar_type()),
+                "fused heads: a bias of ", rows.size(1), " ", acc_dtype_of(rows.scalar_type()),
                 " values, read with the rows; got ", bias.numel(), " ", bias.scalar_type());
     a.bias = in_(bias);
   }
   if (in_(partials) != nullptr) {
     // HeadsAcc (storage.h): float64 where either side is, else float32.
-    const auto acc = acc_of_(c10::promoteTypes(rows.scalar_type(), parts[0].scalar_type()));
+    const auto acc = acc_dtype_of(c10::promoteTypes(rows.scalar_type(), parts[0].scalar_type()));
     TORCH_CHECK(!to_heads && partials.is_contiguous() &&
                     partials.numel() == num_chunks(rows.size(0)) * rows.size(1) &&
                     partials.scalar_type() == acc,

@@ -137,12 +137,20 @@ Format make_format(StorageType storage, StorageType values, StorageType acc) {
   return Format{storage, values, acc};
 }
 
+c10::ScalarType dtype_of(StorageType type) {
+  constexpr c10::ScalarType kTypes[] = {c10::ScalarType::Float, c10::ScalarType::Double,
+                                        c10::ScalarType::BFloat16, c10::ScalarType::Half};
+  return kTypes[static_cast<int>(type)];
+}
+
+c10::ScalarType acc_dtype_of(c10::ScalarType type) {
+  return type == c10::ScalarType::Double ? c10::ScalarType::Double : c10::ScalarType::Float;
+}
+
 Format format_of(c10::ScalarType storage, c10::ScalarType values, c10::ScalarType acc) {
-  const StorageType s = storage_type_of(storage);
-  const StorageType a = acc != c10::ScalarType::Undefined ? storage_type_of(acc)
-                        : s == StorageType::kF64          ? StorageType::kF64
-                                                          : StorageType::kF32;
-  return make_format(s, storage_type_of(values), a);
+  return make_format(
+      storage_type_of(storage), storage_type_of(values),
+      storage_type_of(acc != c10::ScalarType::Undefined ? acc : acc_dtype_of(storage)));
 }
 
 #define TB_DEFINE_RUN(Args) \

@@ -99,7 +99,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // q, k, v and the probabilities as the route's GEMMs read them.
     const Tensor &q = saved[0], &kk = saved[1], &v = saved[2], &prob = saved[3];
     const State st = kept_<State>(ctx);
-    const auto dt = dtype_of_(st.format.values), stored = prob.scalar_type();
+    const auto dt = k::dtype_of(st.format.values), stored = prob.scalar_type();
     const int64_t seq = st.seq, heads = st.heads, block = st.block;
     // The output gradient into [BH, S, hd] in the GEMMs' dtype, rounded to dtype as it moves
     // (on the float32 route the output projection's float32 input gradient): one pass.
@@ -116,9 +116,10 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const auto [dq, dk, dv] = causal_grads(ds, prob, q, kk, dout, block);
     // The bias's gradient: the qkv linear's, as its backward would have summed it (the column
     // sums of dqkv), added by the pass that writes the rows.
-    const Tensor partials = st.has_bias ? torch::empty({k::num_chunks(dqkv.size(0)), dqkv.size(1)},
-                                                       dqkv.options().dtype(acc_of_(qkv_dtype)))
-                                        : Tensor();
+    const Tensor partials = st.has_bias
+                                ? torch::empty({k::num_chunks(dqkv.size(0)), dqkv.size(1)},
+                                               dqkv.options().dtype(k::acc_dtype_of(qkv_dtype)))
+                                : Tensor();
     heads_(dqkv, {dq, dk, dv}, seq, heads, false, dt, block, {}, partials);
     Tensor d_bias = partials.defined() ? chunk_sums_(partials) : Tensor();
     return {dqkv, d_bias, Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};

@@ -75,7 +75,7 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     const auto y_dtype = upcast_(r, out_dtype) ? torch::kFloat : out_dtype;  // fused_ops.h
     const Tensor resid = contig_(resid_in), branch = branch_in.contiguous();
     const int64_t d = branch.size(-1), n = branch.numel() / d;
-    const auto acc = present_(resid) ? resid.scalar_type() : acc_of_(branch.scalar_type());
+    const auto acc = present_(resid) ? resid.scalar_type() : k::acc_dtype_of(branch.scalar_type());
     const auto acc_opts = branch.options().dtype(acc);
     Tensor resid_out = torch::empty({n, d}, acc_opts);
     Tensor y = torch::empty({n, d}, branch.options().dtype(y_dtype));
@@ -106,10 +106,10 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
         present_(grads[0]) ? grads[0].contiguous() : torch::zeros_like(resid_out);
     const State st = kept_<State>(ctx);
     const int64_t n = resid_out.size(0), d = resid_out.size(1);
-    const auto y_dtype = dtype_of_(st.out_format.storage);
+    const auto y_dtype = k::dtype_of(st.out_format.storage);
     Tensor d_resid = st.has_resid ? torch::empty_like(resid_out) : Tensor();
     Tensor d_branch =
-        torch::empty({n, d}, resid_out.options().dtype(dtype_of_(st.branch_format.storage)));
+        torch::empty({n, d}, resid_out.options().dtype(k::dtype_of(st.branch_format.storage)));
     Tensor partials = torch::empty({k::num_chunks(n), 3, d}, resid_out.options());
     // y's gradient in y's storage (on the float32 route a GEMM's float32 product: the kernel
     // rounds it to the values of y's format as it reads it).
@@ -162,7 +162,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     const Tensor dout = dense_(grads[0], out.scalar_type());
     Tensor da = torch::empty_like(out);
     Tensor partials = torch::empty({k::num_chunks(out.size(0)), out.size(1)},
-                                   out.options().dtype(dtype_of_(st.format.acc)));
+                                   out.options().dtype(k::dtype_of(st.format.acc)));
     run_(k::bias_relu_dropout_grad_args(dout, out, da, partials, st.format, st.scale), out);
     const GemmRoute r = st.in.route;
     const Tensor da_up = up_(da, r);

@@ -23,6 +23,10 @@ namespace trainbench::kernels {
 
 // The kernels' name for a tensor dtype; throws RunError for one they do not take.
 StorageType storage_type_of(c10::ScalarType type);
+// The tensor dtype of a storage type (storage_type_of's inverse).
+c10::ScalarType dtype_of(StorageType type);
+// The accumulation dtype of a storage dtype: float64 for float64, else float32.
+c10::ScalarType acc_dtype_of(c10::ScalarType type);
 // A Format (kernel_args.h) of a tensor stored as `storage` holding `values`, accumulating in
 // `acc` (float32 or float64; by default float64 for float64 storage, else float32): values ==
 // storage, or float32 storage of bfloat16 or float16 values (the float32 GEMM route, float32

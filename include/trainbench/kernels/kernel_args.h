@@ -67,7 +67,7 @@ struct DropAddLnArgs {
 // d_resid = g; d_branch = g * mask * scale; per chunk: sum d_branch, sum dy*xhat, sum dy.
 struct DropAddLnGradArgs {
   int64_t rows = 0, cols = 0;
-  const void* dy = nullptr;           // [N, d] out_format_format
+  const void* dy = nullptr;           // [N, d] out_format
   const void* d_resid_out = nullptr;  // [N, d] acc
   const void* resid_out = nullptr;    // [N, d] acc: the saved r' (read with gamma)
   const void* mean = nullptr;         // [N] acc (with gamma)

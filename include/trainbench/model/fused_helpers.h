@@ -27,10 +27,6 @@ inline Tensor opt_(const Tensor& t, const Tensor& like) {
   return t.defined() ? t : torch::empty({0}, like.options());
 }
 inline Tensor contig_(const Tensor& t) { return present_(t) ? t.contiguous() : Tensor(); }
-// The accumulation dtype of an activation dtype: float32, or float64 for float64.
-inline c10::ScalarType acc_of_(c10::ScalarType t) {
-  return t == torch::kDouble ? torch::kDouble : torch::kFloat;
-}
 // The GEMMs of the ops, on the run's route (fused_ops.h): a bfloat16/float16 product on the
 // float32 route is a float32 GEMM of the same values, rounded once to the operands' dtype.
 inline bool upcast_(GemmRoute r, c10::ScalarType t) {
@@ -55,12 +51,6 @@ inline c10::ScalarType values_of_(const Tensor& x, c10::ScalarType dtype, GemmRo
               " holding ", dtype,
               " values; only float32 storage of 16-bit values, on the float32 route");
   return dtype;
-}
-// The tensor dtype of a kernel storage type (kernels::storage_type_of's inverse).
-inline c10::ScalarType dtype_of_(k::StorageType t) {
-  constexpr c10::ScalarType kTypes[] = {torch::kFloat, torch::kDouble, torch::kBFloat16,
-                                        torch::kHalf};
-  return kTypes[static_cast<int>(t)];
 }
 
 // A fused op's state for its backward, typed: each op's own struct (its route, formats,
