@@ -121,13 +121,13 @@ void StepProfiler::start(bool cuda) {
   running_ = true;
 }
 
-void set_gemm_product(ProfileEvent& e, const std::vector<std::vector<int64_t>>& shapes) {
+void set_gemm_product(ProfileEvent& e, const std::vector<int64_t>* shapes, size_t count) {
   // The operands: mm(a, b), bmm(a, b); addmm(c, a, b), baddbmm(c, a, b).
   const bool add = e.name == "aten::addmm" || e.name == "aten::baddbmm";
   const bool batched = e.name == "aten::bmm" || e.name == "aten::baddbmm";
   if (!(add || batched || e.name == "aten::mm")) return;
   const size_t a = add ? 1 : 0, rank = batched ? 3 : 2;
-  if (shapes.size() < a + 2 || shapes[a].size() != rank || shapes[a + 1].size() != rank) return;
+  if (count < a + 2 || shapes[a].size() != rank || shapes[a + 1].size() != rank) return;
   const std::vector<int64_t>&x = shapes[a], &y = shapes[a + 1];
   e.batch = batched ? x[0] : 1;
   e.m = x[rank - 2];
@@ -266,7 +266,7 @@ nlohmann::json StepProfiler::stop(int64_t steps, double wall_s, const std::strin
                    e.linkedCorrelationId()});
     if (kind == Kind::kHostOp && e.hasShapes()) {
       const auto shapes = e.shapes();
-      set_gemm_product(evs.back(), std::vector<std::vector<int64_t>>(shapes.begin(), shapes.end()));
+      set_gemm_product(evs.back(), shapes.data(), shapes.size());
     }
   }
   try {

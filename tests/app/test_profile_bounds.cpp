@@ -212,7 +212,7 @@ TEST(ProfileBreakdown, HostOpsSelfTimeGoesToTheNearestCategoryAndScopesClaimThei
 // shape's calls, ms and rate per step, a GEMM inside a GEMM counted once, the slowest first.
 TEST(ProfileBreakdown, GemmProductsAreTheirOpsShapesAtTheirWholeTimes) {
   auto gemm = [](ProfileEvent e, std::vector<std::vector<int64_t>> shapes) {
-    set_gemm_product(e, shapes);
+    set_gemm_product(e, shapes.data(), shapes.size());
     return e;
   };
   const ProfileEvent addmm =

@@ -7,6 +7,7 @@
 // trace (trace.json in the run folder). Profiled steps are not timed.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,9 +40,10 @@ struct ProfileEvent {
   int64_t batch = 1, m = 0, k = 0, n = 0;
 };
 
-// The GEMM product of a host op from its name and input shapes (KinetoEvent::shapes()): fills
-// e's flops, batch, m, k, n for aten::mm, addmm, bmm and baddbmm; leaves any other unchanged.
-void set_gemm_product(ProfileEvent& e, const std::vector<std::vector<int64_t>>& shapes);
+// The GEMM product of a host op from its name and its `count` input shapes (KinetoEvent::
+// shapes(), read in place): fills e's flops, batch, m, k, n for aten::mm, addmm, bmm and
+// baddbmm; leaves any other unchanged.
+void set_gemm_product(ProfileEvent& e, const std::vector<int64_t>* shapes, size_t count);
 
 // The breakdown of `steps` profiled steps that took `wall_s` together: {"steps", "step_ms",
 // "ms_per_step" {category: ms}, "share" {category: fraction}, "time_of"}. With no device
