@@ -38,9 +38,10 @@ def median(xs):
 
 
 def read_folder(path):
-    """(machine, {(configuration, dtype): median seq/s}, [(configuration, dtype)] in order,
-    {dtype: "L layers, batch B"}), or (machine, times.json) for a folder of ci_times.sh's, or
-    (machine, ab.json, command) for one of ab_binaries.sh's."""
+    """The folder's kind and what it holds: ("measurement", (machine, {(configuration, dtype):
+    median seq/s}, [(configuration, dtype)] in order, {dtype: "L layers, batch B"})), ("times",
+    (machine, times.json)) for a folder of ci_times.sh's, or ("ab", (machine, ab.json, command))
+    for one of ab_binaries.sh's."""
     with open(os.path.join(path, "machine.json")) as f:
         machine = json.load(f)
     if os.path.exists(os.path.join(path, "ab.json")):
@@ -48,12 +49,12 @@ def read_folder(path):
             ab = json.load(f)
         ab["new_over_old"]  # an ab.json without its ratio is torn
         with open(os.path.join(path, "command.txt")) as f:
-            return machine, ab, f.read().strip()
+            return "ab", (machine, ab, f.read().strip())
     if os.path.exists(os.path.join(path, "times.json")):
         with open(os.path.join(path, "times.json")) as f:
             times = json.load(f)
         times["second"]["wall_s"]  # a times.json without the second command is torn
-        return machine, times
+        return "times", (machine, times)
     with open(os.path.join(path, "report.json")) as f:
         runs = json.load(f)["runs"]
     speeds, order, shapes = {}, [], {}
@@ -67,8 +68,8 @@ def read_folder(path):
             order.append(key)
         if r["status"] == "completed" and r.get("sequences_per_s"):
             speeds.setdefault(key, []).append(r["sequences_per_s"])
-    return (machine, {k: median(v) for k, v in speeds.items()}, order,
-            {d: "; ".join(s) for d, s in shapes.items()})
+    return "measurement", (machine, {k: median(v) for k, v in speeds.items()}, order,
+                           {d: "; ".join(s) for d, s in shapes.items()})
 
 
 # CPU classes by CPUID family and model (a VM may name its CPU "AMD EPYC" alone).
@@ -107,7 +108,8 @@ def tables(folders, results):
                "best peer seq/s | bench's best / best peer | files |",
                "|---|---|---|---|---|---|---|---|---|"]
     detail = []
-    for name, (machine, speeds, order, shapes) in ((n, f) for n, f in folders if len(f) == 4):
+    measurements = ((n, f) for n, kind, f in folders if kind == "measurement")
+    for name, (machine, speeds, order, shapes) in measurements:
         date = machine.get("recorded_utc", "?")[:10]
         link = f"[{name}]({results}/{name})"
         for dtype in dict.fromkeys(d for _, d in order):
@@ -137,7 +139,7 @@ def markdown(columns, rows):
 def times_rows(folders, results):
     """The build-times table's rows of each ci_times.sh folder, newest first."""
     rows = []
-    for name, (machine, t) in sorted(((n, f) for n, f in folders if len(f) == 2),
+    for name, (machine, t) in sorted(((n, f) for n, kind, f in folders if kind == "times"),
                                      key=lambda x: x[1][0].get("recorded_utc", ""), reverse=True):
         where = (f"{machine_name(machine)}, {machine.get('online_cpus', '?')} vCPUs, "
                  f"{machine.get('recorded_utc', '?')[:10]}, {t.get('commit', '?')[:7]}, "
@@ -164,7 +166,7 @@ def times_rows(folders, results):
 def ab_rows(folders, results):
     """One row per ab_binaries.sh folder: two binaries on the same runs."""
     rows = []
-    for name, (machine, ab, command) in ((n, f) for n, f in folders if len(f) == 3):
+    for name, (machine, ab, command) in ((n, f) for n, kind, f in folders if kind == "ab"):
         rows.append([f"[{name}]({results}/{name})", machine_name(machine),
                      machine.get("recorded_utc", "?")[:10], f"`{command}`",
                      "yes" if ab["losses_identical"] else "**no**",
@@ -212,7 +214,7 @@ def main():
                 with open(os.path.join(path, "tables.json")) as f:
                     earlier.update({t["id"]: t for t in json.load(f)["tables"]})
                 continue
-            folders.append((name, read_folder(path)))
+            folders.append((name, *read_folder(path)))
         except (OSError, ValueError, KeyError, TypeError) as e:
             torn.append(f"results_tables.py: {path}: {e.__class__.__name__}: {e}; left out")
     for line in torn:
