@@ -200,7 +200,7 @@ void BM_OpResidualDropoutLayerNorm(benchmark::State& s) {
                g = torch::ones({kD}).requires_grad_(), be = torch::zeros({kD}).requires_grad_();
   for (auto _ : s) {
     if (fused) {
-      auto o = trainbench::drop_add_layer_norm(r, b, {}, g, be, {0.1, 3}, t);
+      auto o = trainbench::drop_add_layer_norm(r, b, {}, g, be, {0.1, 3}, k::format_of(t));
       (o[0].sum() + o[1].sum()).backward();
     } else {
       const Tensor h = r + torch::dropout(b, 0.1, true);
@@ -212,22 +212,21 @@ void BM_OpResidualDropoutLayerNorm(benchmark::State& s) {
 BENCHMARK(BM_OpResidualDropoutLayerNorm)->ArgsProduct({{0, 1, 2}, {0, 1}})->UseRealTime();
 
 // The LayerNorm into the qkv GEMMs on the float32 route (16-bit dtype from range(0)), forward +
-// backward: y float32 storage of the dtype's values, the GEMM op told so (range(1) == 1), against
+// backward: y float32 storage of the dtype's values, the route's format (range(1) == 1), against
 // y in the dtype, which the GEMM op converts to float32 and whose gradient it rounds (0).
 void BM_OpLayerNormQkv(benchmark::State& s) {
   const auto t = dtype_(s);
   const bool stored32 = s.range(1) == 1;
-  const auto route = trainbench::GemmRoute::kFloat32;
+  const auto route = k::run_format(t, trainbench::GemmRoute::kFloat32);
   const Tensor r = torch::randn({kRows, kD}).requires_grad_(),
                b = torch::randn({kRows, kD}).requires_grad_(),
                g = torch::ones({kD}).requires_grad_(), be = torch::zeros({kD}).requires_grad_();
   const Tensor w = (torch::randn({3 * kD, kD}) * 0.04).to(t).to(torch::kFloat).requires_grad_(),
                wb = torch::zeros({3 * kD}).requires_grad_();
   for (auto _ : s) {
-    const auto h = trainbench::drop_add_layer_norm(
-        r, b, {}, g, be, {0.1, 3}, t, stored32 ? route : trainbench::GemmRoute::kNative);
-    const Tensor qkv = trainbench::fused_linear(h[1], w, wb, route, true,
-                                                stored32 ? t : c10::ScalarType::Undefined);
+    const auto h = trainbench::drop_add_layer_norm(r, b, {}, g, be, {0.1, 3},
+                                                   stored32 ? route : k::format_of(t));
+    const Tensor qkv = trainbench::fused_linear(h[1], w, wb, route, k::product_format(route));
     (h[0].sum() + qkv.sum()).backward();
   }
   s.SetLabel(std::string(dtype_name_(s)) + (stored32 ? ", y float32 storage" : ", y 16-bit"));
@@ -241,7 +240,7 @@ void BM_OpLinearReluDropout(benchmark::State& s) {
                w = (torch::randn({kFF, kD}) * 0.04).to(t).requires_grad_(),
                b = torch::zeros({kFF}).requires_grad_();
   for (auto _ : s) {
-    const Tensor y = fused ? trainbench::linear_relu_dropout(x, w, b, {0.1, 4})
+    const Tensor y = fused ? trainbench::linear_relu_dropout(x, w, b, {0.1, 4}, k::format_of(t))
                            : torch::dropout(torch::relu(torch::linear(x, w, b.to(t))), 0.1, true);
     y.sum().backward();
   }
@@ -260,7 +259,7 @@ void BM_OpCausalAttention(benchmark::State& s) {
     if (fused) {
       // 1: the whole S x S products (block = S), 2: only the blocks at or below the diagonal
       // (16-bit GEMMs take the whole products either way: fused_ops.h).
-      o = trainbench::causal_attention(qkv, kSeq, kHeads, t, trainbench::GemmRoute::kNative,
+      o = trainbench::causal_attention(qkv, kSeq, kHeads, k::format_of(t),
                                        s.range(1) == 1 ? kSeq : trainbench::kCausalBlock);
     } else {
       // The eager model's heads: views of the rows [B, S, 3, H, hd] → [B, H, S, hd].
@@ -290,7 +289,7 @@ void BM_OpHeadCrossEntropy(benchmark::State& s) {
   const Tensor targets = torch::randint(0, 256, {kRows}, torch::kLong);
   for (auto _ : s) {
     const Tensor loss =
-        fused ? trainbench::head_cross_entropy(x, w, b, targets)
+        fused ? trainbench::head_cross_entropy(x, w, b, targets, k::format_of(t))
               : torch::cross_entropy_loss(torch::linear(x, w, b.to(t)).to(torch::kFloat), targets);
     loss.backward();
   }

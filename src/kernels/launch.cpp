@@ -148,10 +148,22 @@ c10::ScalarType acc_dtype_of(c10::ScalarType type) {
 }
 
 Format format_of(c10::ScalarType storage, c10::ScalarType values, c10::ScalarType acc) {
-  return make_format(
-      storage_type_of(storage), storage_type_of(values),
-      storage_type_of(acc != c10::ScalarType::Undefined ? acc : acc_dtype_of(storage)));
+  constexpr auto kNone = c10::ScalarType::Undefined;
+  return make_format(storage_type_of(storage), storage_type_of(values != kNone ? values : storage),
+                     storage_type_of(acc != kNone ? acc : acc_dtype_of(storage)));
 }
+
+Format run_format(c10::ScalarType dtype, GemmRoute route) {
+  if (route == GemmRoute::kAuto) {
+    throw RunError(
+        "fused kernels: a run's format needs a GEMM route (native or float32), not auto");
+  }
+  const bool half = dtype == c10::ScalarType::BFloat16 || dtype == c10::ScalarType::Half;
+  return format_of(route == GemmRoute::kFloat32 && half ? c10::ScalarType::Float : dtype, dtype);
+}
+
+Format product_format(const Format& f) { return Format{f.storage, f.storage, f.acc}; }
+Format values_format(const Format& f) { return Format{f.values, f.values, f.acc}; }
 
 #define TB_DEFINE_RUN(Args) \
   void run(const Args& a, c10::DeviceType device) { run_(a, device); }

@@ -41,19 +41,15 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
   // qkv [N, 3 * H * hd] (fused_ops.h), bias [3 * H * hd] or empty → [N, H * hd] in the GEMMs'
   // dtype.
   static Tensor forward(AutogradContext* ctx, const Tensor& qkv_in, const Tensor& bias, int64_t seq,
-                        int64_t heads, c10::ScalarType dtype, GemmRoute r, int64_t block,
-                        bool bias_in_rows) {
+                        int64_t heads, const k::Format& f, int64_t block, bool bias_in_rows) {
     RECORD_FUNCTION("fused::causal_attention", std::vector<c10::IValue>());
-    TORCH_CHECK(r != GemmRoute::kAuto,
-                "a fused op needs a GEMM route (native or float32), not auto");
     TORCH_CHECK(qkv_in.dim() == 2 && seq > 0 && heads > 0 && qkv_in.size(0) % seq == 0 &&
                     qkv_in.size(1) % (3 * heads) == 0,
                 "causal_attention: qkv rows are [B*S, 3*H*hd]; got ", qkv_in.sizes(), " for seq ",
                 seq, " and ", heads, " heads");
     const Tensor qkv = qkv_in.contiguous();
-    const auto stored = upcast_(r, dtype) ? torch::kFloat : dtype;  // the GEMMs' dtype
-    TORCH_CHECK(qkv.scalar_type() == dtype || qkv.scalar_type() == stored,
-                "causal_attention: qkv rows in ", qkv.scalar_type(), ", expected ", dtype);
+    check_input_(qkv, f, "causal_attention: qkv rows");
+    const auto dtype = values_(f), stored = stored_(f);  // the values, the GEMMs' dtype
     TORCH_CHECK(!present_(bias) || bias_in_rows || qkv.scalar_type() == torch::kFloat ||
                     qkv.scalar_type() == torch::kDouble,
                 "causal_attention: a bias with ", qkv.scalar_type(),
@@ -122,16 +118,15 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
                                 : Tensor();
     heads_(dqkv, {dq, dk, dv}, seq, heads, false, dt, block, {}, partials);
     Tensor d_bias = partials.defined() ? chunk_sums_(partials) : Tensor();
-    return {dqkv, d_bias, Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+    return {dqkv, d_bias, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
 }  // namespace
 
-Tensor causal_attention(const Tensor& qkv, int64_t seq, int64_t heads, c10::ScalarType dtype,
-                        GemmRoute route, int64_t block, const Tensor& bias, bool bias_in_rows) {
-  return CausalAttention::apply(qkv, opt_(bias, qkv), seq, heads, dtype, route, block,
-                                bias_in_rows);
+Tensor causal_attention(const Tensor& qkv, int64_t seq, int64_t heads, const k::Format& f,
+                        int64_t block, const Tensor& bias, bool bias_in_rows) {
+  return CausalAttention::apply(qkv, opt_(bias, qkv), seq, heads, f, block, bias_in_rows);
 }
 
 }  // namespace trainbench

@@ -3,12 +3,14 @@
 // fused operations of fused_ops.h. Activations are rows [N = batch * seq, width] in
 // batch-major order, so that the attention kernels' [B, S, H, hd] outputs are the next GEMM's
 // input without a copy. The residual stream stays in float32 (the accumulation dtype); what a
-// GEMM reads (LayerNorm outputs, attention and FF activations) holds the run's compute dtype's
-// values (on the float32 GEMM route in float32 storage), and each weight is cast to it once per
-// step, or, with --fused_adam 1, kept in it by the optimizer (WeightCopies below).
+// GEMM reads (LayerNorm outputs, attention and FF activations) is in the run's format
+// (ModelOptions::format: the dtype's values, on the float32 GEMM route in float32 storage), and
+// each weight is cast to it once per step, or, with --fused_adam 1, kept in it by the optimizer
+// (WeightCopies below).
 #include <cmath>
 #include <unordered_map>
 
+#include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/model/dropout.h"
 #include "trainbench/model/fused_ops.h"
 #include "trainbench/model/model.h"
@@ -17,20 +19,21 @@ namespace trainbench {
 namespace {
 
 using torch::Tensor;
+namespace k = kernels;
 
 // Dropout with probability p as the fused kernels take it: a fresh key per call (p == 0: off).
 FusedDropout fused_dropout_(double p) {
   return p > 0 ? FusedDropout{p, dropout_key()} : FusedDropout{};
 }
 
-bool low_precision_(c10::ScalarType t) { return t == torch::kBFloat16 || t == torch::kHalf; }
+bool low_precision_(const k::Format& f) {
+  return f.values == k::StorageType::kBF16 || f.values == k::StorageType::kF16;
+}
 
-// A weight as the GEMMs read it: cast to the compute dtype once per step, and on the float32
-// route held in float32 (the dtype's values, so that each GEMM does not convert it again).
-Tensor rounded_weight_(const Tensor& w, c10::ScalarType compute_dtype, GemmRoute route) {
-  const Tensor low = w.to(compute_dtype);
-  return route == GemmRoute::kFloat32 && low_precision_(compute_dtype) ? low.to(torch::kFloat)
-                                                                       : low;
+// A weight as the GEMMs read it: rounded to the run's values once per step and held in its
+// storage (float32 on the float32 route, so that each GEMM does not convert it again).
+Tensor rounded_weight_(const Tensor& w, const k::Format& f) {
+  return w.to(k::dtype_of(f.values)).to(k::dtype_of(f.storage));
 }
 
 // The GEMM weights as the forward reads them: rounded per step by an autograd cast, or, once
@@ -40,15 +43,14 @@ Tensor rounded_weight_(const Tensor& w, c10::ScalarType compute_dtype, GemmRoute
 // kernel writes both without moving it).
 class WeightCopies {
  public:
-  WeightCopies(c10::ScalarType compute_dtype, GemmRoute route)
-      : dtype_(compute_dtype), route_(route) {}
+  explicit WeightCopies(const k::Format& f) : format_(f) {}
 
   Tensor get(const Tensor& w) {
-    if (copies_.empty()) return rounded_weight_(w, dtype_, route_);
+    if (copies_.empty()) return rounded_weight_(w, format_);
     Copy& c = copies_.at(w.unsafeGetTensorImpl());
     if (c.version != w._version() || c.data != w.const_data_ptr()) {
       torch::NoGradGuard no_grad;
-      c.copy.copy_(rounded_weight_(w, dtype_, route_));
+      c.copy.copy_(rounded_weight_(w, format_));
       c.version = w._version();
       c.data = w.const_data_ptr();
     }
@@ -58,11 +60,11 @@ class WeightCopies {
   // weights: the GEMM weights; params: every parameter. One copy per weight (none when the
   // compute dtype is float32), aligned with params.
   std::vector<Tensor> make(const std::vector<Tensor>& weights, const std::vector<Tensor>& params) {
-    if (!low_precision_(dtype_)) return {};
+    if (!low_precision_(format_)) return {};
     torch::NoGradGuard no_grad;
     for (const Tensor& w : weights) {
       copies_[w.unsafeGetTensorImpl()] = {
-          rounded_weight_(w, dtype_, route_).contiguous().requires_grad_(true), w._version(),
+          rounded_weight_(w, format_).contiguous().requires_grad_(true), w._version(),
           w.const_data_ptr()};
     }
     std::vector<Tensor> out;
@@ -79,15 +81,14 @@ class WeightCopies {
     int64_t version = 0;
     const void* data = nullptr;  // set_data (a load onto another device) keeps the version
   };
-  c10::ScalarType dtype_;
-  GemmRoute route_;
+  k::Format format_;
   std::unordered_map<const c10::TensorImpl*, Copy> copies_;
 };
 
 class FusedBlockImpl : public BlockLayers {
  public:
   explicit FusedBlockImpl(const ModelOptions& o)
-      : BlockLayers(o), heads_(o.num_heads), flash_(o.flash), route_(o.gemm_route) {}
+      : BlockLayers(o), heads_(o.num_heads), flash_(o.flash), format_(o.format) {}
 
   // The residual stream between blocks: r (float32 [N, d], or undefined before the first
   // block) plus the pending branch (the previous FF output [N, d] and its bias, or the
@@ -97,42 +98,37 @@ class FusedBlockImpl : public BlockLayers {
   };
 
   // Returns the stream after this block; seq: tokens per sequence of the rows.
-  Stream forward(const Stream& in, int64_t seq, c10::ScalarType compute_dtype, double p,
-                 WeightCopies& weights) {
-    // {r [N, d] f32, y [N, d] compute_dtype (on the float32 route float32 storage of its values,
-    // which the GEMM ops read as they are)}
+  Stream forward(const Stream& in, int64_t seq, double p, WeightCopies& weights) {
+    const k::Format& f = format_;
+    const k::Format product = k::product_format(f);  // a GEMM's output unrounded
+    // {r [N, d] f32, y [N, d] in f, which the GEMM ops read as it is}
     auto h1 = drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias,
-                                  fused_dropout_(p), compute_dtype, route_);
+                                  fused_dropout_(p), f);
     // Without flash, the float32 route's qkv rows stay float32 (the attention rounds them), and
     // float32 rows get their bias as the attention splits them (no addmm copying it into the
     // product); 16-bit rows, rounded by their GEMM, get it from the linear, detached: either
     // way its gradient comes from the attention's merge of the rows' gradient.
-    const bool wide_rows = compute_dtype == torch::kFloat || compute_dtype == torch::kDouble ||
-                           route_ == GemmRoute::kFloat32;
+    const bool wide_rows = f.storage == k::StorageType::kF32 || f.storage == k::StorageType::kF64;
     const Tensor linear_bias = flash_ ? qkv->bias : (wide_rows ? Tensor() : qkv->bias.detach());
-    const Tensor qkv_rows =
-        fused_linear(h1[1], weights.get(qkv->weight), linear_bias, route_, !flash_, compute_dtype);
-    const Tensor attn = attention_(qkv_rows, seq, compute_dtype, qkv->bias, !wide_rows);
-    const Tensor proj =
-        fused_linear(attn, weights.get(out->weight), Tensor(), route_, true);  // bias later
-    auto h2 = drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p),
-                                  compute_dtype, route_);
-    const Tensor hidden = linear_relu_dropout(h2[1], weights.get(ff1->weight), ff1->bias,
-                                              fused_dropout_(p), route_, compute_dtype);
-    return {h2[0], fused_linear(hidden, weights.get(ff2->weight), Tensor(), route_, true),
-            ff2->bias};
+    const Tensor qkv_rows = fused_linear(h1[1], weights.get(qkv->weight), linear_bias, f,
+                                         flash_ ? k::values_format(f) : product);
+    const Tensor attn = attention_(qkv_rows, seq, qkv->bias, !wide_rows);
+    const Tensor proj = fused_linear(attn, weights.get(out->weight), Tensor(), f, product);
+    auto h2 =
+        drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p), f);
+    const Tensor hidden =
+        linear_relu_dropout(h2[1], weights.get(ff1->weight), ff1->bias, fused_dropout_(p), f);
+    return {h2[0], fused_linear(hidden, weights.get(ff2->weight), Tensor(), f, product), ff2->bias};
   }
 
  private:
-  // qkv rows [N, 3d] (batch-major) → attention output rows [N, d] (dtype, or float32 on the
-  // float32 route without flash); bias: the qkv linear's, added here unless bias_in_rows (its
-  // gradient from here either way; unused with flash, where the linear has it).
-  Tensor attention_(const Tensor& qkv_rows, int64_t seq, c10::ScalarType dtype, const Tensor& bias,
+  // qkv rows [N, 3d] (batch-major) → attention output rows [N, d] (in the run's storage
+  // without flash, its values with flash); bias: the qkv linear's, added here unless bias_in_rows
+  // (its gradient from here either way; unused with flash, where the linear has it).
+  Tensor attention_(const Tensor& qkv_rows, int64_t seq, const Tensor& bias,
                     bool bias_in_rows) const {
     // The fused causal softmax over explicit scores, heads split and merged by its kernel.
-    if (!flash_) {
-      return causal_attention(qkv_rows, seq, heads_, dtype, route_, 0, bias, bias_in_rows);
-    }
+    if (!flash_) return causal_attention(qkv_rows, seq, heads_, format_, 0, bias, bias_in_rows);
     // Flash: LibTorch's CPU flash kernel (blockwise, no [B, H, S, S] tensor) on q, k, v views
     // [B, H, S, hd] of the rows [B, S, 3, H, hd]; in float32 on the float32 GEMM route (its
     // bfloat16 blocks would run LibTorch's reference GEMM; autograd then keeps float32 q, k, v).
@@ -141,8 +137,7 @@ class FusedBlockImpl : public BlockLayers {
     const Tensor q = parts[0].transpose(1, 2), k = parts[1].transpose(1, 2),
                  v = parts[2].transpose(1, 2);
     Tensor o;
-    if (route_ == GemmRoute::kFloat32 && q.scalar_type() != torch::kFloat &&
-        q.scalar_type() != torch::kDouble) {
+    if (q.scalar_type() != k::dtype_of(format_.storage)) {
       o = at::scaled_dot_product_attention(q.to(torch::kFloat), k.to(torch::kFloat),
                                            v.to(torch::kFloat), {}, 0.0, true)
               .to(q.scalar_type());
@@ -154,24 +149,23 @@ class FusedBlockImpl : public BlockLayers {
 
   int64_t heads_;
   bool flash_;
-  GemmRoute route_;
+  k::Format format_;
 };
 TORCH_MODULE(FusedBlock);
 
 class FusedModel : public ByteModelBase {
  public:
-  explicit FusedModel(const ModelOptions& o)
-      : ByteModelBase(o), weights_(o.compute_dtype, o.gemm_route) {
+  explicit FusedModel(const ModelOptions& o) : ByteModelBase(o), weights_(o.format) {
     blocks = register_module("blocks", torch::nn::ModuleList());
     for (int64_t i = 0; i < o.num_layer; ++i) blocks->push_back(FusedBlock(o));
   }
 
   // bytes [S, B] → logits [S, B, 256] (evaluation, tests, the TorchScript twin's check).
   Tensor forward(const Tensor& bytes) override {
-    const Tensor x = trunk_(bytes);  // [N, d] compute_dtype's values, batch-major
+    const Tensor x = trunk_(bytes);  // [N, d] in the run's format, batch-major
     const int64_t s = bytes.size(0), b = bytes.size(1);
-    const Tensor logits = fused_linear(x, weights_.get(head_->weight), head_->bias,
-                                       options_.gemm_route, false, options_.compute_dtype);
+    const Tensor logits = fused_linear(x, weights_.get(head_->weight), head_->bias, options_.format,
+                                       k::values_format(options_.format));
     return logits.view({b, s, kVocabSize}).transpose(0, 1);
   }
 
@@ -179,8 +173,7 @@ class FusedModel : public ByteModelBase {
   Tensor loss(const Tensor& bytes) override {
     const Tensor x = trunk_(bytes);
     const Tensor targets = bytes.t().reshape({-1});  // row b*S + s predicts bytes[s, b]
-    return head_cross_entropy(x, weights_.get(head_->weight), head_->bias, targets,
-                              options_.gemm_route, options_.compute_dtype)
+    return head_cross_entropy(x, weights_.get(head_->weight), head_->bias, targets, options_.format)
         .to(torch::kFloat);
   }
 
@@ -198,20 +191,17 @@ class FusedModel : public ByteModelBase {
   Tensor body(const Tensor& x) override { return x; }  // unused: forward is the fused one
 
  private:
-  // bytes [S, B] → rows [N, d] in the compute dtype after the last block (no final LayerNorm; on
-  // the float32 route float32 storage of its values).
+  // bytes [S, B] → rows [N, d] in the run's format after the last block (no final LayerNorm).
   Tensor trunk_(const Tensor& bytes) {
     const int64_t s = bytes.size(0), b = bytes.size(1), d = options_.d_model;
     // The shared front ([S, B, d]) in batch-major rows: one copy of the embedded input.
     const Tensor shifted = embed_shifted(bytes, embed_->weight, pos_).transpose(0, 1).contiguous();
     const double p = is_training() ? options_.dropout : 0.0;
-    const c10::ScalarType compute_dtype = options_.compute_dtype;
     FusedBlockImpl::Stream st{Tensor(), shifted.view({b * s, d}), Tensor()};
-    for (const auto& block : *blocks)
-      st = block->as<FusedBlockImpl>()->forward(st, s, compute_dtype, p, weights_);
+    for (const auto& block : *blocks) st = block->as<FusedBlockImpl>()->forward(st, s, p, weights_);
     // The last FF branch joins the stream with dropout; no LayerNorm follows.
     return drop_add_layer_norm(st.resid, st.branch, st.bias, Tensor(), Tensor(), fused_dropout_(p),
-                               compute_dtype, options_.gemm_route)[1];
+                               options_.format)[1];
   }
 
   torch::nn::ModuleList blocks{nullptr};

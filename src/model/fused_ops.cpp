@@ -23,16 +23,18 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
     c10::ScalarType bias_dtype = torch::kFloat;
   };
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
-                        GemmRoute r, bool keep_float32, c10::ScalarType dtype) {
+                        const k::Format& f, const k::Format& out_format) {
     RECORD_FUNCTION("fused::linear", std::vector<c10::IValue>());
-    const auto values = values_of_(x, dtype, r, "fused_linear");
-    const bool up = upcast_(r, values);
-    const auto out = up && keep_float32 ? torch::kFloat : values;
+    TORCH_CHECK(out_format == k::values_format(f) || out_format == k::product_format(f),
+                "fused_linear: an output in ", k::format_name(out_format), " for a run in ",
+                k::format_name(f), "; it is the run's values or the GEMM's product");
+    const bool up = upcast_(f);
+    const auto out = k::dtype_of(out_format.storage);
     State st{{}, present_(b), b.scalar_type()};
-    const Tensor x_up = keep_input_(x, r, values, &st.in);
+    const Tensor x_up = keep_input_(x, f, "fused_linear: x", &st.in);
     Tensor y;
     if (!present_(b)) {
-      y = gemm_(x_up, up_(w, r).t(), out);  // [N, out]
+      y = gemm_(x_up, up_(w, f).t(), out);  // [N, out]
     } else if (up) {
       y = torch::addmm(b.to(torch::kFloat), x_up, w.t().to(torch::kFloat)).to(out);
     } else {
@@ -48,16 +50,16 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
     const auto saved = ctx->get_saved_variables();
     const Tensor &x = saved[0], &w = saved[1];  // x as the route's GEMMs read it
     const State st = kept_<State>(ctx);
-    const GemmRoute r = st.in.route;
     // The float32 route reads the output gradient in float32 (exact for a rounded one).
     const Tensor dy = dense_(grads[0], x.scalar_type());  // [N, out]
-    Tensor dx = ctx->needs_input_grad(0) ? gemm_(dy, up_(w, r), st.in.storage) : Tensor();
+    Tensor dx =
+        ctx->needs_input_grad(0) ? gemm_(dy, up_(w, st.in.format), st.in.storage) : Tensor();
     Tensor dw = gemm_(dy.t(), x, w.scalar_type());  // [out, in]
     // A bias given detached (the attention sums the qkv bias's gradient as it merges its rows)
     // needs none here.
     Tensor db =
         st.has_bias && ctx->needs_input_grad(2) ? column_sums_(dy, st.bias_dtype) : Tensor();
-    return {dx, dw, db, Tensor(), Tensor(), Tensor()};
+    return {dx, dw, db, Tensor(), Tensor()};
   }
 };
 
@@ -69,10 +71,9 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
   };
   static variable_list forward(AutogradContext* ctx, const Tensor& resid_in,
                                const Tensor& branch_in, const Tensor& bias, const Tensor& gamma,
-                               const Tensor& beta, double p, int64_t key, c10::ScalarType out_dtype,
-                               GemmRoute r) {
+                               const Tensor& beta, double p, int64_t key, const k::Format& f) {
     RECORD_FUNCTION("fused::drop_add_layer_norm", std::vector<c10::IValue>());
-    const auto y_dtype = upcast_(r, out_dtype) ? torch::kFloat : out_dtype;  // fused_ops.h
+    const auto y_dtype = stored_(f);
     const Tensor resid = contig_(resid_in), branch = branch_in.contiguous();
     const int64_t d = branch.size(-1), n = branch.numel() / d;
     const auto acc = present_(resid) ? resid.scalar_type() : k::acc_dtype_of(branch.scalar_type());
@@ -89,7 +90,7 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     const auto a =
         k::drop_add_ln_args(resid, branch, bias_or_zero, gamma, beta, resid_out, y, mean, rstd,
                             k::format_of(branch.scalar_type(), branch.scalar_type(), acc),
-                            k::format_of(y_dtype, out_dtype, acc),
+                            k::format_of(y_dtype, values_(f), acc),
                             k::math::dropout_args(p, static_cast<uint64_t>(key)));
     run_(a, branch);
     ctx->save_for_backward({resid_out, opt_(mean, branch), opt_(rstd, branch), gamma});
@@ -123,7 +124,7 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     Tensor d_bias = st.has_bias ? sums[0] : Tensor();
     Tensor d_gamma = present_(gamma) ? sums[1] : Tensor();
     Tensor d_beta = present_(gamma) ? sums[2] : Tensor();
-    return {d_resid, d_branch, d_bias, d_gamma, d_beta, Tensor(), Tensor(), Tensor(), Tensor()};
+    return {d_resid, d_branch, d_bias, d_gamma, d_beta, Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -134,17 +135,16 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     double scale = 1;  // the dropout's
   };
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
-                        double p, int64_t key, GemmRoute r, c10::ScalarType dtype) {
+                        double p, int64_t key, const k::Format& f) {
     RECORD_FUNCTION("fused::linear_relu_dropout", std::vector<c10::IValue>());
-    const auto values = values_of_(x, dtype, r, "linear_relu_dropout");
-    // On the float32 route the hidden stays in float32 storage holding values of x's dtype (the
-    // kernel rounds the GEMM's output as it reads it and its result as it stores it): the FF-out
-    // GEMMs read it, and the gradient the kernel writes, without a conversion either way.
+    // The hidden in f.storage (the kernel rounds the GEMM's output to f's values as it reads it
+    // and its result as it stores it): the FF-out GEMMs read it, and the gradient the kernel
+    // writes, without a conversion either way.
     State st;
-    const Tensor x_up = keep_input_(x, r, values, &st.in);
-    Tensor out = gemm_(x_up, up_(w, r).t(), x_up.scalar_type());  // [N, f]
+    const Tensor x_up = keep_input_(x, f, "linear_relu_dropout: x", &st.in);
+    Tensor out = gemm_(x_up, up_(w, f).t(), stored_(f));  // [N, f]
     const auto a =
-        k::bias_relu_dropout_args(out, b, k::format_of(out.scalar_type(), values, b.scalar_type()),
+        k::bias_relu_dropout_args(out, b, k::format_of(stored_(f), values_(f), b.scalar_type()),
                                   k::math::dropout_args(p, static_cast<uint64_t>(key)));
     run_(a, out);
     ctx->save_for_backward({x_up, w, out});
@@ -164,33 +164,29 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     Tensor partials = torch::empty({k::num_chunks(out.size(0)), out.size(1)},
                                    out.options().dtype(k::dtype_of(st.format.acc)));
     run_(k::bias_relu_dropout_grad_args(dout, out, da, partials, st.format, st.scale), out);
-    const GemmRoute r = st.in.route;
-    const Tensor da_up = up_(da, r);
-    Tensor dx = ctx->needs_input_grad(0) ? gemm_(da_up, up_(w, r), st.in.storage) : Tensor();
-    Tensor dw = gemm_(da_up.t(), x, w.scalar_type());  // [f, in]
-    return {dx, dw, chunk_sums_(partials), Tensor(), Tensor(), Tensor(), Tensor()};
+    const k::Format& f = st.in.format;
+    Tensor dx = ctx->needs_input_grad(0) ? gemm_(da, up_(w, f), st.in.storage) : Tensor();
+    Tensor dw = gemm_(da.t(), x, w.scalar_type());  // [f, in]
+    return {dx, dw, chunk_sums_(partials), Tensor(), Tensor(), Tensor()};
   }
 };
 
 struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
-                        const Tensor& targets_in, GemmRoute r, c10::ScalarType dtype) {
+                        const Tensor& targets_in, const k::Format& f) {
     RECORD_FUNCTION("fused::head_cross_entropy", std::vector<c10::IValue>());
     const Tensor targets = targets_in.contiguous();
-    const auto values = values_of_(x, dtype, r, "head_cross_entropy");
     GemmInput in;
-    const Tensor x_up = keep_input_(x, r, values, &in);
-    // [N, V]: on the float32 route the GEMM's float32 product, which the kernel rounds to the
-    // dtype as it reads it and leaves the gradient in float32 storage of the dtype's values,
-    // the backward GEMMs' operand (no conversion either way).
-    const auto stored = upcast_(r, values) ? torch::kFloat : values;
-    Tensor logits = gemm_(x_up, up_(w, r).t(), stored);
+    const Tensor x_up = keep_input_(x, f, "head_cross_entropy: x", &in);
+    // [N, V] in f.storage: the kernel rounds the GEMM's product to f's values as it reads it and
+    // leaves the gradient in f (the backward GEMMs' operand, no conversion either way).
+    Tensor logits = gemm_(x_up, up_(w, f).t(), stored_(f));
     const int64_t n = logits.size(0), v = logits.size(1);
     const auto acc_opts = logits.options().dtype(b.scalar_type());
     Tensor partials = torch::empty({k::num_chunks(n)}, acc_opts);
     Tensor bias_partials = torch::empty({k::num_chunks(n), v}, acc_opts);
     run_(k::head_cross_entropy_args(logits, b, targets, partials, bias_partials,
-                                    k::format_of(stored, values, b.scalar_type())),
+                                    k::format_of(stored_(f), values_(f), b.scalar_type())),
          logits);
     ctx->save_for_backward({x_up, w, logits, bias_partials});
     keep_(ctx, in);
@@ -214,12 +210,11 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
                       : g.is_cpu() || dt != torch::kHalf ? dlogits * g
                                                          : (dlogits.to(torch::kFloat) * g).to(dt);
     const GemmInput in = kept_<GemmInput>(ctx);
-    const Tensor dl_up = up_(dl, in.route);
-    Tensor dx = ctx->needs_input_grad(0) ? gemm_(dl_up, up_(w, in.route), in.storage) : Tensor();
-    Tensor dw = gemm_(dl_up.t(), x, w.scalar_type());  // [V, d]
+    Tensor dx = ctx->needs_input_grad(0) ? gemm_(dl, up_(w, in.format), in.storage) : Tensor();
+    Tensor dw = gemm_(dl.t(), x, w.scalar_type());  // [V, d]
     // The bias's: the column sums the forward's kernel added as it wrote the gradient, scaled.
     Tensor db = chunk_sums_(bias_partials) * g;
-    return {dx, dw, db, Tensor(), Tensor(), Tensor()};
+    return {dx, dw, db, Tensor(), Tensor()};
   }
 };
 
@@ -227,26 +222,24 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
 
 std::vector<Tensor> drop_add_layer_norm(const Tensor& resid, const Tensor& branch,
                                         const Tensor& bias, const Tensor& gamma, const Tensor& beta,
-                                        FusedDropout drop, c10::ScalarType out_dtype,
-                                        GemmRoute route) {
+                                        FusedDropout drop, const k::Format& f) {
   return DropAddLn::apply(opt_(resid, branch), branch, opt_(bias, branch), opt_(gamma, branch),
-                          opt_(beta, branch), drop.p, static_cast<int64_t>(drop.key), out_dtype,
-                          route);
+                          opt_(beta, branch), drop.p, static_cast<int64_t>(drop.key), f);
 }
 
-Tensor fused_linear(const Tensor& x, const Tensor& w, const Tensor& b, GemmRoute route,
-                    bool keep_float32, c10::ScalarType dtype) {
-  return FusedLinear::apply(x, w, opt_(b, x), route, keep_float32, dtype);
+Tensor fused_linear(const Tensor& x, const Tensor& w, const Tensor& b, const k::Format& f,
+                    const k::Format& out) {
+  return FusedLinear::apply(x, w, opt_(b, x), f, out);
 }
 
 Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, FusedDropout drop,
-                           GemmRoute route, c10::ScalarType dtype) {
-  return LinearReluDropout::apply(x, w, b, drop.p, static_cast<int64_t>(drop.key), route, dtype);
+                           const k::Format& f) {
+  return LinearReluDropout::apply(x, w, b, drop.p, static_cast<int64_t>(drop.key), f);
 }
 
 Tensor head_cross_entropy(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& targets,
-                          GemmRoute route, c10::ScalarType dtype) {
-  return HeadCrossEntropy::apply(x, w, b, targets, route, dtype);
+                          const k::Format& f) {
+  return HeadCrossEntropy::apply(x, w, b, targets, f);
 }
 
 }  // namespace trainbench

@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/model/dropout.h"
 #include "trainbench/model/scripted_model.h"
 
@@ -20,8 +21,7 @@ ModelOptions ModelOptions::from_plan(const RunPlan& plan) {
   o.flash = cfg.flash;
   o.norm_first = cfg.norm_first;
   o.parallel_dropout = plan.dropout == DropoutImpl::kParallel;
-  o.compute_dtype = scalar_type_of(plan.cfg.dtype);
-  o.gemm_route = plan.gemm_route;
+  o.format = kernels::run_format(scalar_type_of(plan.cfg.dtype), plan.gemm_route);
   return o;
 }
 

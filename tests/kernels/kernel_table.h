@@ -23,6 +23,7 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/kernels/fused_math.h"
 #include "trainbench/model/fused_ops.h"
 
@@ -52,6 +53,11 @@ inline std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& xs)
   return g;
 }
 
+// The format a run of dtype t on a GEMM route gives the fused ops (kernels::run_format).
+inline kernels::Format run_format(c10::ScalarType t, GemmRoute route = GemmRoute::kNative) {
+  return kernels::run_format(t, route);
+}
+
 // causal_attention (fused_ops.h) on q, k, v [B, H, S, hd]: the qkv rows [B*S, 3*H*hd] made from
 // them, the output back as [B, H, S, hd] (autograd through both).
 inline torch::Tensor attention_of(const torch::Tensor& q, const torch::Tensor& k,
@@ -60,7 +66,7 @@ inline torch::Tensor attention_of(const torch::Tensor& q, const torch::Tensor& k
   const int64_t b = q.size(0), h = q.size(1), s = q.size(2), hd = q.size(3);
   const torch::Tensor rows =
       torch::stack({q, k, v}, 1).permute({0, 3, 1, 2, 4}).reshape({b * s, 3 * h * hd});
-  return causal_attention(rows, s, h, q.scalar_type(), route, block)
+  return causal_attention(rows, s, h, run_format(q.scalar_type(), route), block)
       .view({b, s, h, hd})
       .transpose(1, 2);
 }
@@ -72,7 +78,8 @@ using Shape = std::array<int64_t, 4>;
 
 // The switches a case runs with (each row uses the ones it has) and their part of the name.
 struct Variant {
-  bool resid = true, bias = true, ln = true, keep_float32 = false;
+  bool resid = true, bias = true, ln = true;
+  bool store_f32 = false;  // float32 storage: the GEMM's unrounded product, the route's tensors
   // A GEMM op's x as float32 storage of the 16-bit dtype's values (the float32 route's
   // LayerNorm output; fused_ops.h): float32-route cases only.
   bool x_float32 = false;

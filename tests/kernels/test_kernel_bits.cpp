@@ -72,7 +72,7 @@ std::vector<Output> on_cpu(std::vector<Output> outs) {
 }
 
 // ---- DROP_ADD_LN (DropAddLnArgs) ---------------------------------------------------------------
-// store=f32 (variant keep_float32), here and in DROP_ADD_LN_BACK: y float32 storage of the
+// store=f32 (variant store_f32), here and in DROP_ADD_LN_BACK: y float32 storage of the
 // dtype's values (the float32 route's LayerNorm output), its gradient unrounded float32.
 std::vector<Output> drop_add_ln_run(const KernelCase& c, torch::Device dev) {
   const auto [n, d, u1, u2] = c.shape;
@@ -81,7 +81,7 @@ std::vector<Output> drop_add_ln_run(const KernelCase& c, torch::Device dev) {
   const Tensor branch = on(torch::randn({n, d}).to(c.dtype), dev),
                bias = on(torch::randn({d}), dev);
   const Tensor gamma = on(torch::rand({d}) + 0.5, dev), beta = on(torch::randn({d}), dev);
-  const bool f32 = c.v.keep_float32;
+  const bool f32 = c.v.store_f32;
   Tensor resid_out = empty({n, d}, torch::kFloat, dev);
   Tensor y = empty({n, d}, f32 ? torch::kFloat : c.dtype, dev);
   Tensor mean = empty({n}, torch::kFloat, dev), rstd = empty({n}, torch::kFloat, dev);
@@ -112,7 +112,7 @@ std::vector<Output> store_run(const KernelCase& c, torch::Device dev) {
 std::vector<Output> drop_add_ln_back_run(const KernelCase& c, torch::Device dev) {
   const auto [n, d, u1, u2] = c.shape;
   torch::manual_seed(2);
-  const bool f32 = c.v.keep_float32;
+  const bool f32 = c.v.store_f32;
   const Tensor dy = on(f32 ? torch::randn({n, d}) : torch::randn({n, d}).to(c.dtype), dev);
   const Tensor dro = on(torch::randn({n, d}), dev);
   const Tensor ro_cpu = torch::randn({n, d}) * 2 + 0.5, ro = on(ro_cpu, dev);
@@ -138,9 +138,9 @@ std::vector<Output> drop_add_ln_back_run(const KernelCase& c, torch::Device dev)
 std::vector<Output> bias_relu_dropout_run(const KernelCase& c, torch::Device dev) {
   const auto [n, f, u1, u2] = c.shape;
   torch::manual_seed(3);
-  // store=f32 (variant keep_float32): the float32 route's unrounded GEMM output, float32
+  // store=f32 (variant store_f32): the float32 route's unrounded GEMM output, float32
   // storage of the dtype's values out.
-  const bool f32 = c.v.keep_float32;
+  const bool f32 = c.v.store_f32;
   Tensor x = on(f32 ? torch::randn({n, f}) : torch::randn({n, f}).to(c.dtype), dev);
   const Tensor bias = on(torch::randn({f}) * 0.5, dev);
   k::run(k::bias_relu_dropout_args(x, bias, k::format_of(x.scalar_type(), c.dtype, torch::kFloat),
@@ -155,7 +155,7 @@ std::vector<Output> bias_relu_dropout_back_run(const KernelCase& c, torch::Devic
   torch::manual_seed(4);
   // store=f32: dout the next GEMM's unrounded float32 output, out and da float32 storage of
   // the dtype's values.
-  const bool f32 = c.v.keep_float32;
+  const bool f32 = c.v.store_f32;
   const c10::ScalarType stored = f32 ? torch::kFloat : c.dtype;
   const Tensor dout = on(f32 ? torch::randn({n, f}) : torch::randn({n, f}).to(c.dtype), dev);
   const Tensor out = on(torch::relu(torch::randn({n, f})).to(c.dtype).to(stored), dev);
@@ -189,7 +189,7 @@ std::vector<Output> held_in_float32(const char* name, const Tensor& x, c10::Scal
       {{name, values, false}, {"rounding residue", x - values.to(x.scalar_type()), true}});
 }
 
-// ---- CAUSAL_SOFT_MAX (CausalSoftmaxArgs) and its backward: store=f32 (variant keep_float32)
+// ---- CAUSAL_SOFT_MAX (CausalSoftmaxArgs) and its backward: store=f32 (variant store_f32)
 // as for the bias-ReLU-dropout rows (the score GEMMs' unrounded float32 outputs, float32
 // storage of the dtype's values); block=B: the rows in the blocked causal layout of B query rows
 // (model/causal_gemm.h), in place there ---------------------------------------------------------
@@ -206,7 +206,7 @@ Tensor blocked_(const Tensor& rows, int64_t bh, int64_t s, int64_t block) {
 }
 std::vector<Output> causal_softmax_run(const KernelCase& c, torch::Device dev) {
   const auto [bh, s, u1, u2] = c.shape;
-  const bool f32 = c.v.keep_float32;
+  const bool f32 = c.v.store_f32;
   torch::manual_seed(5);
   const Tensor scores = torch::randn({bh * s, s}) * 3;
   Tensor x = on(f32 ? scores : scores.to(c.dtype), dev);
@@ -218,7 +218,7 @@ std::vector<Output> causal_softmax_run(const KernelCase& c, torch::Device dev) {
 }
 std::vector<Output> causal_softmax_back_run(const KernelCase& c, torch::Device dev) {
   const auto [bh, s, u1, u2] = c.shape;
-  const bool f32 = c.v.keep_float32;
+  const bool f32 = c.v.store_f32;
   const c10::ScalarType stored = f32 ? torch::kFloat : c.dtype;
   torch::manual_seed(6);
   const Tensor p = on(torch::softmax(torch::randn({bh * s, s}), 1).to(c.dtype).to(stored), dev);
@@ -242,7 +242,7 @@ std::vector<Output> causal_softmax_back_run(const KernelCase& c, torch::Device d
 // heads adds a bias, to rows writes the rows' column partials (the bias's gradient) ----
 std::vector<Output> heads_run(const KernelCase& c, torch::Device dev) {
   const auto [b, s, h, hd] = c.shape;
-  const bool to_heads = c.v.bias, f32 = c.v.keep_float32;
+  const bool to_heads = c.v.bias, f32 = c.v.store_f32;
   const int64_t parts = to_heads || f32 ? 3 : 1;
   const c10::ScalarType rows_type = f32 ? torch::kFloat : c.dtype;
   const c10::ScalarType heads_type = to_heads && !f32 ? c.dtype : torch::kFloat;
@@ -270,7 +270,7 @@ std::vector<Output> heads_run(const KernelCase& c, torch::Device dev) {
 // the bias's column partials ----
 std::vector<Output> head_ce_run(const KernelCase& c, torch::Device dev) {
   const auto [n, v, u1, u2] = c.shape;
-  const bool f32 = c.v.keep_float32;
+  const bool f32 = c.v.store_f32;
   torch::manual_seed(7);
   Tensor logits = on((torch::randn({n, v}) * 2).to(f32 ? torch::kFloat : c.dtype), dev);
   const Tensor bias = on(torch::randn({v}) * 0.1, dev);
@@ -290,11 +290,11 @@ std::vector<Output> head_ce_run(const KernelCase& c, torch::Device dev) {
 
 // ---- ADAM (AdamArgs): gradient scaled by 8, with values of the case's dtype; the weight copy
 // stored in that dtype (copy=dtype), in float32 as on the float32 GEMM route, the gradient too
-// (copy=f32: variant keep_float32), or none (copy=none: variant bias false) ----------------
+// (copy=f32: variant store_f32), or none (copy=none: variant bias false) ----------------
 std::vector<Output> adam_run(const KernelCase& c, torch::Device dev) {
   const auto [n, w, u1, u2] = c.shape;
   const bool has_copy = c.v.bias;
-  const c10::ScalarType stored = c.v.keep_float32 ? torch::kFloat : c.dtype;
+  const c10::ScalarType stored = c.v.store_f32 ? torch::kFloat : c.dtype;
   torch::manual_seed(9);
   Tensor param = on(torch::randn({n, w}), dev), m = on(torch::randn({n, w}) * 0.1, dev),
          v = on(torch::rand({n, w}) * 0.01, dev);
@@ -322,7 +322,7 @@ const std::vector<KernelRow>& kernel_rows() {
   const std::vector<Variant> awkward_values = {awkward};
   Variant copy_16bit, copy_f32, copy_none;
   copy_16bit.text = "copy=dtype";
-  copy_f32.keep_float32 = true;
+  copy_f32.store_f32 = true;
   copy_f32.text = "copy=f32";
   copy_none.bias = false;
   copy_none.text = "copy=none";
@@ -330,11 +330,11 @@ const std::vector<KernelRow>& kernel_rows() {
   std::vector<Variant> relu_stores = testing::dropout_variants();
   Variant stored_f32;
   stored_f32.p = 0.2;
-  stored_f32.keep_float32 = true;
+  stored_f32.store_f32 = true;
   stored_f32.text = "p=0.2,store=f32";
   relu_stores.push_back(stored_f32);
   Variant scores_f32;
-  scores_f32.keep_float32 = true;
+  scores_f32.store_f32 = true;
   scores_f32.text = "store=f32";
   Variant blocks_f32 = scores_f32;
   blocks_f32.block = 3;
@@ -345,7 +345,7 @@ const std::vector<KernelRow>& kernel_rows() {
     const size_t n = vs.size();
     for (size_t i = 0; i < n; ++i) {
       Variant v = vs[i];
-      v.keep_float32 = true;
+      v.store_f32 = true;
       v.text += ",store=f32";
       vs.push_back(v);
     }
@@ -356,7 +356,7 @@ const std::vector<KernelRow>& kernel_rows() {
     for (bool f32 : {false, true}) {
       Variant v;
       v.bias = to_heads;
-      v.keep_float32 = f32;
+      v.store_f32 = f32;
       v.text = std::string(to_heads ? "to=heads" : "to=rows") + (f32 ? ",store=f32" : "");
       heads_ways.push_back(v);
     }

@@ -56,20 +56,19 @@ struct OpRow {
 // x rounded to dtype and read back in float32: where the op stores a tensor in its dtype.
 Tensor stored(const Tensor& x, c10::ScalarType dtype) { return x.to(dtype).to(torch::kFloat); }
 Tensor f32(const Tensor& x) { return x.to(torch::kFloat); }
-// A GEMM op's x in the case's dtype, or with x_float32 float32 storage of its values; and the
-// `dtype` argument that tells the op so (fused_ops.h).
+// A GEMM op's x in the case's dtype, or with x_float32 float32 storage of its values (both held
+// by the run's format on the float32 route, fused_ops.h).
 Tensor gemm_input(const OpCase& c, const Tensor& x) {
   return c.v.x_float32 ? x.to(c.dt()).to(torch::kFloat) : x.to(c.dt());
 }
-c10::ScalarType values(const OpCase& c) {
-  return c.v.x_float32 ? c.dt() : c10::ScalarType::Undefined;
-}
+// The run's format of the case (kernels::run_format).
+kernels::Format format(const OpCase& c) { return testing::run_format(c.dt(), c.route); }
 // The float32 route of a 16-bit dtype: what it stores in float32 holds the dtype's values.
 bool route32(const OpCase& c) {
   return c.route == GemmRoute::kFloat32 && testing::is_16bit(c.dt());
 }
 
-// ---- LINEAR: fused_linear(x [n, in], w [out, in], b [out] or null, route, keep_float32) ----
+// ---- LINEAR: fused_linear(x [n, in], w [out, in], b [out] or null, format, out format) ----
 std::vector<Tensor> linear_inputs(const OpCase& c) {
   const auto [n, in, out, unused] = c.shape;
   const Tensor x = gemm_input(c, torch::randn({n, in}));
@@ -77,16 +76,18 @@ std::vector<Tensor> linear_inputs(const OpCase& c) {
   return {x, w, c.v.bias ? torch::randn({out}) : Tensor()};
 }
 std::vector<Tensor> linear_fused(const OpCase& c, const std::vector<Tensor>& in) {
-  return {fused_linear(in[0], in[1], in[2], c.route, c.v.keep_float32, values(c))};
+  const auto f = format(c);
+  return {fused_linear(in[0], in[1], in[2], f,
+                       c.v.store_f32 ? kernels::product_format(f) : kernels::values_format(f))};
 }
 std::vector<Tensor> linear_reference(const OpCase& c, const std::vector<Tensor>& in) {
   Tensor y = torch::mm(f32(in[0]), f32(in[1]).t());
   if (in[2].defined()) y = y + in[2];
-  // keep_float32: the float32 route's product stays float32 (fused_ops.h).
-  return {y.to(c.v.keep_float32 && route32(c) ? torch::kFloat : c.dt())};
+  // store_f32: the GEMM's product, unrounded on the float32 route (fused_ops.h).
+  return {y.to(c.v.store_f32 && route32(c) ? torch::kFloat : c.dt())};
 }
 
-// ---- DROP_ADD_LN: drop_add_layer_norm(resid, branch, bias, gamma, beta, drop, dtype, route) ---
+// ---- DROP_ADD_LN: drop_add_layer_norm(resid, branch, bias, gamma, beta, drop, format) ----
 std::vector<Tensor> drop_add_ln_inputs(const OpCase& c) {
   const auto [n, d, u1, u2] = c.shape;
   const Tensor resid = c.v.resid ? torch::randn({n, d}) : Tensor();
@@ -96,8 +97,7 @@ std::vector<Tensor> drop_add_ln_inputs(const OpCase& c) {
   return {resid, branch, bias, gamma, c.v.ln ? torch::randn({d}) : Tensor()};
 }
 std::vector<Tensor> drop_add_ln_fused(const OpCase& c, const std::vector<Tensor>& in) {
-  return drop_add_layer_norm(in[0], in[1], in[2], in[3], in[4], {c.v.p, kTableDropKey}, c.dt(),
-                             c.route);
+  return drop_add_layer_norm(in[0], in[1], in[2], in[3], in[4], {c.v.p, kTableDropKey}, format(c));
 }
 std::vector<Tensor> drop_add_ln_reference(const OpCase& c, const std::vector<Tensor>& in) {
   const int64_t n = in[1].size(0), d = in[1].size(1);
@@ -118,7 +118,7 @@ std::vector<Tensor> lrd_inputs(const OpCase& c) {
   return {x, w, torch::randn({f}) * 0.1};
 }
 std::vector<Tensor> lrd_fused(const OpCase& c, const std::vector<Tensor>& in) {
-  return {linear_relu_dropout(in[0], in[1], in[2], {c.v.p, kTableDropKey}, c.route, values(c))};
+  return {linear_relu_dropout(in[0], in[1], in[2], {c.v.p, kTableDropKey}, format(c))};
 }
 std::vector<Tensor> lrd_reference(const OpCase& c, const std::vector<Tensor>& in) {
   const Tensor a = stored(torch::mm(f32(in[0]), f32(in[1]).t()), c.dt());  // [n, f]
@@ -157,7 +157,7 @@ std::vector<Tensor> head_ce_inputs(const OpCase& c) {
   return {x, w, torch::randn({v}) * 0.1, torch::randint(0, v, {n}, torch::kLong)};
 }
 std::vector<Tensor> head_ce_fused(const OpCase& c, const std::vector<Tensor>& in) {
-  return {head_cross_entropy(in[0], in[1], in[2], in[3], c.route, values(c))};
+  return {head_cross_entropy(in[0], in[1], in[2], in[3], format(c))};
 }
 std::vector<Tensor> head_ce_reference(const OpCase& c, const std::vector<Tensor>& in) {
   const Tensor logits = stored(torch::mm(f32(in[0]), f32(in[1]).t()), c.dt()) + in[2];
@@ -183,9 +183,9 @@ std::vector<Variant> linear_variants() {
     for (bool keep : {false, true}) {
       Variant v;
       v.bias = bias;
-      v.keep_float32 = keep;
+      v.store_f32 = keep;
       v.text =
-          std::string("bias=") + testing::yes_null(bias) + ",keep_float32=" + (keep ? "1" : "0");
+          std::string("bias=") + testing::yes_null(bias) + ",out=" + (keep ? "product" : "values");
       out.push_back(v);
     }
   }

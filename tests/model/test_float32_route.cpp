@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include "kernels/kernel_table.h"
+#include "trainbench/core/errors.h"
 #include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/kernels/fused_math.h"
 #include "trainbench/model/fused_helpers.h"
@@ -25,6 +26,9 @@ using testing::attention_of;
 using testing::grads_of;
 using testing::leaf;
 using testing::rel_err;
+using testing::run_format;
+namespace k = kernels;
+constexpr auto kF32Route = GemmRoute::kFloat32;
 using torch::Tensor;
 // --lowp_gemm float32: a bfloat16 GEMM is the float32 product of the same values, rounded once
 // to bfloat16 (forward and backward), and the op's output and gradients stay bfloat16.
@@ -33,7 +37,8 @@ TEST(FusedOps, Float32RouteIsTheFloat32ProductOfTheSameOperandsRoundedOnce) {
   const Tensor x = leaf(torch::randn({37, 33}).to(torch::kBFloat16));
   const Tensor w = leaf(torch::randn({20, 33}).to(torch::kBFloat16));
   const Tensor b = leaf(torch::randn({20}));
-  const Tensor y = fused_linear(x, w, b, GemmRoute::kFloat32);
+  const auto f = run_format(torch::kBFloat16, GemmRoute::kFloat32);
+  const Tensor y = fused_linear(x, w, b, f, k::values_format(f));
   EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
   const Tensor xf = x.detach().to(torch::kFloat), wf = w.detach().to(torch::kFloat);
   EXPECT_TRUE(torch::equal(y, torch::addmm(b.detach(), xf, wf.t()).to(torch::kBFloat16)));
@@ -45,8 +50,9 @@ TEST(FusedOps, Float32RouteIsTheFloat32ProductOfTheSameOperandsRoundedOnce) {
   EXPECT_NEAR(b.grad().sum().item<double>(), dy.to(torch::kFloat).sum().item<double>(), 1e-3);
   // float32 and float64 operands take their own GEMM on either route.
   const Tensor x32 = torch::randn({5, 4}), w32 = torch::randn({3, 4});
-  EXPECT_TRUE(
-      torch::equal(fused_linear(x32, w32, {}, GemmRoute::kFloat32), torch::mm(x32, w32.t())));
+  const auto f32 = run_format(torch::kFloat, GemmRoute::kFloat32);
+  EXPECT_EQ(f32, run_format(torch::kFloat));
+  EXPECT_TRUE(torch::equal(fused_linear(x32, w32, {}, f32, f32), torch::mm(x32, w32.t())));
 }
 
 // Every op on the two GEMM routes in bfloat16: the same values within bfloat16's rounding
@@ -66,12 +72,15 @@ TEST(FusedOps, BothGemmRoutesAgreeInBfloat16ForEveryOp) {
       {"linear",
        {torch::randn({48, 24}), torch::randn({40, 24}) * 0.2, torch::randn({40})},
        2,
-       [](const std::vector<Tensor>& v, GemmRoute r) { return fused_linear(v[0], v[1], v[2], r); }},
+       [](const std::vector<Tensor>& v, GemmRoute r) {
+         const auto f = run_format(v[0].scalar_type(), r);
+         return fused_linear(v[0], v[1], v[2], f, k::values_format(f));
+       }},
       {"linear_relu_dropout",
        {torch::randn({48, 24}), torch::randn({40, 24}) * 0.2, torch::randn({40})},
        2,
        [](const std::vector<Tensor>& v, GemmRoute r) {
-         return linear_relu_dropout(v[0], v[1], v[2], {0.2, 9}, r);
+         return linear_relu_dropout(v[0], v[1], v[2], {0.2, 9}, run_format(v[0].scalar_type(), r));
        }},
       {"causal_attention",
        {torch::randn({2, 2, 24, 8}), torch::randn({2, 2, 24, 8}), torch::randn({2, 2, 24, 8})},
@@ -81,7 +90,7 @@ TEST(FusedOps, BothGemmRoutesAgreeInBfloat16ForEveryOp) {
        {torch::randn({48, 24}), torch::randn({256, 24}) * 0.2, torch::zeros({256})},
        2,
        [&](const std::vector<Tensor>& v, GemmRoute r) {
-         return head_cross_entropy(v[0], v[1], v[2], t, r);
+         return head_cross_entropy(v[0], v[1], v[2], t, run_format(v[0].scalar_type(), r));
        }},
   };
   for (const Case& c : cases) {
@@ -121,7 +130,6 @@ TEST(FusedOps, BothGemmRoutesAgreeInBfloat16ForEveryOp) {
 // b, have the bits of the 16-bit path it replaces (the GEMM's output rounded to the dtype, the
 // kernels on 16-bit rows, the gradient rounded before its GEMMs), in bfloat16 and float16.
 TEST(FusedOps, TheFloat32RoutesHiddenHasTheBitsOfA16BitHidden) {
-  namespace k = kernels;
   for (const auto dt : {torch::kBFloat16, torch::kHalf}) {
     SCOPED_TRACE(c10::toString(dt));
     torch::manual_seed(3);
@@ -130,7 +138,7 @@ TEST(FusedOps, TheFloat32RoutesHiddenHasTheBitsOfA16BitHidden) {
     const Tensor w = leaf(torch::randn({f, in}).mul(0.2).to(dt).to(torch::kFloat));  // a copy
     const Tensor b = leaf(torch::randn({f}));
     const FusedDropout drop{0.2, 9};
-    const Tensor out = linear_relu_dropout(x, w, b, drop, GemmRoute::kFloat32);
+    const Tensor out = linear_relu_dropout(x, w, b, drop, run_format(dt, GemmRoute::kFloat32));
     const Tensor g = torch::randn({n, f});  // the FF-out GEMM's float32 input gradient
     out.backward(g);
     // The 16-bit path by hand: the GEMM rounded, the kernels on dt rows, da rounded.
@@ -161,7 +169,6 @@ TEST(FusedOps, TheFloat32RoutesHiddenHasTheBitsOfA16BitHidden) {
 // rounding boundary rounds the other way (one row of dx here: 2.8e-6 of its largest value;
 // float16 rows go through float buffers either way).
 TEST(FusedOps, TheFloat32RoutesLogitsHaveTheBitsOf16BitLogits) {
-  namespace k = kernels;
   for (const auto dt : {torch::kBFloat16, torch::kHalf}) {
     for (const double scale : {1.0, 65536.0}) {
       SCOPED_TRACE(std::string(c10::toString(dt)) + " scale " + std::to_string(scale));
@@ -171,7 +178,7 @@ TEST(FusedOps, TheFloat32RoutesLogitsHaveTheBitsOf16BitLogits) {
       const Tensor w = leaf(torch::randn({v, d}).mul(0.3).to(dt).to(torch::kFloat));  // a copy
       const Tensor b = leaf(torch::randn({v}) * 0.1);
       const Tensor targets = torch::randint(0, v, {n}, torch::kLong);
-      const Tensor loss = head_cross_entropy(x, w, b, targets, GemmRoute::kFloat32, dt);
+      const Tensor loss = head_cross_entropy(x, w, b, targets, run_format(dt, GemmRoute::kFloat32));
       (loss * scale).backward();
       // The 16-bit logits by hand: the GEMM rounded, the kernel on dt rows, their column sums.
       const Tensor z = torch::mm(x.detach(), w.detach().t()).to(dt);
@@ -200,7 +207,7 @@ TEST(FusedOps, TheHeadTakesAFloat16LossScaleOf65536) {
     const Tensor x = leaf(torch::randn({6, 8}).to(torch::kHalf));
     const Tensor w = leaf(torch::randn({256, 8}).to(torch::kHalf)), b = leaf(torch::zeros({256}));
     const Tensor targets = torch::randint(0, 256, {6}, torch::kLong);
-    (head_cross_entropy(x, w, b, targets, route) * 65536.0).backward();
+    (head_cross_entropy(x, w, b, targets, run_format(torch::kHalf, route)) * 65536.0).backward();
     for (const Tensor& g : {x.grad(), w.grad(), b.grad()}) {
       EXPECT_TRUE(torch::isfinite(g).all().item<bool>()) << static_cast<int>(route);
     }
@@ -208,8 +215,8 @@ TEST(FusedOps, TheHeadTakesAFloat16LossScaleOf65536) {
 }
 
 // The float32 route's LayerNorm output in float32 storage (drop_add_layer_norm on the route, the
-// GEMM ops told its dtype) against a 16-bit LayerNorm output, which each GEMM op converted to
-// float32 and whose gradient it rounded; here the LayerNorm rounds y as it stores it and its
+// GEMM ops in the route's format) against a 16-bit LayerNorm output, which each GEMM op converted
+// to float32 and whose gradient it rounded; here the LayerNorm rounds y as it stores it and its
 // gradient as it reads it. The same bits, but for one thing: the compiler vectorizes the
 // backward's row sums (omp simd reductions) differently over bfloat16 and float32 rows, so they
 // add in another order and in bfloat16 the gradients through the LayerNorm (resid, branch,
@@ -230,34 +237,32 @@ TEST(FusedOps, TheFloat32RoutesLayerNormOutputHasTheBitsOfA16BitOutput) {
     const Tensor up_r = torch::randn({n, d}), up_y = torch::randn({n, f});
     const std::vector<Tensor> leaves{resid, branch, bias, gamma, beta, w, b, head_w, head_b};
     constexpr auto kRoute = GemmRoute::kFloat32;
-    // consumer(y, dtype): a GEMM op on the LayerNorm output, reduced to a scalar.
-    const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&, c10::ScalarType)>>>
-        consumers = {
-            {"linear",
-             [&](const Tensor& y, auto t) {
-               return (fused_linear(y, w, b, kRoute, false, t).to(torch::kFloat) * up_y).sum();
-             }},
-            {"linear keep_float32",
-             [&](const Tensor& y, auto t) {
-               return (fused_linear(y, w, b, kRoute, true, t) * up_y).sum();
-             }},
-            {"linear_relu_dropout",
-             [&](const Tensor& y, auto t) {
-               return (linear_relu_dropout(y, w, b, {0.2, 9}, kRoute, t) * up_y).sum();
-             }},
-            {"head_cross_entropy",
-             [&](const Tensor& y, auto t) {
-               return head_cross_entropy(y, head_w, head_b, targets, kRoute, t);
-             }},
-        };
+    const auto fmt = run_format(dt, kRoute);  // the GEMM ops' either way
+    // consumer(y): a GEMM op on the LayerNorm output, reduced to a scalar.
+    const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> consumers = {
+        {"linear",
+         [&](const Tensor& y) {
+           return (fused_linear(y, w, b, fmt, k::values_format(fmt)).to(torch::kFloat) * up_y)
+               .sum();
+         }},
+        {"linear, its product unrounded",
+         [&](const Tensor& y) {
+           return (fused_linear(y, w, b, fmt, k::product_format(fmt)) * up_y).sum();
+         }},
+        {"linear_relu_dropout",
+         [&](const Tensor& y) {
+           return (linear_relu_dropout(y, w, b, {0.2, 9}, fmt) * up_y).sum();
+         }},
+        {"head_cross_entropy",
+         [&](const Tensor& y) { return head_cross_entropy(y, head_w, head_b, targets, fmt); }},
+    };
     for (const auto& [name, consumer] : consumers) {
       SCOPED_TRACE(name);
       // {loss, y, the leaves' gradients} with y in dt (route: native) or float32 storage.
       const auto run = [&, &consumer = consumer](GemmRoute ln_route) {
-        const auto h =
-            drop_add_layer_norm(resid, branch, bias, gamma, beta, {0.1, 5}, dt, ln_route);
-        const Tensor loss = consumer(h[1], ln_route == kRoute ? dt : c10::ScalarType::Undefined) +
-                            (h[0] * up_r).sum();
+        const auto h = drop_add_layer_norm(resid, branch, bias, gamma, beta, {0.1, 5},
+                                           run_format(dt, ln_route));
+        const Tensor loss = consumer(h[1]) + (h[0] * up_r).sum();
         loss.backward();
         std::vector<Tensor> out{loss.detach(), h[1].detach()};
         for (const Tensor& g : grads_of(leaves)) out.push_back(g);
@@ -281,32 +286,43 @@ TEST(FusedOps, TheFloat32RoutesLayerNormOutputHasTheBitsOfA16BitOutput) {
   }
 }
 
-// A GEMM op told that float32 x holds 16-bit values off the float32 route, or that x holds
-// another dtype's values, refuses it in one line naming what it got.
+// A GEMM op given x in a dtype its run's format does not hold (float32 in a native bfloat16
+// run, float16 or float64 in a float32-route bfloat16 run), or asked for an output format other
+// than the run's values or the GEMM's product, refuses it in one line naming what it got; a
+// run's format needs a resolved route.
 TEST(FusedOps, AGemmOpRefusesAnInputDtypeItCannotHold) {
   const Tensor x = torch::randn({4, 8}), w = torch::randn({6, 8});
-  EXPECT_THROW(
-      {
-        try {
-          fused_linear(x, w, {}, GemmRoute::kNative, false, torch::kBFloat16);
-        } catch (const c10::Error& e) {
-          EXPECT_NE(std::string(e.what_without_backtrace())
-                        .find("fused_linear: x in Float holding BFloat16 values; only float32 "
-                              "storage of 16-bit values, on the float32 route"),
-                    std::string::npos)
-              << e.what_without_backtrace();
-          throw;
-        }
-      },
-      c10::Error);
-  EXPECT_THROW(linear_relu_dropout(x.to(torch::kHalf), w.to(torch::kHalf), torch::zeros({6}), {},
-                                   GemmRoute::kFloat32, torch::kBFloat16),
-               c10::Error);
-  EXPECT_THROW(
-      head_cross_entropy(x.to(torch::kDouble), torch::randn({256, 8}, torch::kDouble),
-                         torch::zeros({256}, torch::kDouble), torch::zeros({4}, torch::kLong),
-                         GemmRoute::kFloat32, torch::kBFloat16),
-      c10::Error);
+  const auto message = [](const std::function<void()>& run) {
+    try {
+      run();
+    } catch (const c10::Error& e) {
+      return std::string(e.what_without_backtrace());
+    }
+    return std::string("no error");
+  };
+  const auto bf = run_format(torch::kBFloat16), bf_route = run_format(torch::kBFloat16, kF32Route);
+  EXPECT_NE(message([&] {
+              fused_linear(x, w, {}, bf, bf);
+            }).find("fused_linear: x in Float for a run in bfloat16 (BFloat16 only)"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              linear_relu_dropout(x.to(torch::kHalf), w.to(torch::kHalf), torch::zeros({6}), {},
+                                  bf_route);
+            })
+                .find("linear_relu_dropout: x in Half for a run in float32 storage of bfloat16 "
+                      "values (Float or BFloat16)"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              head_cross_entropy(x.to(torch::kDouble), torch::randn({256, 8}, torch::kDouble),
+                                 torch::zeros({256}, torch::kDouble),
+                                 torch::zeros({4}, torch::kLong), bf_route);
+            }).find("head_cross_entropy: x in Double for a run in"),
+            std::string::npos);
+  EXPECT_NE(message([&] { fused_linear(x, w, {}, run_format(torch::kFloat), bf); })
+                .find("fused_linear: an output in bfloat16 for a run in float32; it is the run's "
+                      "values or the GEMM's product"),
+            std::string::npos);
+  EXPECT_THROW(k::run_format(torch::kBFloat16, GemmRoute::kAuto), RunError);
 }
 
 // LibTorch's conversions of a tensor of one shape and dtype, counted by a RecordFunction
@@ -326,7 +342,7 @@ std::unique_ptr<at::ObserverContext> count_conversion(const at::RecordFunction& 
 
 // The float32 route converts each GEMM op's 16-bit input to float32 once: backward keeps the
 // copy its forward made (fused_ops.h); and an input in float32 storage of the 16-bit values (the
-// op told their dtype) not at all, either way. Counted over a forward and backward of each op.
+// run's format) not at all, either way. Counted over a forward and backward of each op.
 TEST(FusedOps, TheFloat32RouteConvertsEachGemmInputOnce) {
   const int64_t n = 6, in = 8, out = 12;
   for (const auto dt : {torch::kBFloat16, torch::kHalf}) {
@@ -334,23 +350,19 @@ TEST(FusedOps, TheFloat32RouteConvertsEachGemmInputOnce) {
       SCOPED_TRACE(std::string(c10::toString(dt)) + (stored32 ? ", x float32" : ""));
       torch::manual_seed(4);
       const auto x_dtype = stored32 ? torch::kFloat : dt;
-      const auto values = stored32 ? dt : c10::ScalarType::Undefined;
+      const auto f = run_format(dt, GemmRoute::kFloat32);
       const Tensor x = leaf(torch::randn({n, in}).to(dt).to(x_dtype));
       const Tensor w = leaf(torch::randn({out, in}).to(dt).to(torch::kFloat));
       const Tensor head_w = leaf(torch::randn({256, in}).to(dt).to(torch::kFloat));
       const Tensor b = leaf(torch::randn({out})), head_b = leaf(torch::randn({256}));
       const Tensor targets = torch::randint(0, 256, {n}, torch::kLong);
       const std::vector<std::pair<const char*, std::function<Tensor()>>> ops = {
-          {"linear",
-           [&] { return fused_linear(x, w, b, GemmRoute::kFloat32, false, values).sum(); }},
+          {"linear", [&] { return fused_linear(x, w, b, f, k::values_format(f)).sum(); }},
           {"linear_relu_dropout",
            [&] {
-             return linear_relu_dropout(x, w, b, {0.1, 3}, GemmRoute::kFloat32, values).sum();
+             return linear_relu_dropout(x, w, b, {0.1, 3}, f).sum();
            }},
-          {"head_cross_entropy",
-           [&] {
-             return head_cross_entropy(x, head_w, head_b, targets, GemmRoute::kFloat32, values);
-           }},
+          {"head_cross_entropy", [&] { return head_cross_entropy(x, head_w, head_b, targets, f); }},
       };
       g_counted_dtype = x_dtype;
       g_counted_shape = {n, in};

@@ -21,6 +21,7 @@ namespace {
 using testing::attention_of;
 using testing::leaf;
 using testing::rel_err;
+using testing::run_format;
 using torch::Tensor;
 
 // The float32 route's attention scores in float32 storage: the output and the q, k, v gradients
@@ -151,8 +152,8 @@ TEST(FusedOps, TheFloat32RoutesQkvRowsAreRoundedAsTheHeadsAreSplit) {
     const Tensor rows32 = leaf(torch::randn({b * s, 3 * h * hd}));
     const Tensor rows16 = leaf(rows32.detach().to(dt));
     const Tensor g = torch::randn({b * s, h * hd});
-    const Tensor out32 = causal_attention(rows32, s, h, dt, GemmRoute::kFloat32);
-    const Tensor out16 = causal_attention(rows16, s, h, dt, GemmRoute::kFloat32);
+    const Tensor out32 = causal_attention(rows32, s, h, run_format(dt, GemmRoute::kFloat32));
+    const Tensor out16 = causal_attention(rows16, s, h, run_format(dt, GemmRoute::kFloat32));
     EXPECT_EQ(out32.scalar_type(), torch::kFloat);
     EXPECT_TRUE(torch::equal(out32, out16));
     EXPECT_TRUE(torch::equal(out32, out32.to(dt).to(torch::kFloat)));
@@ -172,14 +173,14 @@ TEST(FusedOps, AQkvBiasAddedAsTheHeadsAreSplitIsTheBiasAddedFirst) {
   const int64_t b = 2, h = 4, s = 33, hd = 16;
   for (const auto dt : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
     SCOPED_TRACE(c10::toString(dt));
-    const auto route = dt == torch::kFloat ? GemmRoute::kNative : GemmRoute::kFloat32;
+    const auto f = run_format(dt, GemmRoute::kFloat32);  // float32 rows either way
     torch::manual_seed(13);
     const Tensor rows = leaf(torch::randn({b * s, 3 * h * hd}));
     const Tensor bias = leaf(torch::randn({3 * h * hd}));
     const Tensor first = leaf(rows.detach());  // the same rows, the bias added before the op
     const Tensor g = torch::randn({b * s, h * hd});
-    const Tensor out = causal_attention(rows, s, h, dt, route, 0, bias);
-    const Tensor want = causal_attention(first + bias.detach(), s, h, dt, route);
+    const Tensor out = causal_attention(rows, s, h, f, 0, bias);
+    const Tensor want = causal_attention(first + bias.detach(), s, h, f);
     EXPECT_TRUE(torch::equal(out, want));
     out.backward(g);
     want.backward(g);
@@ -202,9 +203,10 @@ TEST(FusedOps, AQkvBiasInTheRowsHasItsGradientFromTheAttentionsMerge) {
     const Tensor bias = leaf(torch::randn({3 * d}) * 0.1);
     const Tensor g = torch::randn({b * s, d}).to(dt);
     const auto run = [&](bool in_rows) {
-      const Tensor rows = fused_linear(x, w, in_rows ? bias.detach() : bias);
-      const Tensor out = causal_attention(rows, s, h, dt, GemmRoute::kNative, 0,
-                                          in_rows ? bias : Tensor(), in_rows);
+      const Tensor rows =
+          fused_linear(x, w, in_rows ? bias.detach() : bias, run_format(dt), run_format(dt));
+      const Tensor out =
+          causal_attention(rows, s, h, run_format(dt), 0, in_rows ? bias : Tensor(), in_rows);
       out.backward(g);
       std::vector<Tensor> r{out.detach(), x.grad().clone(), w.grad().clone(), bias.grad().clone()};
       for (const Tensor& t : {x, w, bias}) t.mutable_grad() = Tensor();
@@ -228,28 +230,27 @@ TEST(FusedOps, CausalAttentionRefusesRowsThatAreNotQkvOfItsHeads) {
     return std::string("no error");
   };
   const Tensor rows = torch::randn({8, 24});  // 2 sequences of 4, 3 x 2 heads x 4
-  EXPECT_EQ(causal_attention(rows, 4, 2, torch::kFloat).sizes(), (std::vector<int64_t>{8, 8}));
+  const auto f32 = run_format(torch::kFloat);
+  EXPECT_EQ(causal_attention(rows, 4, 2, f32).sizes(), (std::vector<int64_t>{8, 8}));
   EXPECT_NE(message([&] {
-              causal_attention(rows, 3, 2, torch::kFloat);
+              causal_attention(rows, 3, 2, f32);
             }).find("qkv rows are [B*S, 3*H*hd]; got [8, 24] for seq 3 and 2 heads"),
             std::string::npos);
-  EXPECT_NE(message([&] { causal_attention(rows, 4, 5, torch::kFloat); }).find("for seq 4 and 5"),
+  EXPECT_NE(message([&] { causal_attention(rows, 4, 5, f32); }).find("for seq 4 and 5"),
             std::string::npos);
   EXPECT_NE(message([&] {
-              causal_attention(rows, 4, 2, torch::kBFloat16);
-            }).find("qkv rows in Float, expected BFloat16"),
+              causal_attention(rows, 4, 2, run_format(torch::kBFloat16));
+            }).find("causal_attention: qkv rows in Float for a run in bfloat16 (BFloat16 only)"),
             std::string::npos);
   // A bias: only to float32 or float64 rows (16-bit rows are rounded: their linear adds it),
   // and only of the rows' width in their accumulation dtype.
   const Tensor rows16 = rows.to(torch::kBFloat16);
   EXPECT_NE(message([&] {
-              causal_attention(rows16, 4, 2, torch::kBFloat16, GemmRoute::kNative, 0,
-                               torch::zeros({24}));
+              causal_attention(rows16, 4, 2, run_format(torch::kBFloat16), 0, torch::zeros({24}));
             }).find("a bias with BFloat16 qkv rows; it is added to float32 or float64 rows only"),
             std::string::npos);
   EXPECT_NE(message([&] {
-              causal_attention(rows, 4, 2, torch::kFloat, GemmRoute::kNative, 0,
-                               torch::zeros({23}));
+              causal_attention(rows, 4, 2, f32, 0, torch::zeros({23}));
             }).find("a qkv bias of 24 values; got [23]"),
             std::string::npos);
 }

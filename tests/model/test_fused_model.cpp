@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "test_util.h"
+#include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/model/model.h"
 
 namespace trainbench {
@@ -104,7 +105,12 @@ TEST(FusedModel, Float32GemmRouteInBfloat16TracksFloat32AndEagerBfloat16) {
   c.dtype = Precision::kBFloat16;
   c.lowp_gemm = GemmRoute::kFloat32;
   ASSERT_EQ(make_plan(c).gemm_route, GemmRoute::kFloat32);
-  ASSERT_EQ(ModelOptions::from_plan(make_plan(c)).gemm_route, GemmRoute::kFloat32);
+  // The run's format, built once: float32 storage of bfloat16 values.
+  const kernels::Format f = ModelOptions::from_plan(make_plan(c)).format;
+  ASSERT_EQ(kernels::format_name(f), "float32 storage of bfloat16 values");
+  c.lowp_gemm = GemmRoute::kNative;
+  ASSERT_EQ(kernels::format_name(ModelOptions::from_plan(make_plan(c)).format), "bfloat16");
+  c.lowp_gemm = GemmRoute::kFloat32;
   const auto routed = testing::train_losses(c, 40);
   for (size_t i = 0; i < routed.size(); ++i) {
     EXPECT_NEAR(routed[i], f32[i], 0.1) << "step " << i + 1;  // the same dropout masks

@@ -24,12 +24,13 @@ using testing::attention_of;
 using testing::grads_of;
 using testing::leaf;
 using testing::rel_err;
+using testing::run_format;
 using torch::Tensor;
 
 TEST(FusedOps, DropAddWithoutLayerNormOrResidualIsTheDroppedBranch) {
   torch::manual_seed(2);
   const Tensor b = leaf(torch::randn({5, 9}));
-  auto out = drop_add_layer_norm({}, b, {}, {}, {}, {}, torch::kFloat);
+  auto out = drop_add_layer_norm({}, b, {}, {}, {}, {}, run_format(torch::kFloat));
   EXPECT_TRUE(torch::equal(out[0], b.detach()));
   EXPECT_TRUE(torch::equal(out[1], b.detach()));
   out[1].sum().backward();
@@ -39,9 +40,9 @@ TEST(FusedOps, DropAddWithoutLayerNormOrResidualIsTheDroppedBranch) {
 TEST(FusedOps, DropoutMasksKeepTheRateAreFixedByTheKeyAndAgreeWithBackward) {
   const double p = 0.1;
   const Tensor r = torch::zeros({256, 512}), b = leaf(torch::ones({256, 512}));
-  const auto a1 = drop_add_layer_norm(r, b, {}, {}, {}, {p, 42}, torch::kFloat);
-  const auto a2 = drop_add_layer_norm(r, b, {}, {}, {}, {p, 42}, torch::kFloat);
-  const auto a3 = drop_add_layer_norm(r, b, {}, {}, {}, {p, 43}, torch::kFloat);
+  const auto a1 = drop_add_layer_norm(r, b, {}, {}, {}, {p, 42}, run_format(torch::kFloat));
+  const auto a2 = drop_add_layer_norm(r, b, {}, {}, {}, {p, 42}, run_format(torch::kFloat));
+  const auto a3 = drop_add_layer_norm(r, b, {}, {}, {}, {p, 43}, run_format(torch::kFloat));
   EXPECT_TRUE(torch::equal(a1[0], a2[0]));
   EXPECT_FALSE(torch::equal(a1[0], a3[0]));
   const Tensor kept = a1[0] != 0;
@@ -58,26 +59,28 @@ TEST(FusedOps, DropoutMasksKeepTheRateAreFixedByTheKeyAndAgreeWithBackward) {
 TEST(FusedOps, LinearReluDropoutDropsAtItsRateAndIsFixedByTheKey) {
   const Tensor x = torch::randn({512, 64}), w = torch::eye(64);
   const Tensor big = torch::full({64}, 10.0);  // every unit active: zeros are dropped ones
-  const Tensor out = linear_relu_dropout(x, w, big, {0.25, 7});
+  const Tensor out = linear_relu_dropout(x, w, big, {0.25, 7}, run_format(torch::kFloat));
   EXPECT_NEAR((out == 0).to(torch::kDouble).mean().item<double>(), 0.25, 0.01);
-  EXPECT_TRUE(torch::equal(out, linear_relu_dropout(x, w, big, {0.25, 7})));
+  EXPECT_TRUE(
+      torch::equal(out, linear_relu_dropout(x, w, big, {0.25, 7}, run_format(torch::kFloat))));
 }
 
 TEST(FusedOps, Bfloat16OpsTrackTheirFloat32ValuesWithinBfloat16Tolerance) {
   torch::manual_seed(6);
   const Tensor r = torch::randn({64, 96}), b = torch::randn({64, 96}), g = torch::ones({96}),
                be = torch::zeros({96});
-  const Tensor y32 = drop_add_layer_norm(r, b, {}, g, be, {}, torch::kFloat)[1];
-  const Tensor y16 =
-      drop_add_layer_norm(r, b.to(torch::kBFloat16), {}, g, be, {}, torch::kBFloat16)[1];
+  const Tensor y32 = drop_add_layer_norm(r, b, {}, g, be, {}, run_format(torch::kFloat))[1];
+  const Tensor y16 = drop_add_layer_norm(r, b.to(torch::kBFloat16), {}, g, be, {},
+                                         run_format(torch::kBFloat16))[1];
   EXPECT_EQ(y16.scalar_type(), torch::kBFloat16);
   EXPECT_LT(rel_err(y16, y32), 2e-2);
   const Tensor x = torch::randn({64, 32}), w = torch::randn({256, 32}) * 0.2,
                hb = torch::zeros({256});
   const Tensor t = torch::randint(0, 256, {64}, torch::kLong);
-  const double l32 = head_cross_entropy(x, w, hb, t).item<double>();
-  const double l16 =
-      head_cross_entropy(x.to(torch::kBFloat16), w.to(torch::kBFloat16), hb, t).item<double>();
+  const double l32 = head_cross_entropy(x, w, hb, t, run_format(torch::kFloat)).item<double>();
+  const double l16 = head_cross_entropy(x.to(torch::kBFloat16), w.to(torch::kBFloat16), hb, t,
+                                        run_format(torch::kBFloat16))
+                         .item<double>();
   EXPECT_NEAR(l16, l32, 2e-2 * l32);
   const Tensor q = torch::randn({1, 2, 40, 16});
   const Tensor a32 = attention_of(q, q, q);
@@ -135,13 +138,15 @@ TEST(FusedOps, Float64GradientsMatchFiniteDifferences) {
                bias = leaf(torch::randn({5}, o)), g = leaf(torch::rand({5}, o) + 0.5),
                be = leaf(torch::randn({5}, o)), up = torch::randn({3, 5}, o);
   auto ln = [&] {
-    auto out = drop_add_layer_norm(r, b, bias, g, be, {0.3, 11}, torch::kDouble);
+    auto out = drop_add_layer_norm(r, b, bias, g, be, {0.3, 11}, run_format(torch::kDouble));
     return (out[1] * up).sum() + (out[0] * up).sum() * 0.5;
   };
   for (const Tensor& t : {r, b, bias, g, be}) EXPECT_LT(max_fd_error(ln, t), 1e-6);
   const Tensor x = leaf(torch::randn({4, 3}, o)), w = leaf(torch::randn({6, 3}, o)),
                fb = leaf(torch::randn({6}, o)), up2 = torch::randn({4, 6}, o);
-  auto ff = [&] { return (linear_relu_dropout(x, w, fb, {0.2, 5}) * up2).sum(); };
+  auto ff = [&] {
+    return (linear_relu_dropout(x, w, fb, {0.2, 5}, run_format(torch::kDouble)) * up2).sum();
+  };
   for (const Tensor& t : {x, w, fb}) EXPECT_LT(max_fd_error(ff, t), 1e-6);
   const Tensor q = leaf(torch::randn({1, 2, 4, 3}, o)), k = leaf(torch::randn({1, 2, 4, 3}, o)),
                v = leaf(torch::randn({1, 2, 4, 3}, o)), up3 = torch::randn({1, 2, 4, 3}, o);
@@ -152,14 +157,13 @@ TEST(FusedOps, Float64GradientsMatchFiniteDifferences) {
   const Tensor hx = leaf(torch::randn({5, 4}, o)), hw = leaf(torch::randn({256, 4}, o)),
                hb = leaf(torch::randn({256}, o));
   const Tensor tg = torch::randint(0, 256, {5}, torch::kLong);
-  auto ce = [&] { return head_cross_entropy(hx, hw, hb, tg); };
+  auto ce = [&] { return head_cross_entropy(hx, hw, hb, tg, run_format(torch::kDouble)); };
   for (const Tensor& t : {hx, hw, hb}) EXPECT_LT(max_fd_error(ce, t), 1e-6);
   const Tensor lx = leaf(torch::randn({4, 3}, o)), lw = leaf(torch::randn({5, 3}, o)),
                lb = leaf(torch::randn({5}, o)), up4 = torch::randn({4, 5}, o);
-  for (GemmRoute route : {GemmRoute::kNative, GemmRoute::kFloat32}) {
-    auto lin = [&] { return (fused_linear(lx, lw, lb, route) * up4).sum(); };
-    for (const Tensor& t : {lx, lw, lb}) EXPECT_LT(max_fd_error(lin, t), 1e-6);
-  }
+  const auto f64 = run_format(torch::kDouble);
+  auto lin = [&] { return (fused_linear(lx, lw, lb, f64, f64) * up4).sum(); };
+  for (const Tensor& t : {lx, lw, lb}) EXPECT_LT(max_fd_error(lin, t), 1e-6);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 
+#include "trainbench/core/choices.h"
 #include "trainbench/kernels/kernel_args.h"
 
 namespace trainbench {
@@ -33,8 +34,18 @@ c10::ScalarType acc_dtype_of(c10::ScalarType type);
 // accumulation). Any other combination is refused here in one line naming it (RunError), never
 // deep in a kernel.
 Format make_format(StorageType storage, StorageType values, StorageType acc);
-Format format_of(c10::ScalarType storage, c10::ScalarType values,
+// values and acc undefined: storage's own values, its accumulation dtype.
+Format format_of(c10::ScalarType storage, c10::ScalarType values = c10::ScalarType::Undefined,
                  c10::ScalarType acc = c10::ScalarType::Undefined);
+// The run's format, built once from its dtype and GEMM route (model/model.h ModelOptions::format):
+// how the fused ops hold what their GEMMs read and what they keep for backward. The dtype's own
+// storage, or on the float32 route (kFloat32 with bfloat16 or float16) float32 storage of its
+// values. kAuto is refused (a plan resolves it).
+Format run_format(c10::ScalarType dtype, GemmRoute route);
+// A GEMM's product in f's storage before any rounding (float32 on the float32 route), and f's
+// values in their own storage (a 16-bit tensor): the two outputs a GEMM op returns.
+Format product_format(const Format& f);
+Format values_format(const Format& f);
 // A format's types as the user names them: "float32 storage of bfloat16 values", "bfloat16".
 std::string format_name(const Format& f);
 

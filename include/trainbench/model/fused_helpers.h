@@ -1,6 +1,6 @@
 // What the fused model's autograd functions share (fused_ops.cpp, fused_attention.cpp): the
-// kernels' launch on a tensor's device, optional inputs as null pointers, the GEMMs on the run's
-// route, what a node keeps of its route and its input's dtype, and bias gradients as column sums.
+// kernels' launch on a tensor's device, optional inputs as null pointers, the GEMMs in the run's
+// format, what a node keeps of its format and its input's dtype, and bias gradients as column sums.
 #pragma once
 
 #include <torch/autograd.h>
@@ -27,30 +27,31 @@ inline Tensor opt_(const Tensor& t, const Tensor& like) {
   return t.defined() ? t : torch::empty({0}, like.options());
 }
 inline Tensor contig_(const Tensor& t) { return present_(t) ? t.contiguous() : Tensor(); }
-// The GEMMs of the ops, on the run's route (fused_ops.h): a bfloat16/float16 product on the
-// float32 route is a float32 GEMM of the same values, rounded once to the operands' dtype.
-inline bool upcast_(GemmRoute r, c10::ScalarType t) {
-  return r == GemmRoute::kFloat32 && (t == torch::kBFloat16 || t == torch::kHalf);
-}
-// An operand as the route's GEMM reads it: a float32 copy on the float32 route (made once when
-// it feeds two GEMMs), else the tensor itself.
-inline Tensor up_(const Tensor& t, GemmRoute r) {
-  return upcast_(r, t.scalar_type()) ? t.to(torch::kFloat) : t;
+// The run's format f (fused_ops.h) in tensor dtypes: what the GEMMs read and the ops keep are
+// stored as stored_(f), holding values_(f)'s values.
+inline c10::ScalarType stored_(const k::Format& f) { return k::dtype_of(f.storage); }
+inline c10::ScalarType values_(const k::Format& f) { return k::dtype_of(f.values); }
+// The float32 GEMM route: a bfloat16/float16 product is a float32 GEMM of the same values,
+// rounded once to them.
+inline bool upcast_(const k::Format& f) { return f.storage != f.values; }
+// An operand as the run's GEMMs read it: a float32 copy of a 16-bit tensor on the float32 route
+// (made once when it feeds two GEMMs), else the tensor itself.
+inline Tensor up_(const Tensor& t, const k::Format& f) {
+  return upcast_(f) && t.scalar_type() != stored_(f) ? t.to(stored_(f)) : t;
 }
 // The product of operands from up_(), in the dtype `out`: a float32 result is rounded once.
 inline Tensor gemm_(const Tensor& a, const Tensor& b, c10::ScalarType out) {
   const Tensor y = a.dim() == 3 ? torch::bmm(a, b) : torch::mm(a, b);
   return y.scalar_type() == out ? y : y.to(out);
 }
-// The dtype of x's values (a GEMM op's `dtype`, fused_ops.h): x's own, or on the float32 route
-// a 16-bit dtype that float32 x holds; any other pair is refused.
-inline c10::ScalarType values_of_(const Tensor& x, c10::ScalarType dtype, GemmRoute r,
-                                  const char* op) {
-  if (dtype == c10::ScalarType::Undefined || dtype == x.scalar_type()) return x.scalar_type();
-  TORCH_CHECK(upcast_(r, dtype) && x.scalar_type() == torch::kFloat, op, ": x in ", x.scalar_type(),
-              " holding ", dtype,
-              " values; only float32 storage of 16-bit values, on the float32 route");
-  return dtype;
+// An op's input held in the run's format: in its storage (the float32 route's float32, or a
+// 16-bit dtype's own) or a tensor of its values (bfloat16 storage on the float32 route); any
+// other dtype is refused in one line. what: "op: input".
+inline void check_input_(const Tensor& x, const k::Format& f, const char* what) {
+  const auto t = x.scalar_type();
+  TORCH_CHECK(t == stored_(f) || t == values_(f), what, " in ", t, " for a run in ",
+              k::format_name(f), " (", stored_(f), upcast_(f) ? " or " : "",
+              upcast_(f) ? c10::toString(values_(f)) : "", upcast_(f) ? ")" : " only)");
 }
 
 // A fused op's state for its backward, typed: each op's own struct (its route, formats,
@@ -72,19 +73,19 @@ inline State kept_(AutogradContext* ctx) {
   return static_cast<const Kept<State>*>(held.get())->state;
 }
 
-// What a GEMM op's backward knows of its input x: the route its GEMMs take, the dtype of x's
-// values (values_of_) and x's own dtype, the input gradient's.
+// What a GEMM op's backward knows of its input x: the run's format and x's own dtype (the input
+// gradient's).
 struct GemmInput {
-  GemmRoute route = GemmRoute::kNative;
-  c10::ScalarType values = torch::kFloat, storage = torch::kFloat;
+  k::Format format;
+  c10::ScalarType storage = torch::kFloat;
 };
-// x as backward keeps it: on the float32 route its float32 copy (exact; made once for the
-// forward GEMM, so that the weight gradient's GEMM does not convert it again); *in says what
-// it holds.
-inline Tensor keep_input_(const Tensor& x, GemmRoute r, c10::ScalarType values, GemmInput* in) {
-  TORCH_CHECK(r != GemmRoute::kAuto, "a fused op needs a GEMM route (native or float32), not auto");
-  *in = GemmInput{r, values, x.scalar_type()};
-  return up_(x, r);
+// x as backward keeps it, after check_input_: on the float32 route its float32 copy (exact; made
+// once for the forward GEMM, so that the weight gradient's GEMM does not convert it again); *in
+// says what it was.
+inline Tensor keep_input_(const Tensor& x, const k::Format& f, const char* what, GemmInput* in) {
+  check_input_(x, f, what);
+  *in = GemmInput{f, x.scalar_type()};
+  return up_(x, f);
 }
 
 // Column partial sums [chunks, width] → [width].

@@ -13,6 +13,7 @@
 #include <torch/types.h>
 
 #include "trainbench/core/plan.h"
+#include "trainbench/kernels/kernel_args.h"
 
 namespace trainbench {
 
@@ -29,11 +30,10 @@ struct ModelOptions {
   bool flash = false;             // handcraft: flash attention (SDPA) instead of explicit scores
   bool parallel_dropout = false;  // handcraft: the parallel-mask dropout of dropout.h
   bool norm_first = true;         // torch: pre-LN blocks from the layers' modules (else post-LN)
-  // fused (--compile fused): the activations' dtype (the plan's compute dtype: float32, or
-  // bfloat16 / float16); parameters stay in their own dtype (float32 master weights).
-  c10::ScalarType compute_dtype = c10::ScalarType::Float;
-  // fused: how bfloat16/float16 GEMMs run (core/choices.h; kNative or kFloat32).
-  GemmRoute gemm_route = GemmRoute::kNative;
+  // fused (--compile fused): the run's format, built once from the plan's dtype and GEMM route
+  // (kernels::run_format): what its ops and kernels hold the activations in; parameters stay in
+  // their own dtype (float32 master weights).
+  kernels::Format format;
 
   static ModelOptions from_plan(const RunPlan& plan);
 };
