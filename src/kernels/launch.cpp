@@ -119,7 +119,23 @@ std::string format_name(const Format& f) {
   return std::string(type_name_(f.storage)) + " storage of " + type_name_(f.values) + " values";
 }
 
-Format make_format(StorageType storage, StorageType values, StorageType acc) {
+c10::ScalarType dtype_of(StorageType type) {
+  constexpr c10::ScalarType kTypes[] = {c10::ScalarType::Float, c10::ScalarType::Double,
+                                        c10::ScalarType::BFloat16, c10::ScalarType::Half};
+  return kTypes[static_cast<int>(type)];
+}
+
+c10::ScalarType acc_dtype_of(c10::ScalarType type) {
+  return type == c10::ScalarType::Double ? c10::ScalarType::Double : c10::ScalarType::Float;
+}
+
+Format format_of(c10::ScalarType storage_dtype, c10::ScalarType values_dtype,
+                 c10::ScalarType acc_dtype) {
+  constexpr auto kNone = c10::ScalarType::Undefined;
+  const StorageType storage = storage_type_of(storage_dtype);
+  const StorageType values = values_dtype != kNone ? storage_type_of(values_dtype) : storage;
+  const StorageType acc =
+      storage_type_of(acc_dtype != kNone ? acc_dtype : acc_dtype_of(storage_dtype));
   const bool half_values = values == StorageType::kBF16 || values == StorageType::kF16;
   if (values != storage && !(storage == StorageType::kF32 && half_values)) {
     throw RunError(std::string("fused kernels: ") + type_name_(values) + " values in " +
@@ -135,22 +151,6 @@ Format make_format(StorageType storage, StorageType values, StorageType acc) {
                    "values in float32");
   }
   return Format{storage, values, acc};
-}
-
-c10::ScalarType dtype_of(StorageType type) {
-  constexpr c10::ScalarType kTypes[] = {c10::ScalarType::Float, c10::ScalarType::Double,
-                                        c10::ScalarType::BFloat16, c10::ScalarType::Half};
-  return kTypes[static_cast<int>(type)];
-}
-
-c10::ScalarType acc_dtype_of(c10::ScalarType type) {
-  return type == c10::ScalarType::Double ? c10::ScalarType::Double : c10::ScalarType::Float;
-}
-
-Format format_of(c10::ScalarType storage, c10::ScalarType values, c10::ScalarType acc) {
-  constexpr auto kNone = c10::ScalarType::Undefined;
-  return make_format(storage_type_of(storage), storage_type_of(values != kNone ? values : storage),
-                     storage_type_of(acc != kNone ? acc : acc_dtype_of(storage)));
 }
 
 Format run_format(c10::ScalarType dtype, GemmRoute route) {

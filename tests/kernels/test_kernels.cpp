@@ -201,9 +201,10 @@ TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
 TEST(KernelRun, FormatsAKernelCannotHoldAreRefusedWhereTheyAreBuilt) {
   using S = k::StorageType;
   for (const auto s : {S::kF32, S::kF64, S::kBF16, S::kF16}) {
-    const k::Format own = k::make_format(s, s, s == S::kF64 ? S::kF64 : S::kF32);
+    const k::Format own = k::format_of(k::dtype_of(s));
     EXPECT_EQ(own.storage, s);
     EXPECT_EQ(own.values, s);
+    EXPECT_EQ(own.acc, s == S::kF64 ? S::kF64 : S::kF32);
   }
   const k::Format route = k::format_of(torch::kFloat, torch::kBFloat16);
   EXPECT_EQ(route.storage, S::kF32);

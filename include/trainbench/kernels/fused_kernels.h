@@ -28,13 +28,11 @@ StorageType storage_type_of(c10::ScalarType type);
 c10::ScalarType dtype_of(StorageType type);
 // The accumulation dtype of a storage dtype: float64 for float64, else float32.
 c10::ScalarType acc_dtype_of(c10::ScalarType type);
-// A Format (kernel_args.h) of a tensor stored as `storage` holding `values`, accumulating in
-// `acc` (float32 or float64; by default float64 for float64 storage, else float32): values ==
-// storage, or float32 storage of bfloat16 or float16 values (the float32 GEMM route, float32
-// accumulation). Any other combination is refused here in one line naming it (RunError), never
-// deep in a kernel.
-Format make_format(StorageType storage, StorageType values, StorageType acc);
-// values and acc undefined: storage's own values, its accumulation dtype.
+// A Format (kernel_args.h) of a tensor stored as `storage` holding `values` (by default its
+// own), accumulating in `acc` (float32 or float64; by default float64 for float64 storage, else
+// float32): values == storage, or float32 storage of bfloat16 or float16 values (the float32 GEMM
+// route, float32 accumulation). Any other combination is refused here in one line naming it
+// (RunError), never deep in a kernel.
 Format format_of(c10::ScalarType storage, c10::ScalarType values = c10::ScalarType::Undefined,
                  c10::ScalarType acc = c10::ScalarType::Undefined);
 // The run's format, built once from its dtype and GEMM route (model/model.h ModelOptions::format):

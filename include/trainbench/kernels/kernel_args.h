@@ -24,7 +24,7 @@ enum class StorageType : int32_t { kF32, kF64, kBF16, kF16 };
 // values they are: the storage's own, or on the float32 GEMM route float32 storage of bfloat16
 // or float16 values, which a kernel rounds to them as it reads and writes them (as a 16-bit
 // tensor would be), so the GEMMs on either side read them without a conversion; `acc`, what
-// the math accumulates in (float32, or float64 for float64 storage). make_format
+// the math accumulates in (float32, or float64 for float64 storage). format_of
 // (fused_kernels.h) builds one and refuses any other combination in one line.
 struct Format {
   StorageType storage = StorageType::kF32, values = StorageType::kF32, acc = StorageType::kF32;
