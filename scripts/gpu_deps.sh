@@ -8,7 +8,7 @@
 #                                       tries there before building (same torch 2.11 wheel,
 #                                       CUDA code for sm_90 + PTX) with SOURCES, the hash of
 #                                       the sources they were built from; refused when a source
-#                                       is newer than the build's bench
+#                                       is newer than a binary built from it
 #   scripts/gpu_deps.sh sources         the hash of this tree's compiled sources (every .h, .cpp,
 #                                       .cu, .proto and CMake file), as SOURCES holds it:
 #                                       gpu_bench.sh refuses carried binaries of other sources
@@ -65,11 +65,20 @@ bin() {
   for f in bench tests/trainbench_tests; do
     [ -x "$build/$f" ] || { echo "gpu_deps.sh: $build/$f is missing; build first (scripts/build.sh, then cmake --build $build --target trainbench_tests)" >&2; exit 2; }
   done
-  local newer=""
+  # A source newer than a binary built from it: tests/ feed trainbench_tests, benchmarks/ and
+  # fuzz/ neither, everything else both (a test's edit does not relink bench).
+  local newer="" bin_path
   while read -r f; do
-    if [ "$f" -nt "$build/bench" ]; then newer=$f; break; fi
+    case $f in
+      benchmarks/* | fuzz/*) continue ;;
+      tests/*) set -- "$build/tests/trainbench_tests" ;;
+      *) set -- "$build/bench" "$build/tests/trainbench_tests" ;;
+    esac
+    for bin_path in "$@"; do
+      if [ "$f" -nt "$bin_path" ]; then newer="$f is newer than $bin_path"; break 2; fi
+    done
   done < <(source_files)
-  [ -z "$newer" ] || { echo "gpu_deps.sh: $newer is newer than $build/bench; build first (scripts/build.sh, then cmake --build $build --target trainbench_tests)" >&2; exit 2; }
+  [ -z "$newer" ] || { echo "gpu_deps.sh: $newer; build first (scripts/build.sh, then cmake --build $build --target trainbench_tests)" >&2; exit 2; }
   mkdir -p "$DEB_DIR/bin"
   cp "$build/bench" "$build/tests/trainbench_tests" "$DEB_DIR/bin/"
   sources >"$DEB_DIR/bin/SOURCES"

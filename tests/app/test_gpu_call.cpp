@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -175,6 +176,44 @@ TEST(GpuCall, BadInputIsOneLineAndExitTwoBeforeAnythingIsBuilt) {
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
     EXPECT_FALSE(fs::exists(dir / "out")) << command;
   }
+}
+
+// gpu_deps.sh bin carries bench and trainbench_tests only when no source is newer than a binary
+// built from it: an edited test (tests/) against trainbench_tests alone (bench is not relinked
+// for it), src/ against both, benchmarks/ against neither; a stale one is one line, exit 2.
+TEST(GpuCall, TheCarriedBinariesAreRefusedWhereASourceIsNewerThanOneBuiltFromIt) {
+  testing::TempDir dir;
+  fs::copy(TB_SOURCE_DIR "/scripts", dir / "scripts", fs::copy_options::recursive);
+  for (const char* d : {"src", "tests", "benchmarks", "build/tests"})
+    fs::create_directories(dir / d);
+  const auto now = fs::file_time_type::clock::now();
+  const auto at = [&](const std::string& path, int minutes_ago) {
+    testing::write_file(dir / path, "#!/bin/sh\n");
+    fs::permissions(dir / path, fs::perms::owner_all);
+    fs::last_write_time(dir / path, now - std::chrono::minutes(minutes_ago));
+  };
+  const auto bin = [&] {
+    return testing::run_command("cd " + dir.path() + " && bash scripts/gpu_deps.sh bin build");
+  };
+  at("src/a.cpp", 50);
+  at("build/bench", 40);
+  at("tests/t.cpp", 30);
+  at("build/tests/trainbench_tests", 20);
+  at("benchmarks/b.cpp", 10);
+  const auto fresh = bin();
+  EXPECT_EQ(fresh.exit_code, 0) << fresh.output;
+  EXPECT_TRUE(fs::exists(dir / "gpu-deps/bin/trainbench_tests")) << fresh.output;
+  const auto refused = [&](const std::string& stale) {
+    const auto r = bin();
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(r.output.rfind("gpu_deps.sh: " + stale + "; build first", 0), 0u) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  };
+  at("src/a.cpp", 30);  // newer than bench, older than trainbench_tests
+  refused("src/a.cpp is newer than build/bench");
+  at("src/a.cpp", 50);
+  at("tests/t.cpp", 5);
+  refused("tests/t.cpp is newer than build/tests/trainbench_tests");
 }
 
 }  // namespace
