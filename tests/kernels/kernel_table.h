@@ -53,6 +53,17 @@ inline std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& xs)
   return g;
 }
 
+// The one-line message of the error fn throws (a LibTorch check's without its stack), or
+// "no error".
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  }
+  return "no error";
+}
+
 // The format a run of dtype t on a GEMM route gives the fused ops (kernels::run_format).
 inline kernels::Format run_format(c10::ScalarType t, GemmRoute route = GemmRoute::kNative) {
   return kernels::run_format(t, route);

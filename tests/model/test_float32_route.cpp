@@ -23,6 +23,7 @@ namespace trainbench {
 namespace {
 
 using testing::attention_of;
+using testing::error_of;
 using testing::grads_of;
 using testing::leaf;
 using testing::rel_err;
@@ -292,33 +293,25 @@ TEST(FusedOps, TheFloat32RoutesLayerNormOutputHasTheBitsOfA16BitOutput) {
 // run's format needs a resolved route.
 TEST(FusedOps, AGemmOpRefusesAnInputDtypeItCannotHold) {
   const Tensor x = torch::randn({4, 8}), w = torch::randn({6, 8});
-  const auto message = [](const std::function<void()>& run) {
-    try {
-      run();
-    } catch (const c10::Error& e) {
-      return std::string(e.what_without_backtrace());
-    }
-    return std::string("no error");
-  };
   const auto bf = run_format(torch::kBFloat16), bf_route = run_format(torch::kBFloat16, kF32Route);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               fused_linear(x, w, {}, bf, bf);
             }).find("fused_linear: x in Float for a run in bfloat16 (BFloat16 only)"),
             std::string::npos);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               linear_relu_dropout(x.to(torch::kHalf), w.to(torch::kHalf), torch::zeros({6}), {},
                                   bf_route);
             })
                 .find("linear_relu_dropout: x in Half for a run in float32 storage of bfloat16 "
                       "values (Float or BFloat16)"),
             std::string::npos);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               head_cross_entropy(x.to(torch::kDouble), torch::randn({256, 8}, torch::kDouble),
                                  torch::zeros({256}, torch::kDouble),
                                  torch::zeros({4}, torch::kLong), bf_route);
             }).find("head_cross_entropy: x in Double for a run in"),
             std::string::npos);
-  EXPECT_NE(message([&] { fused_linear(x, w, {}, run_format(torch::kFloat), bf); })
+  EXPECT_NE(error_of([&] { fused_linear(x, w, {}, run_format(torch::kFloat), bf); })
                 .find("fused_linear: an output in bfloat16 for a run in float32; it is the run's "
                       "values or the GEMM's product"),
             std::string::npos);

@@ -19,6 +19,7 @@ namespace trainbench {
 namespace {
 
 using testing::attention_of;
+using testing::error_of;
 using testing::leaf;
 using testing::rel_err;
 using testing::run_format;
@@ -221,35 +222,27 @@ TEST(FusedOps, AQkvBiasInTheRowsHasItsGradientFromTheAttentionsMerge) {
 // Rows that are not q, k, v of the given heads and sequence are refused in one line, as is a
 // dtype that neither the rows nor the route's storage is.
 TEST(FusedOps, CausalAttentionRefusesRowsThatAreNotQkvOfItsHeads) {
-  auto message = [](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const c10::Error& e) {
-      return std::string(e.what_without_backtrace());
-    }
-    return std::string("no error");
-  };
   const Tensor rows = torch::randn({8, 24});  // 2 sequences of 4, 3 x 2 heads x 4
   const auto f32 = run_format(torch::kFloat);
   EXPECT_EQ(causal_attention(rows, 4, 2, f32).sizes(), (std::vector<int64_t>{8, 8}));
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               causal_attention(rows, 3, 2, f32);
             }).find("qkv rows are [B*S, 3*H*hd]; got [8, 24] for seq 3 and 2 heads"),
             std::string::npos);
-  EXPECT_NE(message([&] { causal_attention(rows, 4, 5, f32); }).find("for seq 4 and 5"),
+  EXPECT_NE(error_of([&] { causal_attention(rows, 4, 5, f32); }).find("for seq 4 and 5"),
             std::string::npos);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               causal_attention(rows, 4, 2, run_format(torch::kBFloat16));
             }).find("causal_attention: qkv rows in Float for a run in bfloat16 (BFloat16 only)"),
             std::string::npos);
   // A bias: only to float32 or float64 rows (16-bit rows are rounded: their linear adds it),
   // and only of the rows' width in their accumulation dtype.
   const Tensor rows16 = rows.to(torch::kBFloat16);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               causal_attention(rows16, 4, 2, run_format(torch::kBFloat16), 0, torch::zeros({24}));
             }).find("a bias with BFloat16 qkv rows; it is added to float32 or float64 rows only"),
             std::string::npos);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               causal_attention(rows, 4, 2, f32, 0, torch::zeros({23}));
             }).find("a qkv bias of 24 values; got [23]"),
             std::string::npos);
