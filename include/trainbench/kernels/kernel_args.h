@@ -60,8 +60,7 @@ struct DropAddLnArgs {
   void* y = nullptr;             // [N, d] out_format
   void* mean = nullptr;          // [N] acc (with gamma)
   void* rstd = nullptr;          // [N] acc (with gamma)
-  // out_format: y's (on the float32 GEMM route float32 storage of 16-bit values: the LayerNorm
-  // output the next GEMMs read without a conversion); its acc is the kernel's.
+  // out_format: y's, as the next GEMMs read it (the run's format); its acc is the kernel's.
   Format branch_format, out_format;
   DropoutArgs drop;
   double eps = 1e-5;
@@ -86,10 +85,8 @@ struct DropAddLnGradArgs {
   DropoutArgs drop;
 };
 
-// a = dropout(relu(a + bias)) in place, [N, f]. format, here and in the causal softmax: on the
-// float32 route float32 storage of 16-bit values (the FF hidden, attention scores and
-// probabilities, and their gradients): each row is rounded to them as it is read (the GEMM's
-// own output) and as it is written.
+// a = dropout(relu(a + bias)) in place, [N, f]. Here and in the causal softmax each row is
+// rounded to the format's values as it is read (the GEMM's own output) and as it is written.
 struct BiasReluDropoutArgs {
   int64_t rows = 0, cols = 0;
   void* a = nullptr;           // [N, f] format
@@ -156,8 +153,8 @@ struct HeadsArgs {
 
 // Output head + cross-entropy over the vocabulary: per row, z = logits + bias, loss = lse(z) -
 // z[target]; logits are overwritten with the loss gradient (softmax(z) - onehot) / rows.
-// format: on the float32 route float32 logits of 16-bit values (the GEMM's float32 product,
-// rounded as it is read; the gradient rounded as it is stored, in float32 for the next GEMMs).
+// The logits (the GEMM's product) are rounded to the format's values as they are read, the
+// gradient as it is stored.
 // bias_partials: the column sums of the gradient as stored, per chunk as ColumnSumsArgs adds
 // them (the bias's gradient for a loss gradient of 1).
 struct HeadCrossEntropyArgs {
@@ -183,10 +180,9 @@ struct ColumnSumsArgs {
 // N = numel / w), with its float32 moments: g = grad / grad_scale; m = b1 m + (1 - b1) g;
 // v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps); and
 // where a copy is given, copy = p in copy_format (the weight as the next step's GEMMs read it,
-// written in the same pass: 16-bit, or on the float32 route float32 of 16-bit values). Nothing
-// changes when *found_inf
-// != 0. step, grad_scale and found_inf are read where the kernel runs (device scalars on
-// CUDA), so no value is read back to the host.
+// written in the same pass, in the run's format). Nothing changes when *found_inf != 0. step,
+// grad_scale and found_inf are read where the kernel runs (device scalars on CUDA), so no value
+// is read back to the host.
 struct AdamArgs {
   int64_t rows = 0, cols = 0;
   void* param = nullptr;              // [N, w] f32
