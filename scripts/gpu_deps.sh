@@ -67,14 +67,14 @@ bin() {
   done
   # A source newer than a binary built from it: tests/ feed trainbench_tests, benchmarks/ and
   # fuzz/ neither, everything else both (a test's edit does not relink bench).
-  local newer="" bin_path
+  local newer="" bin_path bins
   while read -r f; do
     case $f in
       benchmarks/* | fuzz/*) continue ;;
-      tests/*) set -- "$build/tests/trainbench_tests" ;;
-      *) set -- "$build/bench" "$build/tests/trainbench_tests" ;;
+      tests/*) bins=("$build/tests/trainbench_tests") ;;
+      *) bins=("$build/bench" "$build/tests/trainbench_tests") ;;
     esac
-    for bin_path in "$@"; do
+    for bin_path in "${bins[@]}"; do
       if [ "$f" -nt "$bin_path" ]; then newer="$f is newer than $bin_path"; break 2; fi
     done
   done < <(source_files)

@@ -32,7 +32,6 @@ struct Format {
 inline bool operator==(const Format& a, const Format& b) {
   return a.storage == b.storage && a.values == b.values && a.acc == b.acc;
 }
-inline bool operator!=(const Format& a, const Format& b) { return !(a == b); }
 
 // Rows per chunk of a column reduction (bias, gamma and beta gradients): each chunk writes its
 // own partial sums, which are then added in chunk order, so the result does not depend on the
