@@ -106,8 +106,8 @@ def main():
         print(line)
     if bad:
         return 1
-    print(f"docs_figures.py: every figure with a unit in {n} files is generated or names its "
-          f"results/ folder")
+    print(f"docs_figures.py: every figure with a unit in {n} file{'s' * (n != 1)} is generated or "
+          f"names its results/ folder")
     return 0
 
 
