@@ -4,12 +4,28 @@
 # ones, so that a drift of the machine spreads over both; every run with the given bench flags
 # (same seed) into OUT_DIR/old_K and OUT_DIR/new_K. Then: whether each round's two runs logged
 # the same losses (every step's and the evaluations', metrics.jsonl), the median seq/s of each
-# side with its range and new over old; OUT_DIR/ab.json holds the figures. Exit status 1 when
-# any round's losses differ, 2 on bad input.
+# side with its range and new over old; OUT_DIR/ab.json holds the figures and the two binaries'
+# revisions (build_revision, build_source_hash of their env.json), OUT_DIR/command.txt the
+# command line (REPEAT with it; scripts/record_results.sh OUT_DIR NAME - keeps it). Exit status
+# 1 when any round's losses differ, 2 on bad input.
 # Usage: scripts/ab_binaries.sh OUT_DIR OLD_BENCH NEW_BENCH [bench flags...]
 # Example: REPEAT=3 scripts/ab_binaries.sh runs/ab /tmp/bench_old ./build/bench --preset quick --steps 40 --compile fused --dtype bfloat16
 source "$(dirname "$0")/usage.sh"
+# The command line as run, for record_results.sh (COMMAND -, OUT_DIR/command.txt): the variables
+# that steer this script where set, then its arguments, each quoted where the shell needs it.
+quoted() {  # one word, as the shell reads it back
+  if [[ "$1" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then printf '%s' "$1"
+  else printf "'%s'" "${1//\'/\'\\\'\'}"; fi
+}
+command_line() {  # command_line "VAR..." ARG...
+  local v w line=""
+  for v in $1; do [ -z "${!v+x}" ] || line+="$v=$(quoted "${!v}") "; done
+  shift
+  for w in "scripts/$(basename "$0")" "$@"; do line+="$(quoted "$w") "; done
+  printf '%s\n' "${line% }"
+}
 tb_start "$0" "OLD_BENCH NEW_BENCH [bench flags...]" "$@"
+command_line=$(command_line "REPEAT" "$@")
 shift  # OUT_DIR, now $out
 [ $# -ge 2 ] || { echo "usage: $0 OUT_DIR OLD_BENCH NEW_BENCH [bench flags...]" >&2; exit 2; }
 old=$(tb_out_dir "$1") new=$(tb_out_dir "$2")
@@ -21,6 +37,7 @@ repeat=${REPEAT:-3}
 [[ "$repeat" =~ ^[1-9][0-9]*$ ]] ||
   { echo "ab_binaries.sh: REPEAT: '$repeat' is not allowed; use a whole number from 1" >&2; exit 2; }
 mkdir -p "$out"
+printf '%s\n' "$command_line" > "$out/command.txt"
 for k in $(seq 1 "$repeat"); do
   order="old new"
   [ $((k % 2)) -eq 0 ] && order="new old"
@@ -55,6 +72,16 @@ for k in range(1, repeat + 1):
 mo, mn = median(speed["old"]), median(speed["new"])
 result = {"rounds": repeat, "losses_identical": same, "seq_per_s": speed,
           "median_old": mo, "median_new": mn, "new_over_old": mn / mo}
+# The two revisions (what each binary says it was built from, its first round's env.json), so
+# that record_results.sh keeps the folder's two binaries as this A/B's.
+for side in ("old", "new"):
+    try:
+        env = json.load(open(os.path.join(sorted(glob.glob(os.path.join(out, f"{side}_1_*")))[0],
+                                          "env.json")))
+    except (OSError, ValueError, IndexError):
+        env = {}
+    result[f"{side}_build_revision"] = env.get("build_revision") or env.get("git_revision")
+    result[f"{side}_build_source_hash"] = env.get("build_source_hash")
 json.dump(result, open(os.path.join(out, "ab.json"), "w"), indent=1)
 print(f"losses: {'identical in every round' if same else 'DIFFERENT'}")
 print(f"seq/s median (min-max) over {repeat} rounds: old {mo:.2f} ({min(speed['old']):.2f}-"

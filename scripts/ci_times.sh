@@ -4,19 +4,35 @@
 # in OUT_DIR/second, one after the other, each with its own .venv from pip's cache (the clones
 # are removed after). Writes OUT_DIR/times.json (each command's wall seconds and the scripts' own install/build/run or
 # tests lines, the suite's counts, build warnings, compiler seconds from scripts/build_times.py)
-# and the two logs; exit status: the second command's. Keep it with
-#   scripts/record_results.sh OUT_DIR NAME "bash scripts/ci_times.sh OUT_DIR"
+# the two logs and command.txt (this command line, FIRST with it where set); exit status: the
+# second command's. Keep it with
+#   scripts/record_results.sh OUT_DIR NAME -
 # and the docs' build and test times table is generated from it (scripts/results_tables.py).
 # FIRST=0 skips the first command. OUT_DIR must not exist.
 # Usage: scripts/ci_times.sh OUT_DIR
-# Example: scripts/ci_times.sh /tmp/ci-times && scripts/record_results.sh /tmp/ci-times zen4-2026-12-06-ci "bash scripts/ci_times.sh /tmp/ci-times"
+# Example: scripts/ci_times.sh /tmp/ci-times && scripts/record_results.sh /tmp/ci-times zen4-2026-12-06-ci -
 source "$(dirname "$0")/usage.sh"
+# The command line as run, for record_results.sh (COMMAND -, OUT_DIR/command.txt): the variables
+# that steer this script where set, then its arguments, each quoted where the shell needs it.
+quoted() {  # one word, as the shell reads it back
+  if [[ "$1" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then printf '%s' "$1"
+  else printf "'%s'" "${1//\'/\'\\\'\'}"; fi
+}
+command_line() {  # command_line "VAR..." ARG...
+  local v w line=""
+  for v in $1; do [ -z "${!v+x}" ] || line+="$v=$(quoted "${!v}") "; done
+  shift
+  for w in "scripts/$(basename "$0")" "$@"; do line+="$(quoted "$w") "; done
+  printf '%s\n' "${line% }"
+}
 tb_start "$0" "" "$@"
+command_line=$(command_line "FIRST" "$@")
 [ ! -e "$out" ] || { echo "ci_times.sh: OUT_DIR: '$out' exists; nothing is overwritten" >&2; exit 2; }
 [ -z "$(git status --porcelain --untracked-files=no)" ] ||
   echo "ci_times.sh: the work tree has uncommitted changes; the clones time HEAD ($(git rev-parse --short HEAD)) without them" >&2
 mkdir -p "$out"
 repo=$PWD
+printf '%s\n' "$command_line" > "$out/command.txt"
 timed() { # DIR LOG COMMAND...: wall seconds of COMMAND run in a fresh clone at DIR
   local dir=$1 log=$2 t0 status=0
   shift 2

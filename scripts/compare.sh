@@ -18,9 +18,25 @@
 # Usage: scripts/compare.sh OUT_DIR [flags for every run, e.g. --num_layer 8 --batch_size 8]
 # Without --data, bench's embedded corpus is exported to OUT_DIR/corpus.bin for all of them.
 # REPEAT=N (default 1): every column N times (see sweep.sh), for medians and U-tests.
+# OUT_DIR/command.txt: this command line as run (with the variables above where set), which
+# `scripts/record_results.sh OUT_DIR NAME -` keeps.
 # Example: scripts/compare.sh runs/cmp --num_layer 2 --batch_size 8 --steps 13 --warmup_steps 3
 source "$(dirname "$0")/usage.sh"
+# The command line as run, for record_results.sh (COMMAND -, OUT_DIR/command.txt): the variables
+# that steer this script where set, then its arguments, each quoted where the shell needs it.
+quoted() {  # one word, as the shell reads it back
+  if [[ "$1" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then printf '%s' "$1"
+  else printf "'%s'" "${1//\'/\'\\\'\'}"; fi
+}
+command_line() {  # command_line "VAR..." ARG...
+  local v w line=""
+  for v in $1; do [ -z "${!v+x}" ] || line+="$v=$(quoted "${!v}") "; done
+  shift
+  for w in "scripts/$(basename "$0")" "$@"; do line+="$(quoted "$w") "; done
+  printf '%s\n' "${line% }"
+}
 tb_start "$0" "[flags...]" "$@"
+command_line=$(command_line "BENCH PYTHON DTYPES THREAD_ENV REPEAT PROCS" "$@")
 shift  # OUT_DIR, now $out
 BENCH=${BENCH:-./build/bench}
 PYTHON=${PYTHON:-.venv/bin/python}
@@ -36,6 +52,7 @@ done
   echo "compare.sh: $PYTHON lacks torch/jax/flax/optax: run scripts/install_deps.sh" >&2; exit 2; }
 mkdir -p "$out"
 args=("$@")
+printf '%s\n' "$command_line" > "$out/command.txt"
 case " $* " in
   *" --data "*) ;;
   *) "$BENCH" --export_corpus "$out/corpus.bin" >/dev/null; args+=(--data "$out/corpus.bin") ;;

@@ -25,6 +25,8 @@
 # of every entry, then repetition 2 of every entry, ... (bench --repeat N --repetition K), so a
 # slow drift of the machine spreads over all entries; `bench report` then gives each entry's
 # median with n=, min-max, and a U-test's p-value against the baseline (3 or more a side).
+# OUT_DIR/command.txt: this command line as run (with BENCH, PROCS, REPEAT, MASTER_PORT and
+# MATRIX where set), which `scripts/record_results.sh OUT_DIR NAME -` keeps.
 # Examples: scripts/sweep.sh runs/sweep --preset quick --device cpu --steps 100
 #   REPEAT=5 MATRIX="--model handcraft --dtype float32; --model handcraft --dtype float32 \
 #     --compile fused --flash 1" scripts/sweep.sh runs/ab --preset quick --steps 100
@@ -33,7 +35,21 @@
 #     --model torch" scripts/sweep.sh runs/cpu8 --num_layer 8 --batch_size 8 --steps 12
 #   PROCS=2 MATRIX="--model handcraft" scripts/sweep.sh runs/dp2 --num_layer 8 --threads 1
 source "$(dirname "$0")/usage.sh"
+# The command line as run, for record_results.sh (COMMAND -, OUT_DIR/command.txt): the variables
+# that steer this script where set, then its arguments, each quoted where the shell needs it.
+quoted() {  # one word, as the shell reads it back
+  if [[ "$1" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then printf '%s' "$1"
+  else printf "'%s'" "${1//\'/\'\\\'\'}"; fi
+}
+command_line() {  # command_line "VAR..." ARG...
+  local v w line=""
+  for v in $1; do [ -z "${!v+x}" ] || line+="$v=$(quoted "${!v}") "; done
+  shift
+  for w in "scripts/$(basename "$0")" "$@"; do line+="$(quoted "$w") "; done
+  printf '%s\n' "${line% }"
+}
 tb_start "$0" "[bench flags...]" "$@"
+command_line=$(command_line "BENCH PROCS REPEAT MASTER_PORT MATRIX" "$@")
 shift  # OUT_DIR, now $out
 BENCH=${BENCH:-./build/bench}
 procs=${PROCS:-1}
@@ -94,6 +110,7 @@ done
   { echo "sweep.sh: MATRIX holds no entry; $shape" >&2; exit 2; }
 mkdir -p "$out"
 dirs=() failed=()
+printf '%s\n' "$command_line" > "$out/command.txt"
 declare -A skipped=() finished=()
 for ((rep = 1; rep <= reps; rep++)); do
 for ((i = 1; i <= ${#entries[@]}; i++)); do

@@ -26,6 +26,10 @@ TEST(Scripts, RecordResultsKeepsTheSmallFilesAndNeverOverwrites) {
                         "metrics.jsonl", "events.out.tfevents.1.h.bench"}) {
     testing::write_file(run + "/" + f, std::string("{\"file\": \"") + f + "\"}");
   }
+  // A clean build's run (what the binary was built from: a commit, no uncommitted changes).
+  testing::write_file(
+      run + "/env.json",
+      R"({"build_revision": "0123456789ab", "build_source_hash": "0123456789abcdef"})");
   testing::write_file(dir / "cmp/report.json", "{}");
   testing::write_file(dir / "cmp/notes.txt", "not a result file");
   const std::string record = "RESULTS_DIR=" + (dir / "results") +
@@ -232,6 +236,183 @@ TEST(Scripts, ResultsTablesAreGeneratedFromResults) {
             std::string::npos)
       << unknown.output;
   EXPECT_EQ(testing::read_file(doc), "# Doc\n" + table("nope"));
+}
+
+// A run of a binary built from uncommitted changes (build_revision, or an older run's
+// git_revision, ending in -dirty) or of no named build is refused: one line naming the run
+// folder, exit 2, nothing under RESULTS_DIR. ALLOW_DIRTY=1 records it marked, with the diff: the
+// build's source_diff.patch (BENCH's folder) where its hash is the runs' build_diff_hash, else
+// the tree's, machine.json saying which.
+TEST(Scripts, RecordResultsRefusesADirtyBuildAndKeepsTheDiffWhenAllowed) {
+  testing::TempDir dir;
+  const std::string run = dir / "cmp/bench/1_handcraft_layer2_float32";
+  fs::create_directories(run);
+  testing::write_file(run + "/config.json", "{}");
+  testing::write_file(run + "/summary.json", R"({"status": "completed"})");
+  // sha256 of "diff --git a/x b/x\n", its first 16 hex digits: the build's diff hash.
+  testing::write_file(run + "/env.json", R"({"build_revision": "abc-dirty",
+      "build_source_hash": "0123456789abcdef", "build_diff_hash": "1a059963bbf31988"})");
+  testing::write_file(dir / "cmp/report.json", "{}");
+  fs::create_directories(dir / "build");
+  testing::write_file(dir / "build/source_diff.patch", "diff --git a/x b/x\n");
+  const std::string record = "RESULTS_DIR=" + (dir / "results") +
+                             " BENCH=" + (dir / "build/bench") +
+                             " bash " TB_SOURCE_DIR "/scripts/record_results.sh " + (dir / "cmp");
+  const auto refused = testing::run_command(record + " m-1 'scripts/compare.sh runs/cmp' 2>&1");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_EQ(
+      refused.output,
+      "record_results.sh: runs of a binary built from uncommitted changes (abc-dirty): " + run +
+          "; only runs of a committed, clean build are recorded (commit, rebuild, rerun), or "
+          "ALLOW_DIRTY=1 records them marked, with the diff: nothing recorded\n");
+  EXPECT_FALSE(fs::exists(dir / "results"));
+
+  const auto allowed =
+      testing::run_command("ALLOW_DIRTY=1 " + record + " m-1 'scripts/compare.sh runs/cmp' 2>&1");
+  ASSERT_EQ(allowed.exit_code, 0) << allowed.output;
+  EXPECT_NE(allowed.output.find("built from uncommitted changes"), std::string::npos)
+      << allowed.output;
+  const std::string kept = dir / "results/m-1";
+  EXPECT_EQ(testing::read_file(kept + "/source_diff.patch"), "diff --git a/x b/x\n");
+  const auto machine = nlohmann::json::parse(testing::read_file(kept + "/machine.json"));
+  EXPECT_EQ(machine["built_from_uncommitted_changes"], true);
+  EXPECT_EQ(machine["build_revisions"], nlohmann::json::array({"abc-dirty"}));
+  EXPECT_EQ(machine["build_diff_hashes"], nlohmann::json::array({"1a059963bbf31988"}));
+  EXPECT_EQ(machine["diff_source"].get<std::string>().rfind("the build's", 0), 0u)
+      << machine.dump();
+
+  // A build diff of another hash is not the runs': the tree's diff, said to be the tree's.
+  testing::write_file(dir / "build/source_diff.patch", "diff --git a/y b/y\n");
+  const auto tree =
+      testing::run_command("ALLOW_DIRTY=1 " + record + " m-2 'scripts/compare.sh runs/cmp' 2>&1");
+  ASSERT_EQ(tree.exit_code, 0) << tree.output;
+  EXPECT_TRUE(fs::exists(dir / "results/m-2/source_diff.patch"));
+  const auto from_tree =
+      nlohmann::json::parse(testing::read_file(dir / "results/m-2/machine.json"));
+  EXPECT_EQ(from_tree["built_from_uncommitted_changes"], true);
+  EXPECT_EQ(from_tree["diff_source"], "tree at recording, may differ from the build");
+
+  // An older run's git_revision counts where it has no build_revision; no revision at all is
+  // refused even with ALLOW_DIRTY.
+  testing::write_file(run + "/env.json", R"({"git_revision": "829d5b0d4331-dirty"})");
+  const auto legacy = testing::run_command(record + " m-3 'scripts/compare.sh runs/cmp' 2>&1");
+  EXPECT_EQ(legacy.exit_code, 2) << legacy.output;
+  EXPECT_NE(legacy.output.find("built from uncommitted changes (829d5b0d4331-dirty): " + run),
+            std::string::npos)
+      << legacy.output;
+  testing::write_file(run + "/env.json", R"({"git_revision": null})");
+  const auto bare =
+      testing::run_command("ALLOW_DIRTY=1 " + record + " m-3 'scripts/compare.sh runs/cmp' 2>&1");
+  EXPECT_EQ(bare.exit_code, 2) << bare.output;
+  EXPECT_EQ(bare.output,
+            "record_results.sh: run folders whose env.json does not say what their binary was "
+            "built from (no build_revision or git_revision, or no readable env.json): " +
+                run + "; only runs that name their build are recorded: nothing recorded\n");
+  EXPECT_FALSE(fs::exists(dir / "results/m-3"));
+}
+
+// One folder, one binary: bench runs of two build_source_hash are refused (one line naming both,
+// exit 2, nothing written) unless the folder is ab_binaries.sh's A/B of the two its ab.json
+// names; the peers' runs beside bench's are theirs (scripts/peers' hash), not a second binary.
+TEST(Scripts, RecordResultsRefusesTwoBinariesInOneFolderUnlessAnAb) {
+  testing::TempDir dir;
+  auto plant = [&](const std::string& folder, const std::string& env) {
+    fs::create_directories(dir / folder);
+    testing::write_file(dir / (folder + "/summary.json"), R"({"status": "completed"})");
+    testing::write_file(dir / (folder + "/env.json"), env);
+  };
+  plant("cmp/old_1_handcraft", R"({"libtorch_version": "2.11.0", "build_revision": "aaaaaaaaaaaa",
+                                   "build_source_hash": "1111111111111111"})");
+  plant("cmp/new_1_handcraft", R"({"libtorch_version": "2.11.0", "build_revision": "bbbbbbbbbbbb",
+                                   "build_source_hash": "2222222222222222"})");
+  plant("cmp/py_float32", R"({"libtorch_version": null, "framework_version": "torch 2.11.0",
+                              "build_revision": "cccccccccccc",
+                              "build_source_hash": "3333333333333333"})");
+  testing::write_file(dir / "cmp/report.json", "{}");
+  const std::string record = "RESULTS_DIR=" + (dir / "results") +
+                             " bash " TB_SOURCE_DIR "/scripts/record_results.sh " + (dir / "cmp");
+  const auto two = testing::run_command(record + " m-1 'scripts/compare.sh runs/cmp' 2>&1");
+  EXPECT_EQ(two.exit_code, 2) << two.output;
+  EXPECT_EQ(two.output,
+            "record_results.sh: runs of 2 different bench binaries in one folder "
+            "(build_source_hash 1111111111111111: " +
+                (dir / "cmp/old_1_handcraft") +
+                "; 2222222222222222: " + (dir / "cmp/new_1_handcraft") +
+                "); a folder holds one binary's runs (bench's and the peers' side by side), or an "
+                "A/B of two revisions (scripts/ab_binaries.sh, its ab.json): nothing recorded\n");
+  EXPECT_FALSE(fs::exists(dir / "results"));
+  // An ab.json naming two other binaries is no A/B of these.
+  testing::write_file(dir / "cmp/ab.json",
+                      R"({"new_over_old": 1.0, "old_build_source_hash": "1111111111111111",
+                          "new_build_source_hash": "4444444444444444"})");
+  const auto other =
+      testing::run_command(record + " m-1 'scripts/ab_binaries.sh runs/ab a b' 2>&1");
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_NE(other.output.find("), not the two its ab.json names; "), std::string::npos)
+      << other.output;
+  EXPECT_FALSE(fs::exists(dir / "results"));
+  testing::write_file(dir / "cmp/ab.json",
+                      R"({"new_over_old": 1.0, "old_build_source_hash": "1111111111111111",
+                          "new_build_source_hash": "2222222222222222"})");
+  const auto ab = testing::run_command(record + " m-1 'scripts/ab_binaries.sh runs/ab a b' 2>&1");
+  ASSERT_EQ(ab.exit_code, 0) << ab.output;
+  EXPECT_TRUE(fs::exists(dir / "results/m-1/ab.json"));
+  const auto machine = nlohmann::json::parse(testing::read_file(dir / "results/m-1/machine.json"));
+  EXPECT_EQ(machine["build_revisions"],
+            nlohmann::json::array({"aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"}));
+  EXPECT_EQ(machine["built_from_uncommitted_changes"], false);
+  EXPECT_EQ(machine["libtorch_version"], "2.11.0");
+  EXPECT_EQ(machine["pytorch_version"], "2.11.0");
+}
+
+// command.txt holds the literal command: a COMMAND with a placeholder or a description is
+// refused in one line; "-" keeps the command line the script wrote to OUT_DIR/command.txt, and
+// a COMMAND that differs from it is refused.
+TEST(Scripts, RecordResultsKeepsTheLiteralCommand) {
+  testing::TempDir dir;
+  fs::create_directories(dir / "cmp/1_handcraft");
+  testing::write_file(dir / "cmp/1_handcraft/summary.json", R"({"status": "completed"})");
+  testing::write_file(
+      dir / "cmp/1_handcraft/env.json",
+      R"({"build_revision": "0123456789ab", "build_source_hash": "0123456789abcdef"})");
+  testing::write_file(dir / "cmp/report.json", "{}");
+  const std::string record = "RESULTS_DIR=" + (dir / "results") +
+                             " bash " TB_SOURCE_DIR "/scripts/record_results.sh " + (dir / "cmp");
+  const std::string again =
+      "give the literal command it was made with (its paths and values), or - to keep "
+      "OUT_DIR/command.txt where the script wrote one\n";
+  const auto placeholder =
+      testing::run_command(record + " m-1 'scripts/compare.sh OUT_DIR --dtype float32' 2>&1");
+  EXPECT_EQ(placeholder.exit_code, 2);
+  EXPECT_EQ(placeholder.output, "record_results.sh: COMMAND: 'OUT_DIR' is a placeholder; " + again);
+  const auto described = testing::run_command(
+      record + " m-1 './build/bench --preset quick (the quickstart run)' 2>&1");
+  EXPECT_EQ(described.exit_code, 2);
+  EXPECT_EQ(described.output,
+            "record_results.sh: COMMAND: '(...)' reads as a description, not a command; " + again);
+  const auto stranger = testing::run_command(record + " m-1 'run it twice' 2>&1");
+  EXPECT_EQ(stranger.exit_code, 2);
+  EXPECT_NE(stranger.output.find("COMMAND: 'run' is not a script or binary of this tree"),
+            std::string::npos)
+      << stranger.output;
+  const auto none = testing::run_command(record + " m-1 - 2>&1");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(none.output, "record_results.sh: COMMAND: - keeps OUT_DIR/command.txt, which '" +
+                             (dir / "cmp") +
+                             "' lacks; give the literal command it was made with\n");
+  EXPECT_FALSE(fs::exists(dir / "results"));
+  testing::write_file(
+      dir / "cmp/command.txt",
+      "REPEAT=5 DTYPES='float32 bfloat16' scripts/compare.sh runs/cmp --steps 13\n");
+  const auto differs = testing::run_command(record + " m-1 'scripts/compare.sh runs/cmp' 2>&1");
+  EXPECT_EQ(differs.exit_code, 2);
+  EXPECT_NE(differs.output.find("COMMAND differs from " + (dir / "cmp/command.txt")),
+            std::string::npos)
+      << differs.output;
+  const auto kept = testing::run_command(record + " m-1 - 2>&1");
+  ASSERT_EQ(kept.exit_code, 0) << kept.output;
+  EXPECT_EQ(testing::read_file(dir / "results/m-1/command.txt"),
+            "REPEAT=5 DTYPES='float32 bfloat16' scripts/compare.sh runs/cmp --steps 13\n");
 }
 
 const std::string kDocFigures = TB_PYTHON " " TB_SOURCE_DIR "/scripts/docs_figures.py";
