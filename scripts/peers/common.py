@@ -9,6 +9,7 @@ import os
 import platform
 import socket
 import statistics
+import subprocess
 import sys
 import time
 import zipfile
@@ -64,8 +65,15 @@ def validation_batches(valid_begin, valid_end, seq_len, batch_size, max_batches)
 
 # bench's flag table and summary.json's fields, as `bench --help --json` exports them.
 BENCH_FLAGS = {f["name"]: f for f in EXPORT["flags"]}
-# The summary.json keys a peer writes, in bench's order (bench's table marks them "peers").
+# The summary.json keys a peer writes, in bench's order (bench's table marks them "peers"),
+# then the peers' own where the table lacks them: "manifest", what the run was (MANIFEST_KEYS).
 SUMMARY_KEYS = [f["key"] for f in EXPORT["summary"] if f["peers"]]
+SUMMARY_KEYS += [k for k in ("manifest",) if k not in SUMMARY_KEYS]
+# summary.json's "manifest": how the peer ran, so a comparison shows whether its columns ran
+# alike. The peer gives all but params and first_loss (step 1's loss), which StepLog adds.
+MANIFEST_KEYS = ("framework", "implementation", "compile_options", "tf32", "compute",
+                 "master_weights", "optimizer", "threads", "attention", "data_in_timer",
+                 "params", "first_loss")
 
 # The bench flags the peers take, each with bench's default and choices, except where a peer
 # means something else by it (PEER_DIFFERS: its folder prefix, and --compile, which is 0|1
@@ -172,8 +180,8 @@ def run_dir_name(a):
 
 def summary_in_bench_order(summary):
     """The peer's summary.json in the order of bench's table; its keys must be exactly those
-    the table gives the peers (SUMMARY_KEYS), so that a field added to one side alone fails
-    here, not in a report that silently lacks it."""
+    the table gives the peers and their own (SUMMARY_KEYS), so that a field added to one side
+    alone fails here, not in a report that silently lacks it."""
     if set(summary) != set(SUMMARY_KEYS):
         missing = sorted(set(SUMMARY_KEYS) - set(summary))
         extra = sorted(set(summary) - set(SUMMARY_KEYS))
@@ -230,13 +238,58 @@ def thread_env():
     return {v: os.environ.get(v) for v in THREAD_ENV_VARS}
 
 
-def base_env(framework_version, device_name, threads):
-    return {"libtorch_version": None, "framework_version": framework_version,
-            "device_name": device_name, "cuda_version": None, "num_threads": threads,
-            "available_cores": len(os.sched_getaffinity(0)), "thread_env": thread_env(),
-            "blas": None, "compiler": "python " + platform.python_version(),
-            "git_revision": None, "hostname": socket.gethostname(),
-            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+def base_env(framework_version, device_name, threads, packages):
+    """env.json's common part; packages: the Python packages whose versions it records
+    ({name}_version)."""
+    import importlib.metadata
+    ids = source_id()
+    env = {"libtorch_version": None, "framework_version": framework_version,
+           "device_name": device_name, "cuda_version": None, "num_threads": threads,
+           "available_cores": len(os.sched_getaffinity(0)), "thread_env": thread_env(),
+           "blas": None, "compiler": "python " + platform.python_version(),
+           "git_revision": ids["build_revision"], **ids, "hostname": socket.gethostname(),
+           "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    env.update({f"{p}_version": importlib.metadata.version(p) for p in packages})
+    return dict(env, **machine_facts())
+
+
+def source_id():
+    """What the peers run from, by scripts/source_id.sh over scripts/peers: a script is built as
+    it runs, so build_* and tree_* are the same; null where the script cannot say."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "source_id.sh")
+    try:
+        lines = subprocess.run(["bash", script, "scripts/peers"], capture_output=True, text=True,
+                               timeout=60, check=True).stdout.split("\n")
+        revision, source_hash, diff_hash = (v or None for v in lines[:3])
+    except (OSError, subprocess.SubprocessError, ValueError):
+        revision = source_hash = diff_hash = None
+    return {"build_revision": revision, "build_source_hash": source_hash,
+            "build_diff_hash": diff_hash, "tree_revision": revision,
+            "tree_source_hash": source_hash}
+
+
+def machine_facts():
+    """The machine as bench's env.json records it: CPU identity and flags, memory, OS, kernel."""
+    def fields(path, sep):  # the first value of each key in a "key SEP value" file
+        out = {}
+        try:
+            with open(path) as f:
+                for line in f:
+                    key, _, value = line.partition(sep)
+                    out.setdefault(key.strip(), value.strip().strip('"'))
+        except OSError:
+            pass
+        return out
+    cpu, mem = fields("/proc/cpuinfo", ":"), fields("/proc/meminfo", ":")
+    u = platform.uname()
+    return {"cpu": {"vendor": cpu.get("vendor_id"), "family": cpu.get("cpu family"),
+                    "model": cpu.get("model"), "stepping": cpu.get("stepping"),
+                    "model_name": cpu.get("model name"), "isa": cpu.get("flags", "").split(),
+                    "online_cpus": os.sysconf("SC_NPROCESSORS_ONLN")},
+            "memory_bytes": (int(mem["MemTotal"].split()[0]) * 1024 if "MemTotal" in mem
+                             else None),
+            "os": fields("/etc/os-release", "=").get("PRETTY_NAME"),
+            "kernel": f"{u.system} {u.release} {u.machine}"}
 
 
 def cpu_name():
@@ -306,6 +359,7 @@ class StepLog:
         self.a, self.res = args, results
         self.timed, self.warm_s, self.step, self.status = [], 0.0, 0, "completed"
         self.first_s = None  # the first step: where torch.compile / jax.jit compile
+        self.first_loss = float("nan")
         self.last, self.vloss = float("nan"), float("nan")
         self.wl, self.ws, self.wn, self.ww = 0.0, 0.0, 0, False
         self.wtl, self.wtn = 0.0, 0  # the window's timed steps (no warm-up)
@@ -327,7 +381,7 @@ class StepLog:
         self.step += 1
         after = cpu_sample()
         if self.step == 1:
-            self.first_s = t1 - t0
+            self.first_s, self.first_loss = t1 - t0, loss
             # bench's step-0 record: the loss before any update, where the loss curves start.
             self.res.metric(step=0, initial_loss=loss, initial_bpb=loss / math.log(2),
                             elapsed_s=0.0)
@@ -385,8 +439,12 @@ class StepLog:
         self.board.scalar("valid_bpb", self.step, valid_loss / math.log(2))
         self.board.flush()
 
-    def write_summary(self, params, peak_flops, peak_source, memory_bytes, backend):
+    def write_summary(self, params, peak_flops, peak_source, memory_bytes, backend, manifest):
+        """manifest: the peer's MANIFEST_KEYS but params and first_loss."""
         a, st = self.a, step_stats(self.timed)
+        manifest = dict(manifest, params=params, first_loss=finite_or_none(self.first_loss))
+        if set(manifest) != set(MANIFEST_KEYS):
+            raise RuntimeError(f"manifest keys differ from MANIFEST_KEYS: {sorted(manifest)}")
         seq = a.batch_size * 1e3 / st["median"] if st["median"] else None
         fpt = flops_per_token(a)
         # MFU as bench reports it: never above 100% (a run faster than its peak means the
@@ -410,7 +468,8 @@ class StepLog:
             # as bench: both over the timed steps of the last window that had any
             "final_train_loss": self.timed_loss, "final_train_bpb": self.timed_loss / math.log(2),
             "final_train_steps": self.timed_steps, "final_valid_loss": self.vloss,
-            "final_valid_bpb": self.vloss / math.log(2)}))
+            "final_valid_bpb": self.vloss / math.log(2),
+            "manifest": {k: manifest[k] for k in MANIFEST_KEYS}}))
         b = self.board
         b.scalar("final_seq_per_s", self.step, seq)
         b.scalar("final_tokens_per_s", self.step, seq * a.seq_len if seq else None)

@@ -150,7 +150,8 @@ def main():
                                   valid_bytes=valid, run_dir=res.dir, corpus_source=source,
                                   corpus_bytes=len(data), params=n_params))
     env = common.base_env("jax " + jax.__version__, common.cpu_name() if platform == "cpu"
-                          else jax.devices()[0].device_kind, threads)
+                          else jax.devices()[0].device_kind, threads,
+                          ("jax", "jaxlib", "flax", "optax"))
     env["blas"] = f"XLA:{platform.upper()} (jaxlib {importlib.metadata.version('jaxlib')})"
     res.write("env.json", env)
     log = common.StepLog(a, res)
@@ -170,7 +171,16 @@ def main():
         tot = sum(float(eval_loss(params, batch(b))) * len(b) for b in batches)
         log.evaluation(tot / sum(len(b) for b in batches))
     mem = common.peak_rss() if platform == "cpu" else None
-    return log.write_summary(n_params, peak, peak_src, mem, "jax.jit")
+    # On a GPU, XLA's default matmul precision lets float32 matmuls run in TF32.
+    precision = jax.config.jax_default_matmul_precision
+    manifest = {"framework": "jax", "implementation": "jax.jit", "compile_options": "",
+                "tf32": precision not in ("highest", "float32") if platform == "gpu" else None,
+                "compute": ("float32" if a.dtype == "float32" else
+                            "mixed bfloat16 (flax dtype; float32 LayerNorm, softmax)"),
+                "master_weights": str(jax.tree_util.tree_leaves(params)[0].dtype),
+                "optimizer": "optax.adam", "threads": threads, "attention": "naive",
+                "data_in_timer": True}  # the batch is gathered and copied after t0
+    return log.write_summary(n_params, peak, peak_src, mem, "jax.jit", manifest)
 
 
 if __name__ == "__main__":

@@ -144,7 +144,7 @@ def main():
                params=params)
     res.write("config.json", cfg)
     dev_name = torch.cuda.get_device_name(device) if device.type == "cuda" else common.cpu_name()
-    env = common.base_env("torch " + torch.__version__, dev_name, threads)
+    env = common.base_env("torch " + torch.__version__, dev_name, threads, ("torch",))
     env["cuda_version"] = torch.version.cuda if device.type == "cuda" else None
     env["blas"] = blas_info()
     res.write("env.json", env)
@@ -174,9 +174,43 @@ def main():
     if log.status == "completed":
         log.evaluation(evaluate())
     mem = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else common.peak_rss()
+    manifest = {"framework": "pytorch", "implementation": "torch.compile" if a.compile else "eager",
+                "compile_options": f"mode={a.compile_mode}" if a.compile else "",
+                "tf32": torch.backends.cuda.matmul.allow_tf32 if device.type == "cuda" else None,
+                "compute": f"autocast {a.dtype}" if amp else a.dtype,
+                "master_weights": str(next(model.parameters()).dtype).removeprefix("torch."),
+                "optimizer": adam_kind(opt), "threads": threads,
+                "attention": attention_kind(a, device, amp),
+                "data_in_timer": True}  # the batch is gathered and copied after t0
     return log.write_summary(params, peak, peak_src, mem,
                              ("torch.compile" + (f" {mode}" if mode else "")) if a.compile
-                             else "eager")
+                             else "eager", manifest)
+
+
+def adam_kind(opt):
+    """Which Adam torch.optim runs here: with neither foreach nor fused given, its own default
+    (the foreach kernels where every parameter is on a device that has them, as CUDA; else the
+    for-loop, as on the CPU)."""
+    from torch.optim.optimizer import _default_to_fused_or_foreach
+    g = opt.param_groups[0]
+    foreach = g["foreach"]
+    if not g["fused"] and foreach is None:
+        foreach = _default_to_fused_or_foreach(g["params"], g["differentiable"], False)[1]
+    return f"torch.optim.Adam ({'fused' if g['fused'] else 'foreach' if foreach else 'for-loop'})"
+
+
+def attention_kind(a, device, amp):
+    """naive, or scaled_dot_product_attention and the kernel LibTorch picks for it (math, flash,
+    ...: its _fused_sdp_choice for q, k, v as the run's are); the torch model's
+    nn.MultiheadAttention calls it causal, with the run's dropout (math on the CPU when > 0)."""
+    if a.model == "handcraft" and not a.flash:
+        return "naive"
+    q = torch.zeros(1, a.num_heads, a.seq_len, a.d_model // a.num_heads, device=device,
+                    dtype=amp or torch.float32, requires_grad=True)
+    choice = torch._fused_sdp_choice(q, q, q, None, a.dropout if a.model == "torch" else 0.0, True)
+    names = ["math", "flash", "efficient", "cudnn", "overrideable"]
+    name = names[choice] if 0 <= choice < len(names) else f"backend_{choice}"
+    return f"sdpa {name}" + (" (nn.MultiheadAttention)" if a.model == "torch" else "")
 
 
 def blas_info():
