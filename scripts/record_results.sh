@@ -206,6 +206,11 @@ cpu = first("cpu", lambda env: isinstance(env.get("cpu"), dict))
 local = cpu is None or all(cpu.get(k) in (None, here[k]) for k in ("vendor", "family", "model")) \
     and cpu.get("model_name") == here["model_name"]
 cpu = cpu or here
+# The runs' flag list where they ran elsewhere: the longest they give (the peers' env.json has
+# /proc/cpuinfo's whole list, bench's the instruction sets it uses).
+isa = max((env["cpu"].get("isa") or [] for env in envs if isinstance(env.get("cpu"), dict)
+           and env["cpu"].get("model_name") == cpu.get("model_name")), key=len,
+          default=cpu.get("isa", []))
 gpu = next((env["device_name"] for env in envs
             if env.get("cuda_version") and env.get("device_name")), None)
 mhz = None
@@ -223,8 +228,8 @@ bench = lambda env: not is_peer(env)
 def peer_version(framework, package):
     for env in envs:
         fv = env.get("framework_version") or ""
-        if fv.startswith(framework + " "):
-            return fv.split(" ", 1)[1]
+        if env.get(f"{package}_version") or fv.startswith(framework + " "):
+            return env.get(f"{package}_version") or fv.split(" ", 1)[1]
     if local and os.path.exists(".venv/bin/python"):
         v = sh(".venv/bin/python", "-c", "import importlib.metadata as m, sys\n"
                "try: print(m.version(sys.argv[1]))\nexcept m.PackageNotFoundError: pass", package)
@@ -249,11 +254,12 @@ machine = {"schema_version": 1,
            "cpu_model": cpu.get("model_name"),
            "cpu_vendor": cpu.get("vendor"), "cpu_family": cpu.get("family"),
            "cpu_model_number": cpu.get("model"),
-           "cpu_flags": here["isa"] if local else cpu.get("isa", []),
+           "cpu_flags": here["isa"] if local else isa,
            "cpu_mhz": mhz, "online_cpus": cpu.get("online_cpus"),
            "memory_bytes": memory,
            "kernel": first("kernel") or (" ".join(sh("uname", "-srm").split()) or None
                                          if local else None),
+           "os": first("os"),
            "hypervisor": lscpu.get("Hypervisor vendor") if local else None,
            "gpu": gpu,
            "libtorch_version": first("libtorch_version", bench),
