@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "test_util.h"
 #include "trainbench/data/sampler.h"
@@ -33,6 +35,45 @@ std::string tiny_flags(const testing::TempDir& dir, int steps, int log_every) {
          " --eval_batches 2 --threads 1 --device cpu"
          " --peak_tflops 1 --data " +
          (dir / "corpus.bin");
+}
+
+// The summary keys bench's table gives the peers (exported in flags.json), and their manifest.
+std::set<std::string> peer_summary_keys() {
+  std::set<std::string> keys = testing::summary_keys({SummaryWhen::kAlways}, true);
+  keys.insert("manifest");
+  return keys;
+}
+
+// A peer's env.json: what it ran from (scripts/source_id.sh over scripts/peers; a script's build
+// is its tree as it runs) and the machine facts bench's env.json records.
+void expect_peer_provenance(const nlohmann::json& env) {
+  EXPECT_EQ(env["build_revision"], env["tree_revision"]);
+  EXPECT_EQ(env["build_source_hash"], env["tree_source_hash"]);
+  EXPECT_EQ(env["git_revision"], env["build_revision"]);
+  const std::string hash = env["build_source_hash"].get<std::string>();
+  EXPECT_EQ(hash.size(), 16u) << hash;
+  EXPECT_EQ(hash.find_first_not_of("0123456789abcdef"), std::string::npos) << hash;
+  EXPECT_FALSE(env["cpu"]["isa"].empty());
+  EXPECT_GT(env["memory_bytes"].get<int64_t>(), 0);
+}
+
+// A peer's summary.json "manifest": its keys, and step 1's loss as the run's step-0 record
+// (metrics.jsonl's first line) holds it.
+void expect_manifest(const nlohmann::json& m, const std::string& run) {
+  EXPECT_EQ(testing::keys_of(m),
+            (std::set<std::string>{"framework", "implementation", "compile_options", "tf32",
+                                   "compute", "master_weights", "optimizer", "threads", "attention",
+                                   "data_in_timer", "params", "first_loss"}));
+  std::istringstream metrics(testing::read_file(run + "/metrics.jsonl"));
+  std::string step0;
+  std::getline(metrics, step0);
+  const double first = m["first_loss"].get<double>();
+  EXPECT_TRUE(std::isfinite(first));
+  EXPECT_NEAR(first, std::log(256.0), 1.0);
+  EXPECT_DOUBLE_EQ(first, nlohmann::json::parse(step0)["initial_loss"].get<double>());
+  EXPECT_TRUE(m["tf32"].is_null());  // CPU runs
+  EXPECT_EQ(m["master_weights"], "float32");
+  EXPECT_EQ(m["data_in_timer"], true);
 }
 
 TEST(Peers, PythonSamplerReproducesTheCppEpochPlans) {
@@ -67,8 +108,9 @@ TEST(Peers, PytorchPeerWritesTheContractWithTheCppParameterCount) {
     const auto summary = read_json_file(run + "/summary.json");
     EXPECT_EQ(config["framework"], "pytorch");
     EXPECT_EQ(config["schema_version"], kSchemaVersion);
-    // Exactly the summary keys bench's table gives the peers (exported in flags.json).
-    EXPECT_EQ(testing::keys_of(summary), testing::summary_keys({SummaryWhen::kAlways}, true));
+    // Exactly the summary keys bench's table gives the peers (exported in flags.json), and the
+    // manifest.
+    EXPECT_EQ(testing::keys_of(summary), peer_summary_keys());
     RunConfig c;
     c.model = choice_of<ModelKind>("model", model);
     c.num_layer = 2;
@@ -76,8 +118,23 @@ TEST(Peers, PytorchPeerWritesTheContractWithTheCppParameterCount) {
     c.num_heads = 2;
     c.ff_dim = 64;
     c.seq_len = 32;
-    EXPECT_EQ(summary["params"].get<int64_t>(), count_parameters(*make_model(make_plan(c))))
-        << model;
+    const int64_t cpp_params = count_parameters(*make_model(make_plan(c)));
+    EXPECT_EQ(summary["params"].get<int64_t>(), cpp_params) << model;
+    // What ran: eager PyTorch in float32 with Adam's CPU default, one thread; the torch model's
+    // nn.MultiheadAttention calls scaled_dot_product_attention, whose CPU pick with dropout is
+    // the math kernel.
+    const auto& m = summary["manifest"];
+    expect_manifest(m, run);
+    EXPECT_EQ(m["framework"], "pytorch");
+    EXPECT_EQ(m["implementation"], "eager");
+    EXPECT_EQ(m["compile_options"], "");
+    EXPECT_EQ(m["compute"], "float32");
+    EXPECT_EQ(m["optimizer"], "torch.optim.Adam (for-loop)");
+    EXPECT_EQ(m["threads"], 1);
+    EXPECT_EQ(m["attention"],
+              std::string(model) == "handcraft" ? "naive" : "sdpa math (nn.MultiheadAttention)");
+    EXPECT_EQ(m["params"].get<int64_t>(), cpp_params) << model;
+    expect_peer_provenance(read_json_file(run + "/env.json"));
     EXPECT_EQ(summary["status"], "completed");
     EXPECT_EQ(summary["steps_timed"], 3);
     EXPECT_TRUE(summary["final_valid_bpb"].is_number());
@@ -178,6 +235,8 @@ TEST(Peers, TorchCompileTrainsEagersLosses) {
   const auto summary = read_json_file(dir / "py_handcraft_layer2_float32_compiled/summary.json");
   EXPECT_EQ(summary["compile_backend"], "torch.compile");
   EXPECT_GT(summary["compile_seconds"].get<double>(), 0.0);
+  EXPECT_EQ(summary["manifest"]["implementation"], "torch.compile");
+  EXPECT_EQ(summary["manifest"]["compile_options"], "mode=default");
 }
 
 // --flash 1 (scaled_dot_product_attention, the CPU flash kernel) trains the naive path's losses.
@@ -194,6 +253,8 @@ TEST(Peers, PytorchFlashTrainsTheNaiveLosses) {
   ASSERT_EQ(naive.size(), 5u);
   ASSERT_EQ(flash.size(), 5u);
   for (size_t i = 0; i < naive.size(); ++i) EXPECT_NEAR(flash[i], naive[i], 1e-4) << i + 1;
+  const auto summary = read_json_file(dir / "py_handcraft_layer2_float32_flash/summary.json");
+  EXPECT_EQ(summary["manifest"]["attention"], "sdpa flash");
 }
 
 // The JAX peer learns the embedded corpus on the CPU. Its first loss shows the initialisation
@@ -222,9 +283,21 @@ TEST(Peers, JaxPeerStartsWhereBenchStartsAndLearns) {
   EXPECT_NEAR(losses.front(), bench_first, 0.3);
   EXPECT_LT(*std::min_element(losses.begin(), losses.end()), 3.0);
   const auto summary = read_json_file(run + "/summary.json");
-  EXPECT_EQ(testing::keys_of(summary), testing::summary_keys({SummaryWhen::kAlways}, true));
+  EXPECT_EQ(testing::keys_of(summary), peer_summary_keys());
   EXPECT_EQ(summary["status"], "completed");
   EXPECT_EQ(summary["compile_backend"], "jax.jit");
+  // What ran: the jitted step in float32 with optax's Adam and naive attention, bench's model
+  // (its parameter count), from step 1's loss (the first window's, one step).
+  const auto& m = summary["manifest"];
+  expect_manifest(m, run);
+  EXPECT_EQ(m["framework"], "jax");
+  EXPECT_EQ(m["implementation"], "jax.jit");
+  EXPECT_EQ(m["compute"], "float32");
+  EXPECT_EQ(m["optimizer"], "optax.adam");
+  EXPECT_EQ(m["attention"], "naive");
+  EXPECT_EQ(m["params"],
+            read_json_file(dir / "cpp_handcraft_layer2_float32/summary.json")["params"]);
+  EXPECT_DOUBLE_EQ(m["first_loss"].get<double>(), losses.front());
   EXPECT_GT(summary["compile_seconds"].get<double>(), 0.0);
   EXPECT_GT(summary["peak_memory_bytes"].get<double>(), 0.0);
   // No --peak_tflops: no MFU on a peak of its own, and one line saying so.
@@ -234,7 +307,9 @@ TEST(Peers, JaxPeerStartsWhereBenchStartsAndLearns) {
       << r.output;
   const auto env = read_json_file(run + "/env.json");
   EXPECT_EQ(env["num_threads"], std::min(2, available_cores()));  // --threads 2, or fewer cores
+  EXPECT_EQ(m["threads"], env["num_threads"]);
   EXPECT_TRUE(env["thread_env"].is_object());
+  expect_peer_provenance(env);
 }
 
 // Bad input to the JAX peer: one line naming what it runs instead, exit 2, nothing written.
