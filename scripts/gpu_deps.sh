@@ -9,8 +9,8 @@
 #                                       CUDA code for sm_90 + PTX) with SOURCES, the hash of
 #                                       the sources they were built from; refused when a source
 #                                       is newer than a binary built from it
-#   scripts/gpu_deps.sh sources         the hash of this tree's compiled sources (every .h, .cpp,
-#                                       .cu, .proto and CMake file), as SOURCES holds it:
+#   scripts/gpu_deps.sh sources         the hash of this tree's sources (scripts/source_id.sh's,
+#                                       what bench --version prints), as SOURCES holds it:
 #                                       gpu_bench.sh refuses carried binaries of other sources
 #   scripts/gpu_deps.sh unpack [PREFIX] there: unpacks them with dpkg -x (or ar + tar) under
 #                                       PREFIX (default gpu-deps/prefix), writes
@@ -35,7 +35,8 @@ proto_pkgs=(protobuf-compiler libprotoc32 libprotobuf-dev libprotobuf32 libproto
 
 usage() { echo "usage: $0 download | bin [BUILD_DIR] | sources | unpack [PREFIX]" >&2; exit 2; }
 
-# The compiled sources, by path, in a fixed order: the same list here and in the carried tree.
+# The compiled sources, by path, in a fixed order, and their hash: scripts/source_id.sh's (the
+# hash bench embeds at every build and prints with --version).
 source_files() {
   local roots=() r
   for r in CMakeLists.txt cmake src include proto tests benchmarks fuzz; do
@@ -46,7 +47,7 @@ source_files() {
     -o -name '*.cpp' -o -name '*.cu' -o -name '*.proto' -o -name '*.cmake' \
     -o -name CMakeLists.txt \) | LC_ALL=C sort
 }
-sources() { source_files | xargs -r sha256sum | sha256sum | cut -c1-16; }
+sources() { bash scripts/source_id.sh | sed -n 2p; }
 [ $# -ge 1 ] || usage
 
 download() {

@@ -14,7 +14,7 @@
 #                   record can keep it; its SHA-256 is the diff hash
 #   --header FILE   write the three as a C header (TB_BUILD_REVISION, TB_BUILD_SOURCE_HASH,
 #                   TB_BUILD_DIFF_HASH), touched only when they change (the build runs this
-#                   before every build; an unchanged header recompiles nothing)
+#                   before every build; an unchanged header recompiles nothing); prints nothing
 # Example: bash scripts/source_id.sh scripts/peers
 source "$(dirname "$0")/usage.sh"
 tb_help "$0" "$@"
@@ -72,4 +72,4 @@ if [ -n "$header" ]; then
 #define TB_BUILD_DIFF_HASH \"$diff_hash\""
   [ -f "$header" ] && [ "$(cat "$header")" = "$text" ] || printf '%s\n' "$text" >"$header"
 fi
-printf '%s\n%s\n%s\n' "$revision" "$source_hash" "$diff_hash"
+[ -n "$header" ] || printf '%s\n%s\n%s\n' "$revision" "$source_hash" "$diff_hash"

@@ -74,8 +74,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cli.version) {
-      std::cout << "bench (trainbench) " << source_revision() << ", LibTorch " << libtorch_version()
-                << ", " << build_type() << " build\n";
+      std::cout << version_text();
       return 0;
     }
     if (!cli.export_corpus.empty()) {

@@ -189,6 +189,7 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
       {"skipped_steps", scaler.skipped_steps()},
       {"stop_signal", or_null(run_signal_ != 0, run_signal_)},
       {"profile", profile_},  // --profile_steps: time by op category, or null
+      {"manifest", fairness_manifest(setup_, threads_, first_loss_)},
   };
 }
 

@@ -3,11 +3,13 @@
 
 #include <sys/resource.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "trainbench/app/run_setup.h"
 #include "trainbench/core/cpu_isa.h"
 #include "trainbench/core/log.h"
+#include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/measure/flops.h"
 #include "trainbench/measure/step_bounds.h"
 #include "trainbench/report/env_info.h"
@@ -201,6 +203,43 @@ nlohmann::json dist_summary(DistContext& dist, const GradSync& sync, LanguageMod
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fp));
   j["param_fingerprint"] = hex;
   return j;
+}
+
+nlohmann::json fairness_manifest(const RunSetup& setup, int threads, double first_loss) {
+  const RunPlan& plan = setup.plan;
+  const RunConfig& c = plan.cfg;
+  const std::string dtype = name_of(c.dtype);
+  std::string compute = dtype;
+  if (c.compile == CompilePath::kFused) {
+    compute = "fused: " +
+              kernels::format_name(kernels::run_format(scalar_type_of(c.dtype), plan.gemm_route));
+  } else if (plan.lowp()) {
+    compute = "autocast " + dtype;
+  }
+  nlohmann::json tf32 = nullptr;
+#ifdef TB_WITH_CUDA
+  if (plan.cuda()) tf32 = c.dtype == Precision::kFloat32 && at::globalContext().allowTF32CuBLAS();
+#endif
+  const nlohmann::json& sdpa = setup.config_json.at("sdpa_backend_used");
+  std::string attention = c.flash ? "sdpa" : "naive";
+  if (c.flash && sdpa.is_string()) attention += " " + sdpa.get<std::string>();
+  if (c.compile == CompilePath::kFused)
+    attention += c.flash ? " (LibTorch's)" : " (bench's kernels)";
+  return {
+      {"framework", "libtorch"},
+      {"implementation", name_of(c.compile) == std::string("none") ? "eager" : name_of(c.compile)},
+      {"compile_options", c.compile == CompilePath::kFused
+                              ? "gemm route " + std::string(name_of(plan.gemm_route))
+                              : ""},
+      {"tf32", tf32},
+      {"compute", compute},
+      {"master_weights", "float32"},
+      {"optimizer", c.fused_adam ? "bench fused Adam (one pass)" : "torch::optim::Adam (for-loop)"},
+      {"threads", threads},
+      {"attention", attention},
+      {"data_in_timer", true},
+      {"params", setup.params},
+      {"first_loss", std::isfinite(first_loss) ? nlohmann::json(first_loss) : nlohmann::json()}};
 }
 
 }  // namespace trainbench

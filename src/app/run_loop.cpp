@@ -133,6 +133,7 @@ void Run::show_progress_(const StepResult& r) {
 
 void Run::record_initial_loss_(const StepResult& r) {
   if (step_ != 1) return;  // a resumed run has its record already
+  first_loss_ = r.loss;
   metric_({{"step", 0},
            {"initial_loss", r.loss},
            {"initial_bpb", r.loss / std::log(2.0)},

@@ -189,7 +189,8 @@ class Run {
   double run_start_ = 0, elapsed_before_ = 0, warmup_s_ = 0, compile_s_ = 0;
   bool fatal_ = false;  // record_fatal_ is writing the summary (core/errors.h)
   double final_train_loss_ = NAN, final_timed_loss_ = NAN, valid_loss_ = NAN;
-  int64_t final_timed_steps_ = 0;           // the steps final_timed_loss_ covers
+  double first_loss_ = NAN;        // the first step's loss, before any update (the manifest's)
+  int64_t final_timed_steps_ = 0;  // the steps final_timed_loss_ covers
   std::unique_ptr<StepProfiler> profiler_;  // --profile_steps, while it records
   double profile_s_ = 0;
   nlohmann::json profile_;  // its breakdown (null without --profile_steps)

@@ -78,9 +78,17 @@ PeakFlops resolve_peak_flops(const RunPlan& plan, const std::string& device_name
     if (peak > 0) return {peak, "table:" + device_name, name_of(GemmPath::kCuda), nullptr};
     return {0, "unknown", name_of(GemmPath::kCuda), nullptr};
   }
-  const RouteRate* route = probe.find(plan.gemm_route);
-  if (!route) return {0, "unknown", "", nullptr};
-  return {route->peak_flops_per_s, "gemm_probe", name_of(route->path), probe.to_json()};
+  // One peak per dtype and machine, whichever route this run takes: the fastest product over
+  // every route the probe measured (on an AVX2 CPU bfloat16's is the float32 route's, not
+  // LibTorch's reference GEMM's), so MFU says how much of the machine a run uses and every row
+  // of a dtype (eager, fused, the peers given it) divides by the same figure. The run's own
+  // route's rate stays in the probe (peak_probe) and the profile.
+  const RouteRate* best = nullptr;
+  for (const RouteRate& r : probe.routes) {
+    if (!best || r.peak_flops_per_s > best->peak_flops_per_s) best = &r;
+  }
+  if (!best) return {0, "unknown", "", nullptr};
+  return {best->peak_flops_per_s, "gemm_probe", name_of(best->path), probe.to_json()};
 }
 
 }  // namespace trainbench

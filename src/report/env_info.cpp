@@ -19,7 +19,7 @@
 
 #include "trainbench/core/cpu_isa.h"
 #include "trainbench/measure/cpu_noise.h"
-#include "trainbench_build_facts.h"  // generated: TB_GIT_REVISION, TB_BUILD_TYPE, TB_SOURCE_DIR
+#include "trainbench_build_facts.h"  // generated at configure: TB_BUILD_TYPE
 
 #ifdef TB_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -118,21 +118,6 @@ std::string build_type() { return TB_BUILD_TYPE; }
 
 namespace {
 
-// The source tree's revision now (a configure-time value goes stale after new commits),
-// with "-dirty" for uncommitted changes; the configure-time value when git is unavailable.
-std::string git_revision_() {
-  const std::string cmd = std::string("git -C '") + TB_SOURCE_DIR +
-                          "' describe --always --dirty --abbrev=12 2>/dev/null";
-  std::string out;
-  if (FILE* pipe = popen(cmd.c_str(), "r")) {
-    char buf[128];
-    while (fgets(buf, sizeof(buf), pipe)) out += buf;
-    pclose(pipe);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out.empty() ? TB_GIT_REVISION : out;
-}
-
 // The machine beside the device: CPU identity and instruction sets, memory, OS and kernel, the
 // load when the run started and the command line (what pyperf records with a result).
 void machine_facts_(nlohmann::json& j) {
@@ -170,7 +155,6 @@ void machine_facts_(nlohmann::json& j) {
 
 }  // namespace
 
-std::string source_revision() { return git_revision_(); }
 std::string libtorch_version() { return TORCH_VERSION; }
 
 nlohmann::json collect_env(const torch::Device& device, int num_threads) {
@@ -220,7 +204,20 @@ nlohmann::json collect_env(const torch::Device& device, int num_threads) {
   j["compiler"] = "unknown";
 #endif
   j["build_type"] = build_type();
-  j["git_revision"] = git_revision_();
+  // What the binary was built from, and its tree now (the checkout it was built in): two
+  // different things once the tree is edited after the build. git_revision (older readers) is
+  // the build's.
+  const SourceId build = build_source_id();
+  const std::optional<SourceId> tree = tree_source_id();
+  auto or_null = [](const std::string& s) {
+    return s.empty() ? nlohmann::json() : nlohmann::json(s);
+  };
+  j["build_revision"] = build.revision;
+  j["build_source_hash"] = build.source_hash;
+  j["build_diff_hash"] = or_null(build.diff_hash);
+  j["tree_revision"] = tree ? nlohmann::json(tree->revision) : nlohmann::json();
+  j["tree_source_hash"] = tree ? nlohmann::json(tree->source_hash) : nlohmann::json();
+  j["git_revision"] = build.revision;
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   j["hostname"] = host;

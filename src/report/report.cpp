@@ -248,8 +248,14 @@ const char* const kReportHelp =
     "Mann-Whitney U-test's p-value (below 0.05: the two differ); with fewer, ~ marks two\n"
     "ranges that overlap. --baseline results/NAME (a published measurement, a folder with\n"
     "machine.json: scripts/record_results.sh) sets each configuration of yours beside the same\n"
-    "configuration there instead: your median over the published one, and p= as above.\n"
-    "Exit status: 0, or 2 for bad flags or no readable run folder.\n";
+    "configuration there instead: your median over the published one, and p= as above;\n"
+    "with --fail_below R also a regression gate: exit 1, naming the rows, where one of your\n"
+    "configurations is slower than R times the published one (its median ratio below R and\n"
+    "p < 0.05 against the published runs' speeds times R; 4 or more repetitions a side).\n"
+    "--manifest prints each run's fairness manifest (what makes frameworks comparable) and\n"
+    "flags rows whose parameter counts or first losses disagree.\n"
+    "Exit status: 0; 1 where --fail_below found a slower configuration; 2 for bad flags or no\n"
+    "readable run folder.\n";
 
 // The runs of the folders under `paths`; a path that holds none, or a folder that cannot be
 // read, is skipped with a warning naming it.
@@ -283,13 +289,20 @@ std::vector<RunRecord> read_runs_(const std::vector<std::string>& paths) {
 
 int report_main(int argc, const char* const* argv) {
   cxxopts::Options options("bench report", "comparison tables from run folders");
-  options.custom_help("[--csv|--json] [--baseline LABEL]").positional_help("RUN_DIR...");
+  options
+      .custom_help("[--csv|--json] [--baseline LABEL|results/NAME [--fail_below R]] [--manifest]")
+      .positional_help("RUN_DIR...");
   options.add_options()("csv", "CSV detail rows instead of markdown")(
       "json", "JSON (runs and speed-up ratios) instead of markdown")(
       "baseline",
       "configuration column the ratios divide by (default: the first column), or results/NAME: "
       "a published measurement to set your runs beside",
-      cxxopts::value<std::string>())("h,help", "print this help")(
+      cxxopts::value<std::string>())(
+      "fail_below",
+      "with --baseline results/NAME: exit 1 where a configuration is slower than R times the "
+      "published one with p < 0.05 (a regression gate), e.g. 0.9",
+      cxxopts::value<double>())("manifest", "each run's fairness manifest instead of the tables")(
+      "h,help", "print this help")(
       "dirs", "run folders, or folders to search for them (as tensorboard --logdir)",
       cxxopts::value<std::vector<std::string>>());
   options.parse_positional({"dirs"});
@@ -307,14 +320,40 @@ int report_main(int argc, const char* const* argv) {
     ReportOptions ro;
     ro.format = args.count("csv") ? "csv" : args.count("json") ? "json" : "markdown";
     ro.baseline = args.count("baseline") ? args["baseline"].as<std::string>() : "";
+    const double fail_below = args.count("fail_below") ? args["fail_below"].as<double>() : 0;
+    if (args.count("fail_below") && !(fail_below > 0 && fail_below <= 10)) {
+      std::ostringstream given;
+      given << fail_below;
+      throw ConfigError("--fail_below: " + given.str() +
+                        " is not allowed; give a ratio above 0 and at most 10, e.g. 0.9");
+    }
+    if (args.count("manifest")) {
+      if (ro.format == "csv") throw ConfigError("--csv: not allowed with --manifest; use --json");
+      if (runs.empty()) throw ConfigError("report: no readable run folder; give RUN_DIR...");
+      std::cout << render_manifest(runs, ro.format);
+      return 0;
+    }
     if (is_published_folder(ro.baseline)) {
       if (ro.format == "csv") {
         throw ConfigError("--csv: not allowed with a published --baseline ('" + ro.baseline +
                           "'); use the markdown table or --json");
       }
-      std::cout << render_against_published(runs, read_runs_({ro.baseline}), ro.baseline,
-                                            ro.format);
+      const std::vector<RunRecord> published = read_runs_({ro.baseline});
+      const PublishedComparison c =
+          compare_with_published(runs, published, ro.baseline, ro.format, fail_below);
+      std::cout << c.text;
+      if (!c.slower.empty()) {
+        std::fprintf(stderr, "bench report: %zu configuration(s) slower than %.2fx %s\n",
+                     c.slower.size(), fail_below, ro.baseline.c_str());
+        return 1;
+      }
       return 0;
+    }
+    if (fail_below > 0) {
+      throw ConfigError(
+          "--fail_below: needs --baseline results/NAME (a published folder with "
+          "machine.json); '" +
+          ro.baseline + "' is not one");
     }
     std::cout << render_report(runs, ro);
     return 0;
@@ -328,7 +367,7 @@ int report_main(int argc, const char* const* argv) {
     name = a != std::string::npos && b != std::string::npos ? name.substr(a + 3, b - a - 3) : name;
     std::fprintf(stderr,
                  "bench report: error: --%s: unknown flag; allowed: --csv, --json, --baseline "
-                 "LABEL, --help (see bench report --help)\n",
+                 "LABEL, --fail_below R, --manifest, --help (see bench report --help)\n",
                  name.c_str());
     return 2;
   } catch (const cxxopts::exceptions::exception& e) {

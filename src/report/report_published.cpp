@@ -1,10 +1,16 @@
-// `bench report --baseline results/NAME RUN_DIR...`: a user's runs against a published
+// What makes a comparison acceptable: `bench report --manifest` (each run's fairness manifest,
+// the rows whose model or start disagree flagged) and `bench report --baseline results/NAME
+// RUN_DIR...`: a user's runs against a published
 // measurement of their machine class (a folder under results/, scripts/record_results.sh): each
 // configuration and dtype of theirs beside the same configuration there, the ratio of medians
-// within one model shape and, with 3 or more repetitions a side, the U-test's p.
+// within one model shape and, with 3 or more repetitions a side, the U-test's p; with
+// --fail_below R, the regression gate: the rows slower than R times the published one.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <sstream>
+#include <utility>
 
 #include "speed_table.h"
 #include "trainbench/core/errors.h"
@@ -31,7 +37,16 @@ std::string machine_line_(const std::string& folder) {
     std::string line = m.value("cpu_model", std::string());
     if (m.contains("gpu") && m.at("gpu").is_string()) line += ", " + m.at("gpu").get<std::string>();
     line += ", recorded " + m.value("recorded_utc", std::string("?")).substr(0, 10);
-    return line + " at " + m.value("commit", std::string("?")).substr(0, 7);
+    // The binaries' revisions where the record names them, else the tree it was recorded from.
+    std::string at = m.value("commit", std::string("?")).substr(0, 7);
+    if (m.contains("build_revisions") && m.at("build_revisions").is_array() &&
+        !m.at("build_revisions").empty()) {
+      at.clear();
+      for (const auto& r : m.at("build_revisions")) {
+        at += (at.empty() ? "" : ", ") + (r.is_string() ? r.get<std::string>() : r.dump());
+      }
+    }
+    return line + " at " + at;
   } catch (const std::exception&) {
     return "";
   }
@@ -45,9 +60,10 @@ bool is_published_folder(const std::string& baseline) {
          std::filesystem::exists(baseline + "/machine.json", ec);
 }
 
-std::string render_against_published(const std::vector<RunRecord>& yours,
-                                     const std::vector<RunRecord>& published,
-                                     const std::string& folder, const std::string& format) {
+PublishedComparison compare_with_published(const std::vector<RunRecord>& yours,
+                                           const std::vector<RunRecord>& published,
+                                           const std::string& folder, const std::string& format,
+                                           double fail_below) {
   if (published.empty()) {
     throw ConfigError("--baseline: '" + folder + "' holds no readable run folder");
   }
@@ -71,6 +87,15 @@ std::string render_against_published(const std::vector<RunRecord>& yours,
               r.shape + "]" + (theirs ? kPublished : "");
   }
   const SpeedTable t = speed_table(all);
+  // The gate's test: yours against the published runs' speeds times R (the U-test's p of the
+  // two samples), so "slower than R times the published" is what p < 0.05 speaks of.
+  std::vector<RunRecord> scaled = all;
+  for (RunRecord& r : scaled) {
+    if (published_label_(r.label) && r.sequences_per_s.is_number())
+      r.sequences_per_s = r.sequences_per_s.get<double>() * fail_below;
+  }
+  const SpeedTable ts = speed_table(scaled);
+  PublishedComparison out;
   nlohmann::json rows = nlohmann::json::array();
   std::ostringstream md;
   const std::string machine = machine_line_(folder);
@@ -99,6 +124,17 @@ std::string render_against_published(const std::vector<RunRecord>& yours,
       md << "| " << label << " | " << dtype << " | " << speed_cell(t, dtype, label) << " | "
          << (theirs_cell.empty() ? "-" : theirs_cell) << " | " << ratio_cell << " | "
          << (p ? p_text(*p) : "-") << " |\n";
+      std::optional<double> p_gate;
+      if (fail_below > 0 && ratio && *ratio < fail_below) {
+        p_gate = u_test_p(ts, dtype, label, other);
+        if (p_gate && *p_gate < 0.05) {
+          out.slower.push_back(label + " " + dtype + ": " + fixed_text(nlohmann::json(*ratio), 2) +
+                               "x the published median, below " +
+                               fixed_text(nlohmann::json(fail_below), 2) +
+                               "x (p=" + p_text(*p_gate) + " against the published runs times " +
+                               fixed_text(nlohmann::json(fail_below), 2) + ")");
+        }
+      }
       rows.push_back(
           {{"configuration", label},
            {"dtype", dtype},
@@ -107,17 +143,120 @@ std::string render_against_published(const std::vector<RunRecord>& yours,
            {"published_sequences_per_s", theirs.count ? nlohmann::json(theirs.median) : nullptr},
            {"published_n", theirs.count},
            {"ratio", ratio ? nlohmann::json(*ratio) : nullptr},
-           {"p", p ? nlohmann::json(*p) : nullptr}});
+           {"p", p ? nlohmann::json(*p) : nullptr},
+           {"p_below_fail_ratio", p_gate ? nlohmann::json(*p_gate) : nullptr}});
     }
   }
-  if (format == "json") {
-    return nlohmann::json({{"schema_version", kSchemaVersion},
-                           {"published", folder},
-                           {"machine", machine},
-                           {"rows", rows}})
-               .dump(2) +
-           "\n";
+  if (fail_below > 0) {
+    md << "\nRegression gate (--fail_below " << fixed_text(nlohmann::json(fail_below), 2) << "): "
+       << (out.slower.empty()
+               ? "passed: no configuration is slower than that with p < 0.05"
+               : "failed: " + std::to_string(out.slower.size()) + " slower with p < 0.05")
+       << "\n";
+    for (const std::string& line : out.slower) md << "- " << line << "\n";
   }
+  if (format == "json") {
+    nlohmann::json j = {{"schema_version", kSchemaVersion},
+                        {"published", folder},
+                        {"machine", machine},
+                        {"rows", rows}};
+    if (fail_below > 0) j["fail_below"] = fail_below, j["slower"] = out.slower;
+    out.text = j.dump(2) + "\n";
+  } else {
+    out.text = md.str();
+  }
+  return out;
+}
+
+namespace {
+
+// The manifest's columns, in order: key and header.
+constexpr std::pair<const char*, const char*> kManifestColumns[] = {
+    {"implementation", "implementation"},
+    {"compile_options", "compile options"},
+    {"tf32", "TF32"},
+    {"compute", "compute"},
+    {"master_weights", "master weights"},
+    {"optimizer", "optimizer"},
+    {"threads", "threads"},
+    {"attention", "attention"},
+    {"data_in_timer", "data in timer"},
+    {"params", "params"},
+    {"first_loss", "first loss"}};
+
+std::string manifest_cell_(const nlohmann::json& v) {
+  if (v.is_null()) return "-";
+  if (v.is_string()) return v.get<std::string>().empty() ? "-" : v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  if (v.is_number_float()) return fixed_text(v, 4);
+  return v.dump();
+}
+
+// What disagrees in run r against its dtype's other runs: "" when nothing.
+std::string manifest_flag_(const RunRecord& r, const std::vector<RunRecord>& runs) {
+  if (!r.manifest.is_object()) return "no manifest (an older run folder)";
+  std::vector<double> losses;
+  std::string flag;
+  for (const RunRecord& o : runs) {
+    if (o.dtype != r.dtype || o.shape != r.shape || !o.manifest.is_object()) continue;
+    if (o.manifest.value("params", nlohmann::json()) !=
+        r.manifest.value("params", nlohmann::json()))
+      flag = "parameter counts differ";
+    const nlohmann::json l = o.manifest.value("first_loss", nlohmann::json());
+    if (l.is_number()) losses.push_back(l.get<double>());
+  }
+  const nlohmann::json mine = r.manifest.value("first_loss", nlohmann::json());
+  if (!losses.empty() && mine.is_number()) {
+    std::sort(losses.begin(), losses.end());
+    const double median = losses[losses.size() / 2];
+    const double off = std::abs(mine.get<double>() / median - 1);
+    if (off > kFirstLossTolerance) {
+      flag += std::string(flag.empty() ? "" : "; ") + "first loss " +
+              fixed_text(nlohmann::json(off * 100), 1) + "% from the median " +
+              fixed_text(nlohmann::json(median), 4);
+    }
+  }
+  return flag;
+}
+
+}  // namespace
+
+std::string render_manifest(const std::vector<RunRecord>& runs, const std::string& format) {
+  nlohmann::json rows = nlohmann::json::array();
+  std::ostringstream md;
+  md << "Fairness manifest: what each run ran with, from its own summary.json (flagged: a run "
+        "whose parameter count or first loss disagrees with its dtype's other runs of one shape)"
+        "\n\n| configuration | dtype |";
+  for (const auto& [key, header] : kManifestColumns) md << " " << header << " |";
+  md << " flagged |\n|---|---|";
+  for (size_t i = 0; i < std::size(kManifestColumns); ++i) md << "---|";
+  md << "---|\n";
+  size_t flagged = 0;
+  for (const RunRecord& r : runs) {
+    const std::string flag = manifest_flag_(r, runs);
+    flagged += !flag.empty();
+    md << "| " << r.label << " | " << r.dtype << " |";
+    for (const auto& [key, header] : kManifestColumns) {
+      md << " "
+         << manifest_cell_(r.manifest.is_object() ? r.manifest.value(key, nlohmann::json())
+                                                  : nlohmann::json())
+         << " |";
+    }
+    md << " " << (flag.empty() ? "-" : flag) << " |\n";
+    rows.push_back({{"dir", r.dir},
+                    {"configuration", r.label},
+                    {"dtype", r.dtype},
+                    {"manifest", r.manifest},
+                    {"flagged", flag.empty() ? nlohmann::json() : nlohmann::json(flag)}});
+  }
+  if (format == "json") {
+    return nlohmann::json({{"schema_version", kSchemaVersion}, {"runs", rows}}).dump(2) + "\n";
+  }
+  md << "\n"
+     << (flagged ? std::to_string(flagged) + " of " + std::to_string(runs.size()) + " runs flagged"
+                 : "no run flagged: one parameter count and one first loss (within " +
+                       fixed_text(nlohmann::json(kFirstLossTolerance * 100), 0) + "%) per dtype")
+     << "\n";
   return md.str();
 }
 

@@ -10,6 +10,7 @@
 #include "trainbench/core/config.h"
 #include "trainbench/core/errors.h"
 #include "trainbench/core/run_files.h"
+#include "trainbench/report/env_info.h"
 #include "trainbench/report/report.h"
 #include "trainbench/report/results.h"
 #include "trainbench/report/run_lock.h"
@@ -161,7 +162,10 @@ RunRecord read_run(const std::string& dir) {
       const nlohmann::json env = read_json_file(run_file(dir, RunFile::kEnv));
       r.machine = env.value("device_name", std::string());
       r.date = env.value("started_at", std::string()).substr(0, 10);
-      r.revision = env.value("git_revision", std::string());
+      // The binary's revision (older folders: the checkout's at run time, git_revision); a
+      // run whose binary was not a clean build of its tree says so in its label.
+      r.revision = env.value("build_revision", env.value("git_revision", std::string()));
+      r.provenance = provenance_mark(env);
     } catch (const std::exception&) {  // env.json is context, not contract: a bad one is left
     }
   }
@@ -169,7 +173,7 @@ RunRecord read_run(const std::string& dir) {
   try {
     const std::string cfile = run_file(dir, RunFile::kConfig),
                       sfile = run_file(dir, RunFile::kSummary);
-    r.label = label_of_(config, cfile);
+    r.label = label_of_(config, cfile) + (r.provenance.empty() ? "" : " (" + r.provenance + ")");
     r.dtype = field_<std::string>(config, cfile, "dtype");
     r.num_layer = field_<int64_t>(config, cfile, "num_layer");
     r.batch_size = field_<int64_t>(config, cfile, "batch_size");
@@ -201,6 +205,9 @@ RunRecord read_run(const std::string& dir) {
   r.gemm_choice = gemm_choice_(summary.value("gemm_route", nlohmann::json()));
   r.peak_unreliable = summary.value("peak_unreliable", false) == true;
   if (summary.contains("noise") && summary["noise"].is_object()) r.noise = summary["noise"];
+  if (summary.contains("manifest") && summary["manifest"].is_object()) {
+    r.manifest = summary["manifest"];
+  }
   return r;
 }
 

@@ -39,8 +39,10 @@ std::vector<nlohmann::json> read_jsonl(const std::string& path) {
 
 // env.json's contract fields and the machine beside the device, for a float32 CPU run.
 void expect_env_contract_(const nlohmann::json& env) {
-  for (const char* k : {"libtorch_version", "device_name", "cuda_version", "num_threads", "blas",
-                        "compiler", "git_revision", "hostname", "started_at"}) {
+  for (const char* k :
+       {"libtorch_version", "device_name", "cuda_version", "num_threads", "blas", "compiler",
+        "git_revision", "hostname", "started_at", "build_revision", "build_source_hash",
+        "build_diff_hash", "tree_revision", "tree_source_hash"}) {
     EXPECT_TRUE(env.contains(k)) << k;
   }
   EXPECT_TRUE(env["cuda_version"].is_null());
@@ -120,6 +122,20 @@ TEST_F(RunTest, ResultFilesParseAndHoldTheirContractFields) {
   EXPECT_NEAR(s["sequences_per_s"].get<double>(),
               4 * 1e3 / s["step_time_ms"]["median"].get<double>(), 1e-6);
   EXPECT_EQ(s["peak_flops_source"], "flag");
+  // The fairness manifest: this run's choices, its parameter count and its first loss (the
+  // metrics' step-0 record).
+  const nlohmann::json m = s["manifest"];
+  EXPECT_EQ(m["framework"], "libtorch");
+  EXPECT_EQ(m["implementation"], "eager");
+  EXPECT_TRUE(m["tf32"].is_null());  // no TF32 on a CPU
+  EXPECT_EQ(m["compute"], "float32");
+  EXPECT_EQ(m["master_weights"], "float32");
+  EXPECT_EQ(m["optimizer"], "torch::optim::Adam (for-loop)");
+  EXPECT_EQ(m["threads"], env["num_threads"]);
+  EXPECT_EQ(m["attention"], "naive");
+  EXPECT_EQ(m["data_in_timer"], true);
+  EXPECT_EQ(m["params"], s["params"]);
+  EXPECT_DOUBLE_EQ(m["first_loss"].get<double>(), lines.front()["initial_loss"].get<double>());
   EXPECT_NEAR(s["mfu"].get<double>(),
               s["tokens_per_s"].get<double>() * s["flops_per_token"].get<double>() / 1e12, 1e-9);
   for (const char* k : {"params", "warmup_seconds", "peak_memory_bytes", "final_train_loss",

@@ -55,6 +55,15 @@ nlohmann::json profile_bounds(const RunSetup& setup, const nlohmann::json& ms_pe
 // ran or no probe product has that shape (the attention's batched products).
 void add_probe_rates(nlohmann::json& profile, const RunSetup& setup);
 
+// The run's fairness manifest (summary.json "manifest"; the peers write the same keys): what
+// makes a row comparable with another framework's. {framework ("libtorch"), implementation
+// (eager | torchscript | fused), compile_options, tf32 (null off CUDA), compute (float32,
+// "autocast DTYPE" for LibTorch's paths, "fused: FORMAT" for bench's kernels), master_weights,
+// optimizer, threads, attention, data_in_timer (the next batch is taken inside the step's
+// clock, from the loader's prefetch), params, first_loss (the first step's, before any update;
+// null for a resumed session)}.
+nlohmann::json fairness_manifest(const RunSetup& setup, int threads, double first_loss);
+
 // What the timed steps say about the figures: MFU (null when no peak is known, or when the run's
 // model FLOP rate exceeds the peak: then peak_unreliable, since a run cannot beat its machine's
 // peak), and cpu_noise.h's summary of the steps' interference. flops_per_step: the model FLOPs

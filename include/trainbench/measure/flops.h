@@ -38,15 +38,16 @@ int64_t parameter_count(const RunConfig& cfg);
 struct PeakFlops {
   double flops_per_s = 0;  // 0: unknown (MFU is then null)
   std::string source;      // "flag", "table:<gpu>", "gemm_probe", or "unknown"
-  std::string gemm_path;   // the path probed (core/cpu_isa.h gemm_path_name), or ""
+  std::string gemm_path;   // the probed path that set the peak (core/cpu_isa.h), or ""
   nlohmann::json probe;    // gemm_probe: GemmProbe::to_json() (every route measured); else null
 };
 
 // Dense peak of a known GPU for a dtype (float32 means TF32 tensor cores); 0 when unknown.
 double gpu_peak_flops(const std::string& device_name, Precision dtype);
 
-// The peak of a run: --peak_tflops, the GPU table, or on the CPU the fastest product of the
-// probe's measurement of the plan's GEMM route; probe.to_json() goes to summary.json's
+// The peak of a run: --peak_tflops, the GPU table, or on the CPU the fastest product over every
+// route the probe measured for the dtype (one peak per dtype and machine, whatever the run's
+// route; gemm_path names the route that set it); probe.to_json() goes to summary.json's
 // peak_probe.
 PeakFlops resolve_peak_flops(const RunPlan& plan, const std::string& device_name,
                              const GemmProbe& probe);

@@ -1,6 +1,8 @@
-// What the run ran on: LibTorch, device, BLAS, compiler, threads, git revision, host, time.
+// What the run ran on: LibTorch, device, BLAS, compiler, threads, host, time, and what the binary
+// was built from against its tree (the sources' revision and hashes).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,8 +39,27 @@ std::string utc_now(const char* format);
 // ISO-8601 UTC timestamp, e.g. 2026-11-30T10:23:40Z.
 std::string utc_now_iso8601();
 
-// The source tree's git revision ("-dirty" with uncommitted changes), as env.json records it.
-std::string source_revision();
+// What sources a binary or a tree holds (scripts/source_id.sh is the one definition): the
+// revision (`git describe`, "-dirty" where the compiled sources differ from that commit,
+// "unknown" outside git), 16 hex digits of SHA-256 over the source files, and the hash of the
+// patch from the commit ("" when clean).
+struct SourceId {
+  std::string revision, source_hash, diff_hash;
+};
+// What this binary was built from, embedded at every build (not only at configure).
+SourceId build_source_id();
+// The checkout the binary was built in (TB_SOURCE_TREE where set: the tests' planted trees).
+std::string tree_dir();
+// That tree as it is now (scripts/source_id.sh run there); nullopt where the tree or its script
+// is gone.
+std::optional<SourceId> tree_source_id();
+// What a run's env.json says of its binary against its tree: "built from uncommitted changes"
+// (a -dirty build revision), "built from other sources than its tree" (the tree's source hash
+// differs), or "" (a clean build of its tree, or an env.json from before these fields).
+std::string provenance_mark(const nlohmann::json& env);
+// bench --version's text: the build's revision and hashes, LibTorch, the build type, and the
+// tree beside it where it differs from the build.
+std::string version_text();
 // LibTorch's version, e.g. "2.11.0".
 std::string libtorch_version();
 

@@ -41,10 +41,14 @@ struct RunRecord {
   std::string gemm_choice;
   bool peak_unreliable = false;  // the run was faster than its peak: no MFU
   nlohmann::json noise;          // summary.json "noise" (measure/cpu_noise.h), or null
+  nlohmann::json manifest;       // summary.json "manifest" (app/run_figures.h), or null
   // From env.json where the folder has one ("" otherwise): what ran where and when.
   std::string machine;   // device_name (CPU model or GPU)
   std::string date;      // the start day, YYYY-MM-DD (UTC)
-  std::string revision;  // git revision of the bench that ran
+  std::string revision;  // what the binary was built from (env.json build_revision)
+  // env_info.h's provenance_mark: "built from uncommitted changes", "built from other sources
+  // than its tree" (also at the end of the label, in parentheses), or "".
+  std::string provenance;
 };
 
 // Reads config.json + summary.json of `dir`. Throws RunError naming the folder and the problem
@@ -72,10 +76,27 @@ bool is_published_folder(const std::string& baseline);
 // Your runs against the published ones of `folder`: one row per configuration and dtype of
 // yours, beside the same configuration there (same label), the ratio of medians within one
 // model shape ("n/a (other shape)", "not published") and the U-test's p with 3 or more
-// repetitions a side. format: markdown | json. Throws ConfigError when nothing was published.
-std::string render_against_published(const std::vector<RunRecord>& yours,
-                                     const std::vector<RunRecord>& published,
-                                     const std::string& folder, const std::string& format);
+// repetitions a side. format: markdown | json. With fail_below R > 0, the regression gate: a
+// row is slower where its ratio is below R and the U-test of its runs against the published
+// runs' speeds times R gives p < 0.05 (so it needs 4 or more repetitions a side: 3 against 3 reach
+// p = 0.1 at best); those rows are listed in `slower` and under the table. Throws ConfigError when
+// nothing was published.
+struct PublishedComparison {
+  std::string text;
+  std::vector<std::string> slower;  // "LABEL DTYPE: 0.71x the published median, ..."
+};
+PublishedComparison compare_with_published(const std::vector<RunRecord>& yours,
+                                           const std::vector<RunRecord>& published,
+                                           const std::string& folder, const std::string& format,
+                                           double fail_below = 0);
+
+// The fairness manifest of each run (summary.json "manifest", written by bench and the peers
+// alike): one row per run with what makes frameworks comparable, and a last column that flags
+// a run whose parameter count differs from its dtype's other runs, or whose first loss is more
+// than kFirstLossTolerance (relative) from their median. A run without a manifest (older
+// folders) is a row saying so. format: markdown | json.
+inline constexpr double kFirstLossTolerance = 0.05;
+std::string render_manifest(const std::vector<RunRecord>& runs, const std::string& format);
 
 // The run folders under `paths`: a path holding config.json is one; any other folder is
 // searched below for them (sorted), as tensorboard --logdir searches.

@@ -72,6 +72,8 @@ inline constexpr SummaryField kSummaryFields[] = {
     {"skipped_steps", SummaryWhen::kAlways, false},
     {"stop_signal", SummaryWhen::kAlways, false},
     {"profile", SummaryWhen::kAlways, false},
+    {"manifest", SummaryWhen::kAlways,
+     true},  // what makes frameworks comparable (report --manifest)
     {"per_rank_step_time_ms", SummaryWhen::kMultiProcess, false},
     {"per_rank_communication_ms", SummaryWhen::kMultiProcess, false},
     {"per_rank_communication_seconds", SummaryWhen::kMultiProcess, false},
