@@ -11,21 +11,8 @@
 # Usage: scripts/ab_binaries.sh OUT_DIR OLD_BENCH NEW_BENCH [bench flags...]
 # Example: REPEAT=3 scripts/ab_binaries.sh runs/ab /tmp/bench_old ./build/bench --preset quick --steps 40 --compile fused --dtype bfloat16
 source "$(dirname "$0")/usage.sh"
-# The command line as run, for record_results.sh (COMMAND -, OUT_DIR/command.txt): the variables
-# that steer this script where set, then its arguments, each quoted where the shell needs it.
-quoted() {  # one word, as the shell reads it back
-  if [[ "$1" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then printf '%s' "$1"
-  else printf "'%s'" "${1//\'/\'\\\'\'}"; fi
-}
-command_line() {  # command_line "VAR..." ARG...
-  local v w line=""
-  for v in $1; do [ -z "${!v+x}" ] || line+="$v=$(quoted "${!v}") "; done
-  shift
-  for w in "scripts/$(basename "$0")" "$@"; do line+="$(quoted "$w") "; done
-  printf '%s\n' "${line% }"
-}
 tb_start "$0" "OLD_BENCH NEW_BENCH [bench flags...]" "$@"
-command_line=$(command_line "REPEAT" "$@")
+command_line=$(tb_command_line "REPEAT" "$@")
 shift  # OUT_DIR, now $out
 [ $# -ge 2 ] || { echo "usage: $0 OUT_DIR OLD_BENCH NEW_BENCH [bench flags...]" >&2; exit 2; }
 old=$(tb_out_dir "$1") new=$(tb_out_dir "$2")

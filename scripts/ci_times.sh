@@ -12,21 +12,8 @@
 # Usage: scripts/ci_times.sh OUT_DIR
 # Example: scripts/ci_times.sh /tmp/ci-times && scripts/record_results.sh /tmp/ci-times zen4-2026-12-06-ci -
 source "$(dirname "$0")/usage.sh"
-# The command line as run, for record_results.sh (COMMAND -, OUT_DIR/command.txt): the variables
-# that steer this script where set, then its arguments, each quoted where the shell needs it.
-quoted() {  # one word, as the shell reads it back
-  if [[ "$1" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then printf '%s' "$1"
-  else printf "'%s'" "${1//\'/\'\\\'\'}"; fi
-}
-command_line() {  # command_line "VAR..." ARG...
-  local v w line=""
-  for v in $1; do [ -z "${!v+x}" ] || line+="$v=$(quoted "${!v}") "; done
-  shift
-  for w in "scripts/$(basename "$0")" "$@"; do line+="$(quoted "$w") "; done
-  printf '%s\n' "${line% }"
-}
 tb_start "$0" "" "$@"
-command_line=$(command_line "FIRST" "$@")
+command_line=$(tb_command_line "FIRST" "$@")
 [ ! -e "$out" ] || { echo "ci_times.sh: OUT_DIR: '$out' exists; nothing is overwritten" >&2; exit 2; }
 [ -z "$(git status --porcelain --untracked-files=no)" ] ||
   echo "ci_times.sh: the work tree has uncommitted changes; the clones time HEAD ($(git rev-parse --short HEAD)) without them" >&2

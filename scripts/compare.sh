@@ -22,21 +22,8 @@
 # `scripts/record_results.sh OUT_DIR NAME -` keeps.
 # Example: scripts/compare.sh runs/cmp --num_layer 2 --batch_size 8 --steps 13 --warmup_steps 3
 source "$(dirname "$0")/usage.sh"
-# The command line as run, for record_results.sh (COMMAND -, OUT_DIR/command.txt): the variables
-# that steer this script where set, then its arguments, each quoted where the shell needs it.
-quoted() {  # one word, as the shell reads it back
-  if [[ "$1" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then printf '%s' "$1"
-  else printf "'%s'" "${1//\'/\'\\\'\'}"; fi
-}
-command_line() {  # command_line "VAR..." ARG...
-  local v w line=""
-  for v in $1; do [ -z "${!v+x}" ] || line+="$v=$(quoted "${!v}") "; done
-  shift
-  for w in "scripts/$(basename "$0")" "$@"; do line+="$(quoted "$w") "; done
-  printf '%s\n' "${line% }"
-}
 tb_start "$0" "[flags...]" "$@"
-command_line=$(command_line "BENCH PYTHON DTYPES THREAD_ENV REPEAT PROCS" "$@")
+command_line=$(tb_command_line "BENCH PYTHON DTYPES THREAD_ENV REPEAT PROCS" "$@")
 shift  # OUT_DIR, now $out
 BENCH=${BENCH:-./build/bench}
 PYTHON=${PYTHON:-.venv/bin/python}

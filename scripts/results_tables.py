@@ -46,6 +46,48 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
+def u_test_p(a, b):
+    """The two-sided Mann-Whitney U-test's p of samples a and b, as bench's (measure/stats.h):
+    exact without ties up to 20 values a side, else the normal approximation with the tie and
+    continuity corrections; None where a side has fewer than 2 values."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    pooled = sorted((v, i < len(a)) for i, v in enumerate(a + b))
+    ranks, i = {}, 0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        ranks[pooled[i][0]] = (i + j) / 2 + 1
+        i = j + 1
+    m, n = len(a), len(b)
+    u = sum(ranks[v] for v in a) - m * (m + 1) / 2
+    if len(ranks) == m + n and m <= 20 and n <= 20:
+        # f[i][j][u]: orderings of i values of a and j of b with U = u (a value of a above j of
+        # b's adds j): f[i][j] = f[i-1][j] shifted by j + f[i][j-1].
+        f = [[[1] for _ in range(n + 1)] for _ in range(m + 1)]
+        for i in range(1, m + 1):
+            for j in range(1, n + 1):
+                left, down = f[i - 1][j], f[i][j - 1]
+                row = [0] * (i * j + 1)
+                for v, c in enumerate(left):
+                    row[v + j] += c
+                for v, c in enumerate(down):
+                    row[v] += c
+                f[i][j] = row
+        dist = f[m][n] if m and n else [1]
+        upper = sum(dist[int(round(max(u, m * n - u))):]) / sum(dist)
+        return min(1.0, 2 * upper)
+    import math
+    sizes = {}
+    for v in a + b:
+        sizes[v] = sizes.get(v, 0) + 1
+    tie = sum(t ** 3 - t for t in sizes.values())
+    var = m * n / 12 * ((m + n + 1) - tie / ((m + n) * (m + n - 1)))
+    z = (abs(u - m * n / 2) - 0.5) / math.sqrt(var) if var > 0 else 0
+    return min(1.0, math.erfc(max(z, 0) / math.sqrt(2)))
+
+
 def provenance(path, machine):
     """What the folder's binaries were built from (machine.json's build_revisions, each run's
     build_revision, an older run's git_revision), sorted, and whether any was built from
@@ -71,7 +113,7 @@ def provenance(path, machine):
 
 def read_folder(path):
     """The folder's kind and what it holds: ("measurement", (machine, {(configuration, dtype):
-    median seq/s}, [(configuration, dtype)] in order, {dtype: "L layers, batch B"})), ("times",
+    [seq/s of each completed run]}, [(configuration, dtype)] in order, {dtype: "L layers, batch B"})), ("times",
     (machine, times.json)) for a folder of ci_times.sh's, or ("ab", (machine, ab.json, command))
     for one of ab_binaries.sh's; machine.json with "revisions" and "dirty" (provenance) added."""
     with open(os.path.join(path, "machine.json")) as f:
@@ -101,8 +143,7 @@ def read_folder(path):
             order.append(key)
         if r["status"] == "completed" and r.get("sequences_per_s"):
             speeds.setdefault(key, []).append(r["sequences_per_s"])
-    return "measurement", (machine, {k: median(v) for k, v in speeds.items()}, order,
-                           {d: "; ".join(s) for d, s in shapes.items()})
+    return "measurement", (machine, speeds, order, {d: "; ".join(s) for d, s in shapes.items()})
 
 
 # CPU classes by CPUID family and model (a VM may name its CPU "AMD EPYC" alone).
@@ -128,12 +169,29 @@ def machine_name(m):
 
 
 def best(speeds, dtype, pick):
-    rows = [(v, c) for (c, d), v in speeds.items() if d == dtype and pick(c)]
+    """The fastest configuration of dtype that pick accepts, by median: (median, label, runs)."""
+    rows = [(median(v), c, v) for (c, d), v in speeds.items() if d == dtype and pick(c)]
     return max(rows) if rows else None
 
 
+def spread(values):
+    """A median with its count and range where there are several runs: "15.05 (n=5, 14.40-15.80)"."""
+    text = f"{median(values):,.2f}"
+    return text + (f" (n={len(values)}, {min(values):,.2f}-{max(values):,.2f})" if len(values) > 1
+                   else "")
+
+
 def cell(found):
-    return f"{found[0]:,.2f} ({found[1]})" if found else "-"
+    return f"{spread(found[2])}: {found[1]}" if found else "-"
+
+
+def ratio_cell(mine, peer):
+    """mine's median over peer's, with the U-test's p of their runs where both have several."""
+    if not (mine and peer):
+        return "-"
+    p = u_test_p(mine[2], peer[2])
+    return f"{mine[0] / peer[0]:.2f}x" + ("" if p is None else
+                                           f" (p={'<0.001' if p < 0.001 else f'{p:.3f}'})")
 
 
 def marked(text, machine):
@@ -157,7 +215,7 @@ def built_from(machine):
 
 def tables(folders, results):
     summary = ["| machine | date | shape | dtype | LibTorch eager seq/s | bench's best seq/s | "
-               "best peer seq/s | bench's best / best peer | files |",
+               "best peer seq/s | bench's best / best peer (p) | files |",
                "|---|---|---|---|---|---|---|---|---|"]
     detail, in_summary = [], []
     measurements = ((n, f) for n, kind, f in folders if kind == "measurement")
@@ -166,20 +224,19 @@ def tables(folders, results):
         link = marked(f"[{name}]({results}/{name})", machine)
         for dtype in dict.fromkeys(d for _, d in order):
             eager = speeds.get(("libtorch handcraft", dtype))
-            if eager is None:  # no LibTorch eager run to read against (a profile): detail only
+            if not eager:  # no LibTorch eager run to read against (a profile): detail only
                 continue
             mine = best(speeds, dtype, lambda c: c.split(" ")[0] in ("libtorch", "bench"))
             peer = best(speeds, dtype, lambda c: c.split(" ")[0] in PEERS)
-            ratio = f"{mine[0] / peer[0]:.2f}x" if mine and peer else "-"
             summary.append(f"| {machine_name(machine)} | {date} | {shapes[dtype]} | {dtype} | "
-                           f"{f'{eager:,.2f}' if eager else '-'} | {cell(mine)} | {cell(peer)} | "
-                           f"{ratio} | {link} |")
+                           f"{spread(eager)} | {cell(mine)} | {cell(peer)} | "
+                           f"{ratio_cell(mine, peer)} | {link} |")
             in_summary.append(machine)
         detail += ["", f"#### {name}: {machine_name(machine)}, {date}, {built_from(machine)}", "",
                    "| configuration | dtype | seq/s (median) |", "|---|---|---|"]
         for c, d in order:
             v = speeds.get((c, d))
-            detail.append(f"| {c} | {d} | {f'{v:,.2f}' if v else 'not completed'} |")
+            detail.append(f"| {c} | {d} | {spread(v) if v else 'not completed'} |")
     return footnote(summary, in_summary), detail
 
 

@@ -35,21 +35,8 @@
 #     --model torch" scripts/sweep.sh runs/cpu8 --num_layer 8 --batch_size 8 --steps 12
 #   PROCS=2 MATRIX="--model handcraft" scripts/sweep.sh runs/dp2 --num_layer 8 --threads 1
 source "$(dirname "$0")/usage.sh"
-# The command line as run, for record_results.sh (COMMAND -, OUT_DIR/command.txt): the variables
-# that steer this script where set, then its arguments, each quoted where the shell needs it.
-quoted() {  # one word, as the shell reads it back
-  if [[ "$1" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then printf '%s' "$1"
-  else printf "'%s'" "${1//\'/\'\\\'\'}"; fi
-}
-command_line() {  # command_line "VAR..." ARG...
-  local v w line=""
-  for v in $1; do [ -z "${!v+x}" ] || line+="$v=$(quoted "${!v}") "; done
-  shift
-  for w in "scripts/$(basename "$0")" "$@"; do line+="$(quoted "$w") "; done
-  printf '%s\n' "${line% }"
-}
 tb_start "$0" "[bench flags...]" "$@"
-command_line=$(command_line "BENCH PROCS REPEAT MASTER_PORT MATRIX" "$@")
+command_line=$(tb_command_line "BENCH PROCS REPEAT MASTER_PORT MATRIX" "$@")
 shift  # OUT_DIR, now $out
 BENCH=${BENCH:-./build/bench}
 procs=${PROCS:-1}

@@ -6,7 +6,12 @@
 #   tb_start "$0" "REST OF USAGE" "$@"
 #                       the start of a script whose first argument is OUT_DIR: tb_help, strict
 #                       mode, a usage line without OUT_DIR, $out (tb_out_dir), then the
-#                       repository as the working folder; the caller shifts OUT_DIR away.
+#                       repository as the working folder; the caller shifts OUT_DIR away;
+#   tb_command_line "VAR..." ARG...
+#                       the script's command line as run, for OUT_DIR/command.txt (which
+#                       record_results.sh keeps with COMMAND -): the variables that steer it
+#                       where set, then scripts/NAME and its arguments, each quoted where the
+#                       shell needs it.
 TB_CALLER_PWD=$PWD
 tb_help() {
   local script=$1
@@ -34,6 +39,17 @@ tb_start() {
   [ $# -ge 1 ] || { echo "usage: $script OUT_DIR${rest:+ $rest}" >&2; exit 2; }
   out=$(tb_out_dir "$1")
   cd "$(dirname "$script")/.."
+}
+tb_quoted() {  # one word, as the shell reads it back
+  if [[ "$1" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then printf '%s' "$1"
+  else printf "'%s'" "${1//\'/\'\\\'\'}"; fi
+}
+tb_command_line() {
+  local v w line=""
+  for v in $1; do [ -z "${!v+x}" ] || line+="$v=$(tb_quoted "${!v}") "; done
+  shift
+  for w in "scripts/$(basename "$0")" "$@"; do line+="$(tb_quoted "$w") "; done
+  printf '%s\n' "${line% }"
 }
 # Run rather than sourced (bash scripts/usage.sh [--help]): it says what it is.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

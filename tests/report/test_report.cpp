@@ -181,11 +181,12 @@ TEST_F(ReportTest, AFolderOfRunsIsSearchedAndBadFlagsAreOneLineErrors) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.output,
             "bench report: error: --md: unknown flag; allowed: --csv, --json, --baseline LABEL, "
-            "--help (see bench report --help)\n");
+            "--fail_below R, --manifest, --help (see bench report --help)\n");
   const auto help = testing::run_bench("report --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_EQ(help.output.find("(default: \"\")"), std::string::npos) << help.output;
-  EXPECT_NE(help.output.find("bench report [--csv|--json] [--baseline LABEL] RUN_DIR...\n"),
+  EXPECT_NE(help.output.find("bench report [--csv|--json] [--baseline LABEL|results/NAME "
+                             "[--fail_below R]] [--manifest] RUN_DIR...\n"),
             std::string::npos)
       << help.output;
 }
