@@ -81,8 +81,8 @@ MANIFEST_KEYS = ("framework", "implementation", "compile_options", "tf32", "comp
 PEER_FLAGS = ["preset", "model", "norm_first", "dtype", "num_layer", "flash", "compile", "save_dir",
               "overwrite", "tensorboard", "seq_len", "d_model", "num_heads", "ff_dim", "dropout",
               "dropout_impl", "batch_size", "lr", "steps", "data", "valid_bytes", "device",
-              "threads", "seed", "log_every", "eval_every", "eval_batches", "warmup_steps",
-              "peak_tflops"]
+              "threads", "seed", "log_every", "eval_every", "eval_batches", "target_bpb",
+              "stop_at_target", "warmup_steps", "peak_tflops"]
 PEER_DIFFERS = {"save_dir": "runs/peer", "compile": 0}
 PEER_CHOICES = {"compile": [0, 1], "dropout_impl": ["auto", "native"]}
 
@@ -150,6 +150,18 @@ def check_args(args, parser):
         parser.error(f"--d_model {args.d_model} is not divisible by --num_heads {args.num_heads}")
     if not 0 <= args.dropout < 1 or args.lr <= 0 or args.warmup_steps >= args.steps:
         parser.error("dropout must be in [0, 1), lr > 0 and warmup_steps < steps")
+    # Time to target, refused as bench refuses it (its flag table's range, then what a target
+    # needs: evaluations during the run, on enough held-out batches to judge it).
+    if not (math.isfinite(args.target_bpb) and 0 <= args.target_bpb <= 8):
+        parser.error(f"--target_bpb: {args.target_bpb:g} is out of range; allowed: 0 (none) or "
+                     "in (0, 8]")
+    if args.target_bpb and not args.eval_every:
+        parser.error("--target_bpb: needs evaluations during the run; give --eval_every N > 0")
+    if args.target_bpb and 0 < args.eval_batches < 4:
+        parser.error(f"--target_bpb: --eval_batches {args.eval_batches} is too few to judge a "
+                     "target; give 4 or more, or 0 for the whole held-out range")
+    if args.stop_at_target and not args.target_bpb:
+        parser.error("--stop_at_target: needs --target_bpb")
 
 
 def flops_per_token(a):
@@ -351,9 +363,10 @@ def noise_summary(step_s, other):
 
 
 class StepLog:
-    """bench's timing rules for the peers: warm-up kept apart, windows of log_every steps
-    (metrics.jsonl + stderr, with window_steps and includes_warmup), divergence on a
-    non-finite loss, evaluations, the noise check, summary.json."""
+    """bench's timing rules for the peers: the training loop (run), warm-up kept apart, windows
+    of log_every steps (metrics.jsonl + stderr, with window_steps and includes_warmup),
+    divergence on a non-finite loss, evaluations, time to target, the noise check,
+    summary.json."""
 
     def __init__(self, args, results):
         self.a, self.res = args, results
@@ -368,6 +381,9 @@ class StepLog:
         self.other = []  # per timed step: (other work's, steal) CPU seconds
         self.cpu = cpu_sample()
         self.wsteps = []  # the window's step seconds
+        self.train_s, self.eval_s = 0.0, 0.0  # every step's seconds; the evaluations' seconds
+        self.hit = None  # the first evaluation at or below --target_bpb: its step, seconds
+        self.stopped = False  # --stop_at_target ended the run there
         self.board = Board(results, getattr(args, "tensorboard", True), BENCH_FLAGS)
         self.start = time.perf_counter()
 
@@ -385,6 +401,7 @@ class StepLog:
             # bench's step-0 record: the loss before any update, where the loss curves start.
             self.res.metric(step=0, initial_loss=loss, initial_bpb=loss / math.log(2),
                             elapsed_s=0.0)
+        self.train_s += t1 - t0  # every step, warm-up included: the time to target's clock
         warm = self.step <= a.warmup_steps
         if warm:
             self.warm_s += t1 - t0
@@ -433,11 +450,51 @@ class StepLog:
     peak_flops = None
     memory = staticmethod(peak_rss)
 
-    def evaluation(self, valid_loss):
-        self.vloss = valid_loss
-        self.res.metric(step=self.step, valid_loss=valid_loss, valid_bpb=valid_loss / math.log(2))
-        self.board.scalar("valid_bpb", self.step, valid_loss / math.log(2))
+    def run(self, step, evaluate):
+        """The training loop as bench runs it. step(): one training step, its (t0, t1, loss),
+        t0 and t1 where the device is synchronized; evaluate(): the held-out loss. Evaluations
+        every --eval_every steps and after the last; --stop_at_target 1 ends the run at the
+        first at or below --target_bpb (no further steps, no second evaluation)."""
+        a = self.a
+        while self.step < a.steps:
+            self.before()
+            if not self.record(*step()):
+                return
+            if a.eval_every and self.step % a.eval_every == 0 and self.step < a.steps:
+                self.evaluation(evaluate)
+                if self.stopped:
+                    return
+        self.evaluation(evaluate)
+
+    def evaluation(self, evaluate):
+        """One evaluation, timed apart from the steps; the first at or below --target_bpb
+        records the time to target (and, with --stop_at_target 1, that the run ends there)."""
+        t = time.perf_counter()
+        valid_loss = evaluate()
+        self.eval_s += time.perf_counter() - t
+        self.vloss, bpb = valid_loss, valid_loss / math.log(2)
+        self.res.metric(step=self.step, valid_loss=valid_loss, valid_bpb=bpb)
+        self.board.scalar("valid_bpb", self.step, bpb)
         self.board.flush()
+        if not self.a.target_bpb or self.hit or not bpb <= self.a.target_bpb:
+            return
+        self.hit = {"steps": self.step, "time_s": self.train_s, "eval_s": self.eval_s}
+        self.stopped = bool(self.a.stop_at_target)
+        print(f"target {self.a.target_bpb:g} bits/byte reached at step {self.step} after "
+              f"{self.train_s:.3f} s of training" + (": the run ends here" if self.stopped
+                                                    else ""), file=sys.stderr)
+
+    def target_fields(self):
+        """summary.json's time to target: null without a target; the *_to_target figures null
+        where it was not reached."""
+        a, hit = self.a, self.hit
+        return {"target_bpb": a.target_bpb or None,
+                "target_reached": hit is not None if a.target_bpb else None,
+                "steps_to_target": hit["steps"] if hit else None,
+                "tokens_to_target": hit["steps"] * a.batch_size * a.seq_len if hit else None,
+                "time_to_target_s": hit["time_s"] if hit else None,
+                "eval_seconds_to_target": hit["eval_s"] if hit else None,
+                "stopped_at_target": self.stopped}
 
     def write_summary(self, params, peak_flops, peak_source, memory_bytes, backend, manifest):
         """manifest: the peer's MANIFEST_KEYS but params and first_loss."""
@@ -468,7 +525,7 @@ class StepLog:
             # as bench: both over the timed steps of the last window that had any
             "final_train_loss": self.timed_loss, "final_train_bpb": self.timed_loss / math.log(2),
             "final_train_steps": self.timed_steps, "final_valid_loss": self.vloss,
-            "final_valid_bpb": self.vloss / math.log(2),
+            "final_valid_bpb": self.vloss / math.log(2), **self.target_fields(),
             "manifest": {k: manifest[k] for k in MANIFEST_KEYS}}))
         b = self.board
         b.scalar("final_seq_per_s", self.step, seq)

@@ -5,7 +5,9 @@ Linear weights use variance scaling (scale 1/3, fan_in, uniform), which equals P
 default uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)); biases likewise uniform in that range.
 float32 and bfloat16 (parameters float32, compute bfloat16, LayerNorm and softmax float32).
 Runs on the CPU (jaxlib) and on a GPU where jax has one; the step is one jax.jit, whose compile
-time is the first step's excess over a timed step (summary.json compile_seconds).
+time is the first step's excess over a timed step (summary.json compile_seconds). The loop is
+common.StepLog.run's, as pytorch_run.py's: evaluations every --eval_every steps and at the end,
+time to --target_bpb.
 --threads N: XLA:CPU sizes its thread pool from the cores the process may use, so the process
 is confined to N of them before jax starts.
 Example: jax_run.py --data corpus.bin --num_layer 8 --batch_size 100 --steps 300"""
@@ -157,19 +159,22 @@ def main():
     log = common.StepLog(a, res)
     peak, peak_src = common.mfu_peak(a, "jax_run")
     log.peak_flops = peak
-    while log.step < a.steps:
+    batches = common.validation_batches(train_end, len(data), a.seq_len, a.batch_size,
+                                        a.eval_batches)
+
+    def step():
+        nonlocal params, opt_state, key
         key, sub = jax.random.split(key)
-        log.before()
         t0 = time.perf_counter()
         params, opt_state, loss = train_step(params, opt_state, batch(sampler.next_batch()), sub)
         lv = float(loss)  # blocks until the step is done
-        if not log.record(t0, time.perf_counter(), lv):
-            break
-    if log.status == "completed":
-        batches = common.validation_batches(train_end, len(data), a.seq_len, a.batch_size,
-                                            a.eval_batches)
+        return t0, time.perf_counter(), lv
+
+    def evaluate():
         tot = sum(float(eval_loss(params, batch(b))) * len(b) for b in batches)
-        log.evaluation(tot / sum(len(b) for b in batches))
+        return tot / sum(len(b) for b in batches)
+
+    log.run(step, evaluate)
     mem = common.peak_rss() if platform == "cpu" else None
     # On a GPU, XLA's default matmul precision lets float32 matmuls run in TF32.
     precision = jax.config.jax_default_matmul_precision

@@ -153,8 +153,8 @@ def main():
     log.peak_flops = peak
     if device.type == "cuda":
         log.memory = lambda: torch.cuda.max_memory_allocated(device)
-    while log.step < a.steps:
-        log.before()
+
+    def step():
         t0 = sync_now()
         x = batch(sampler.next_batch())
         opt.zero_grad(set_to_none=True)
@@ -167,12 +167,9 @@ def main():
             loss.backward()
             opt.step()
         lv = loss.item()
-        if not log.record(t0, sync_now(), lv):
-            break
-        if a.eval_every and log.step % a.eval_every == 0 and log.step < a.steps:
-            log.evaluation(evaluate())
-    if log.status == "completed":
-        log.evaluation(evaluate())
+        return t0, sync_now(), lv
+
+    log.run(step, evaluate)
     mem = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else common.peak_rss()
     manifest = {"framework": "pytorch", "implementation": "torch.compile" if a.compile else "eager",
                 "compile_options": f"mode={a.compile_mode}" if a.compile else "",

@@ -10,6 +10,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "test_util.h"
 #include "trainbench/data/sampler.h"
@@ -138,6 +140,11 @@ TEST(Peers, PytorchPeerWritesTheContractWithTheCppParameterCount) {
     EXPECT_EQ(summary["status"], "completed");
     EXPECT_EQ(summary["steps_timed"], 3);
     EXPECT_TRUE(summary["final_valid_bpb"].is_number());
+    // No --target_bpb: no time to target at all.
+    EXPECT_TRUE(summary["target_bpb"].is_null());
+    EXPECT_TRUE(summary["target_reached"].is_null());
+    EXPECT_TRUE(summary["time_to_target_s"].is_null());
+    EXPECT_EQ(summary["stopped_at_target"], false);
     EXPECT_GT(summary["sequences_per_s"].get<double>(), 0);
     // MFU on the peak it was given (--peak_tflops 1), as bench computes it.
     EXPECT_EQ(summary["peak_flops_source"], "flag");
@@ -193,6 +200,95 @@ TEST(Peers, APeerWithoutBenchsPeakShowsNoMfu) {
   const auto report = testing::run_bench("report " + run);
   ASSERT_EQ(report.exit_code, 0) << report.output;
   EXPECT_NE(report.output.find("| - |"), std::string::npos) << report.output;
+}
+
+// Time to target, as bench: the first evaluation at or below --target_bpb records the steps,
+// tokens and training seconds (every step's, warm-up included; evaluations apart) to it;
+// --stop_at_target 1 ends the run there, completed, with no second evaluation; a target never
+// reached is "not reached" (null figures), never a number. Bad input is refused as bench
+// refuses it: exit 2, bench's message, no run folder.
+TEST(Peers, APeerStopsAtItsTargetAndSaysNotReachedOtherwise) {
+  testing::TempDir dir;
+  const std::string py = kPython + kPeers + "/pytorch_run.py";
+  // At --lr 0.01 this size falls from about 8.5 bits/byte to about 7.1 by the first evaluation.
+  const std::string flags = testing::merge_flags(
+      tiny_flags(dir, 12, 4), "--num_layer 1 --eval_every 4 --eval_batches 4 --lr 0.01");
+  const auto r = testing::run_command(py + flags + " --target_bpb 7.9 --stop_at_target 1" +
+                                      " --save_dir " + (dir / "hit"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string hit_run = dir / "hit_handcraft_layer1_float32";
+  const auto hit = read_json_file(hit_run + "/summary.json");
+  EXPECT_EQ(testing::keys_of(hit), peer_summary_keys());
+  EXPECT_EQ(hit["status"], "completed");
+  EXPECT_DOUBLE_EQ(hit["target_bpb"].get<double>(), 7.9);
+  EXPECT_EQ(hit["target_reached"], true);
+  EXPECT_EQ(hit["stopped_at_target"], true);
+  EXPECT_EQ(hit["steps_to_target"], 4);
+  EXPECT_EQ(hit["steps_done"], 4);
+  EXPECT_EQ(hit["tokens_to_target"], 4 * 4 * 32);  // steps * batch_size * seq_len
+  EXPECT_LE(hit["final_valid_bpb"].get<double>(), 7.9);
+  // The training clock: all four steps' seconds, the warm-up step's included.
+  double steps_s = hit["warmup_seconds"].get<double>();
+  for (const auto& ms : hit["step_time_ms_samples"]) steps_s += ms.get<double>() / 1e3;
+  EXPECT_GT(hit["time_to_target_s"].get<double>(), 0);
+  EXPECT_NEAR(hit["time_to_target_s"].get<double>(), steps_s, 1e-9);
+  EXPECT_GT(hit["eval_seconds_to_target"].get<double>(), 0);
+  // The one evaluation at the target, none at the end.
+  EXPECT_EQ(testing::count_of(testing::read_file(hit_run + "/metrics.jsonl"), "\"valid_bpb\""), 1);
+
+  const auto never_r =
+      testing::run_command(py + flags + " --target_bpb 0.01 --save_dir " + (dir / "never"));
+  ASSERT_EQ(never_r.exit_code, 0) << never_r.output;
+  const std::string never_run = dir / "never_handcraft_layer1_float32";
+  const auto never = read_json_file(never_run + "/summary.json");
+  EXPECT_EQ(never["status"], "completed");
+  EXPECT_EQ(never["target_reached"], false);
+  EXPECT_EQ(never["stopped_at_target"], false);
+  EXPECT_EQ(never["steps_done"], 12);
+  for (const char* k :
+       {"steps_to_target", "tokens_to_target", "time_to_target_s", "eval_seconds_to_target"}) {
+    EXPECT_TRUE(never[k].is_null()) << k;
+  }
+  // Evaluations at steps 4 and 8 and at the end.
+  EXPECT_EQ(testing::count_of(testing::read_file(never_run + "/metrics.jsonl"), "\"valid_bpb\""),
+            3);
+
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--target_bpb 9", "--target_bpb: 9 is out of range; allowed: 0 (none) or in (0, 8]"},
+      {"--target_bpb -1", "--target_bpb: -1 is out of range; allowed: 0 (none) or in (0, 8]"},
+      {"--target_bpb 2 --eval_every 0",
+       "--target_bpb: needs evaluations during the run; give --eval_every N > 0"},
+      {"--target_bpb 2 --eval_batches 2",
+       "--target_bpb: --eval_batches 2 is too few to judge a target; give 4 or more, or 0 for "
+       "the whole held-out range"},
+      {"--stop_at_target 1", "--stop_at_target: needs --target_bpb"},
+  };
+  // The peer's command line once per case, in one Python process (runpy), so that torch is
+  // imported once: each case's exit status follows its message.
+  const std::string driver =
+      "import runpy, shlex, sys\n"
+      "for argv in sys.argv[1:]:\n"
+      "    sys.argv = ['" +
+      kPeers +
+      "/pytorch_run.py'] + shlex.split(argv)\n"
+      "    try:\n"
+      "        runpy.run_path(sys.argv[0], run_name='__main__')\n"
+      "    except SystemExit as e:\n"
+      "        print('exit', e.code, flush=True)\n";
+  std::string argvs;
+  for (const auto& c : cases) {
+    argvs += " '" + testing::merge_flags(flags, c.first) + " --save_dir " + (dir / "bad") + "'";
+  }
+  const auto bad = testing::run_command(kPython + "-c \"" + driver + "\"" + argvs);
+  ASSERT_EQ(bad.exit_code, 0) << bad.output;
+  for (const auto& [args, message] : cases) {
+    EXPECT_NE(bad.output.find("pytorch_run.py: error: " + message + "\nexit 2\n"),
+              std::string::npos)
+        << args << "\n"
+        << bad.output;
+  }
+  EXPECT_EQ(testing::count_of(bad.output, "exit 2\n"), 5) << bad.output;
+  EXPECT_FALSE(fs::exists(dir / "bad_handcraft_layer1_float32"));
 }
 
 // Same seed, same init order, same sampler, native dropout: the PyTorch peer and bench train
