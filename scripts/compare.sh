@@ -95,7 +95,9 @@ env "${thread_env[@]}" MATRIX="$matrix" BENCH="$BENCH" PYTHON="$PYTHON" \
 # bench run of that dtype they show '-'.
 peak_tflops() {  # peak_tflops DTYPE: bench's MFU peak in TFLOP/s, 0 where none ran
   "$PYTHON" -c 'import json, sys
-for d in sys.argv[2:]:
+import glob
+# A folder of repetitions (REPEAT=N) stands for its rep-K folders, which hold the peak.
+for d in [r for d in sys.argv[2:] for r in sorted(glob.glob(d + "/rep-*")) or [d]]:
     try:
         c, s = (json.load(open(f"{d}/{n}.json")) for n in ("config", "summary"))
     except (OSError, ValueError):

@@ -22,7 +22,7 @@
 #            flash + fused Adam + CUDA graph; after each dtype report.md and report.json
 #            (`bench report`, MFU on bench's peak for the dtype: the GPU's datasheet figure,
 #            which the peers are given too) and runs.tar.gz (the run folders' small files)
-# 8 files in all, none in a folder (a device call returns 8 files at most, two folders deep).
+# 8 files in all, none in a folder (kept small so that it travels back from an offline GPU machine whole).
 # Usage: scripts/gpu_bench.sh OUT_DIR
 # Environment: BUDGET (seconds for the whole call, 530), STEPS (60), WARMUP (10), DTYPES
 #   (bfloat16 float16 float32), PYTHON (python3), BUILD_DIR (build-gpu: the build and the

@@ -4,8 +4,8 @@
 # files over their headers, CMake configs, libraries and protoc, as the GPU machine lacks them),
 # so that only the tree, gpu-deps/ (its packages downloaded first when missing, and this
 # build's binaries put in gpu-deps/bin when newer) and the Python's torch are
-# there. It prints the carried size (the tracked files plus gpu-deps/, against the 64 MiB the
-# device call carries) and runs every stage of the call with tiny CPU shapes (REHEARSAL=1),
+# there. It prints the carried size (the tracked files plus gpu-deps/, against the 64 MiB budget
+# for what travels to the GPU machine) and runs every stage of the call with tiny CPU shapes (REHEARSAL=1),
 # writing the same files into OUT_DIR. Needs root (unshare -m).
 # Usage: scripts/gpu_rehearse.sh OUT_DIR
 # Environment: BUILD=1 builds there even where the carried binaries start (TARGETS, default

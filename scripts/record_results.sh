@@ -26,7 +26,8 @@
 # is refused, and so is a recording that would take results/ past 3 MB: nothing is overwritten.
 # Every refusal is one line and exit 2 (the budget's, exit 1), and writes nothing.
 # RESULTS_DIR (default: the repository's results/) is where it records. Where OUT_DIR holds no
-# report.json, `bench report --json` (BENCH, default ./build/bench) over it makes one.
+# report.json, `bench report --json` (BENCH, default ./build/bench) over it makes one; every
+# folder of runs gets manifest.md, `bench report --manifest` over the recorded runs.
 # Usage: scripts/record_results.sh OUT_DIR NAME "COMMAND"|-
 # Example: scripts/record_results.sh runs/cmp zen4-2026-12-06-compare -
 source "$(dirname "$0")/usage.sh"
@@ -321,6 +322,10 @@ fi
 # A folder of runs without a report of its own (a single run, a sweep's subfolder) gets one, so
 # that every measurement has the report.json the docs' tables are generated from.
 [ -f "$tmp/report.json" ] || [ -z "$runs" ] || "$BENCH" report --json "$out" > "$tmp/report.json"
+# The fairness manifest of every run (bench report --manifest), which the folder's table links.
+# (none where bench reads none of the runs: a folder of another schema).
+[ -z "$runs" ] || "$BENCH" report --manifest "$tmp" > "$tmp/manifest.md" 2>/dev/null ||
+  rm -f "$tmp/manifest.md"
 python3 -c "$py" machine "$tmp" "$([ -n "$dirty" ] && echo 1 || echo 0)" "$diff_source"
 kb=$(du -sk "$results" | cut -f1)
 if [ "$kb" -gt 3072 ]; then

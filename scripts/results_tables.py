@@ -119,6 +119,7 @@ def read_folder(path):
     with open(os.path.join(path, "machine.json")) as f:
         machine = json.load(f)
     machine["revisions"], machine["dirty"] = provenance(path, machine)
+    machine["manifest"] = os.path.exists(os.path.join(path, "manifest.md"))
     if os.path.exists(os.path.join(path, "ab.json")):
         with open(os.path.join(path, "ab.json")) as f:
             ab = json.load(f)
@@ -232,7 +233,10 @@ def tables(folders, results):
                            f"{spread(eager)} | {cell(mine)} | {cell(peer)} | "
                            f"{ratio_cell(mine, peer)} | {link} |")
             in_summary.append(machine)
-        detail += ["", f"#### {name}: {machine_name(machine)}, {date}, {built_from(machine)}", "",
+        manifest = (f"; [fairness manifest]({results}/{name}/manifest.md)"
+                    if machine["manifest"] else "")
+        detail += ["", f"#### {name}: {machine_name(machine)}, {date}, {built_from(machine)}"
+                   f"{manifest}", "",
                    "| configuration | dtype | seq/s (median) |", "|---|---|---|"]
         for c, d in order:
             v = speeds.get((c, d))

@@ -4,12 +4,15 @@ Usage: thread_env_check.py RUN_DIR...
 Prints one line naming the variables set, the same in all runs, or a warning and each run's
 set where they differ (compare.sh appends it to its report).
 Example: scripts/thread_env_check.py runs/compare/*_*"""
+import glob
 import json
 import sys
 
 
 def main(dirs):
     envs = {}
+    # A folder of repetitions (bench --repeat N) stands for its rep-K folders.
+    dirs = [r for d in dirs for r in (sorted(glob.glob(d + "/rep-*")) or [d])]
     for d in dirs:
         try:
             with open(d + "/env.json") as f:

@@ -141,7 +141,7 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
   };
   const int64_t start = setup_.start_step;
   const bool script = plan_.cfg.compile == CompilePath::kTorchScript;
-  return {
+  nlohmann::json summary = {
       {"status", name_of(status_)},
       {"params", setup_.params},
       {"steps_done", step_},
@@ -191,6 +191,8 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
       {"profile", profile_},  // --profile_steps: time by op category, or null
       {"manifest", fairness_manifest(setup_, threads_, first_loss_)},
   };
+  summary.update(target_json_());
+  return summary;
 }
 
 void Run::record_fatal_(const std::string& error) {

@@ -12,7 +12,7 @@ void Run::train_() {
   try {
     while (step_ < cfg_.steps && one_step_()) {
     }
-    if (status_ == RunStatus::kCompleted) evaluate_();
+    if (status_ == RunStatus::kCompleted && !target_.stopped) evaluate_();
   } catch (const CollectiveError& e) {
     fail_(dist_->explain_failure(e.what(), /*collective=*/true));
   } catch (const std::exception& e) {
@@ -46,7 +46,10 @@ bool Run::one_step_() {
                   : " (no checkpoint: --checkpoint_every -1)"));
     return false;
   }
-  if (cfg_.eval_every > 0 && step_ % cfg_.eval_every == 0 && step_ < cfg_.steps) evaluate_();
+  if (cfg_.eval_every > 0 && step_ % cfg_.eval_every == 0 && step_ < cfg_.steps) {
+    evaluate_();
+    if (target_.stopped) return false;  // --stop_at_target: the run ends at its target
+  }
   return true;
 }
 
@@ -86,6 +89,7 @@ Run::StepResult Run::run_step_() {
 }
 
 void Run::account_(const StepResult& r) {
+  target_.train_s += r.seconds();  // every step, warm-up included: the time to target's clock
   const int64_t n = session_steps_();
   const StepKind kind = kind_of_(n);
   if (plan_.cfg.compile == CompilePath::kTorchScript) {
@@ -173,6 +177,7 @@ void Run::end_window_and_checkpoint_(const StepResult& r, bool stopping) {
 }
 
 void Run::evaluate_() {
+  const double t0 = synchronized_now_s(device_);
   const Trainer::EvalSums sums = setup_.trainer->evaluate_sums(setup_.corpus, valid_);
   torch::Tensor t =
       torch::tensor({sums.loss_sum, static_cast<double>(sums.count)}, torch::kFloat64);
@@ -187,6 +192,28 @@ void Run::evaluate_() {
   progress_->message("eval at step " + std::to_string(step_) + ": valid loss " +
                      std::to_string(valid_loss_) + " nats/byte, " + std::to_string(bpb) +
                      " bits/byte");
+  target_.eval_s += synchronized_now_s(device_) - t0;
+  if (cfg_.target_bpb > 0 && target_.step == 0 && bpb <= cfg_.target_bpb) {
+    target_.step = step_;
+    target_.train_s_at = target_.train_s;
+    target_.eval_s_at = target_.eval_s;
+    target_.stopped = cfg_.stop_at_target;
+    progress_->message("target " + std::to_string(cfg_.target_bpb) + " bits/byte reached at step " +
+                       std::to_string(step_) + " after " + std::to_string(target_.train_s) +
+                       " s of training" + (target_.stopped ? ": the run ends here" : ""));
+  }
+}
+
+nlohmann::json Run::target_json_() const {
+  const bool set = cfg_.target_bpb > 0, reached = target_.step > 0;
+  const auto at = [&](const nlohmann::json& v) { return reached ? v : nlohmann::json(); };
+  return {{"target_bpb", set ? nlohmann::json(cfg_.target_bpb) : nlohmann::json()},
+          {"target_reached", set ? nlohmann::json(reached) : nlohmann::json()},
+          {"steps_to_target", at(target_.step)},
+          {"tokens_to_target", at(target_.step * global_batch_() * cfg_.seq_len)},
+          {"time_to_target_s", at(target_.train_s_at)},
+          {"eval_seconds_to_target", at(target_.eval_s_at)},
+          {"stopped_at_target", target_.stopped}};
 }
 
 void Run::flush_window_(double now) {

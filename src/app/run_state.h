@@ -159,6 +159,9 @@ class Run {
   // summary.json, in one place. Timing figures (step times, speeds, MFU) cover this session's
   // timed steps; total_seconds covers the whole run, earlier sessions included.
   nlohmann::json summary_(const StepStats& stats) const;
+  // summary.json's time-to-target fields (summary_fields.h): null where no target was set, the
+  // *_to_target ones null where it was not reached.
+  nlohmann::json target_json_() const;
 
   RunResult finish_();
 
@@ -189,8 +192,15 @@ class Run {
   double run_start_ = 0, elapsed_before_ = 0, warmup_s_ = 0, compile_s_ = 0;
   bool fatal_ = false;  // record_fatal_ is writing the summary (core/errors.h)
   double final_train_loss_ = NAN, final_timed_loss_ = NAN, valid_loss_ = NAN;
-  double first_loss_ = NAN;        // the first step's loss, before any update (the manifest's)
-  int64_t final_timed_steps_ = 0;  // the steps final_timed_loss_ covers
+  double first_loss_ = NAN;  // the first step's loss, before any update (the manifest's)
+  // Time to target (--target_bpb): the training seconds of every step and the evaluations'
+  // seconds so far, and at the first evaluation at or below the target (step 0: not yet).
+  struct Target {
+    double train_s = 0, eval_s = 0, train_s_at = 0, eval_s_at = 0;
+    int64_t step = 0;
+    bool stopped = false;  // --stop_at_target ended the run there
+  } target_;
+  int64_t final_timed_steps_ = 0;           // the steps final_timed_loss_ covers
   std::unique_ptr<StepProfiler> profiler_;  // --profile_steps, while it records
   double profile_s_ = 0;
   nlohmann::json profile_;  // its breakdown (null without --profile_steps)

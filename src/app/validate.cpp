@@ -69,6 +69,18 @@ void check_run_shape_(const RunConfig& cfg) {
                       " leaves no timed step; allowed: < --steps - --warmup_steps (" +
                       std::to_string(cfg.steps - cfg.warmup_steps) + ")");
   }
+  // Time to target: judged at evaluations during the run, on enough held-out batches.
+  if (cfg.target_bpb > 0 && cfg.eval_every == 0) {
+    throw ConfigError("--target_bpb: needs evaluations during the run; give --eval_every N > 0");
+  }
+  if (cfg.target_bpb > 0 && cfg.eval_batches > 0 && cfg.eval_batches < 4) {
+    throw ConfigError("--target_bpb: --eval_batches " + std::to_string(cfg.eval_batches) +
+                      " is too few to judge a target; give 4 or more, or 0 for the whole "
+                      "held-out range");
+  }
+  if (cfg.stop_at_target && cfg.target_bpb == 0) {
+    throw ConfigError("--stop_at_target: needs --target_bpb");
+  }
   if (cfg.save_dir.empty()) throw ConfigError("--save_dir: empty; allowed: a folder path prefix");
   // More threads than this process may run on only slow a run.
   if (cfg.threads > available_cores()) {

@@ -152,6 +152,14 @@ std::vector<FlagSpec> make_table_() {
                          "steps between evaluations; 0: only at the end")),
       resumable(int_flag("eval_batches", G::kResults, &C::eval_batches, 0,
                          "validation batches per evaluation; 0: the whole held-out range")),
+      resumable(number_flag("target_bpb", G::kResults, &C::target_bpb, 0, false, 8, false,
+                            "0 (none) or in (0, 8]",
+                            "held-out bits per byte to reach: the first evaluation at or below it "
+                            "records time, steps and tokens to target in summary.json (needs "
+                            "--eval_every > 0); 0: none")),
+      resumable(switch_flag("stop_at_target", G::kResults, &C::stop_at_target,
+                            "1: end the run at the first evaluation at or below --target_bpb "
+                            "(status completed, stopped_at_target true)")),
       resumable(int_flag("warmup_steps", G::kResults, &C::warmup_steps, 0,
                          "first steps excluded from timing (< steps)")),
       resumable(number_flag("peak_tflops", G::kResults, &C::peak_tflops, 0, false, kInf, true,

@@ -44,9 +44,14 @@ std::string provenance_mark(const nlohmann::json& env) {
   const std::string rev = env.value("build_revision", std::string());
   if (rev.size() >= 6 && rev.compare(rev.size() - 6, 6, "-dirty") == 0)
     return "built from uncommitted changes";
-  const nlohmann::json tree = env.value("tree_source_hash", nlohmann::json());
-  if (tree.is_string() && tree != env.value("build_source_hash", nlohmann::json()))
-    return "built from other sources than its tree";
+  // A clean build is its commit exactly, whatever the tree holds since; a binary of another
+  // commit than its checkout's (an old binary run in a newer tree) is not what the tree says.
+  std::string tree = env.value("tree_revision", nlohmann::json()).is_string()
+                         ? env.value("tree_revision", std::string())
+                         : std::string();
+  if (tree.size() >= 6 && tree.compare(tree.size() - 6, 6, "-dirty") == 0)
+    tree.resize(tree.size() - 6);
+  if (!tree.empty() && tree != rev) return "built from other sources than its tree";
   return "";
 }
 

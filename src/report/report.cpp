@@ -151,6 +151,7 @@ std::string markdown_(const std::vector<RunRecord>& runs, const SpeedTable& t,
     os << "\nn/a: a configuration of another model shape than the baseline's has no ratio "
           "(compare it with a baseline of its own shape: --baseline LABEL).\n";
   }
+  os << target_table(t, baseline);
   os << "\n" << detail_markdown(runs) << profile_table_(runs) << gemm_products_table_(runs);
   return os.str();
 }

@@ -208,6 +208,13 @@ RunRecord read_run(const std::string& dir) {
   if (summary.contains("manifest") && summary["manifest"].is_object()) {
     r.manifest = summary["manifest"];
   }
+  if (summary.contains("target_bpb") && summary["target_bpb"].is_number()) {
+    r.target = nlohmann::json::object();
+    for (const char* k : {"target_bpb", "target_reached", "steps_to_target", "tokens_to_target",
+                          "time_to_target_s", "eval_seconds_to_target", "stopped_at_target"}) {
+      r.target[k] = summary.value(k, nlohmann::json());
+    }
+  }
   return r;
 }
 

@@ -1,9 +1,11 @@
 // The speed table of bench report (speed_table.h): cells of repetitions, their aggregates and
-// ratios, and the markdown's short labels.
+// ratios, the time-to-target table beside it, and the markdown's short labels.
 #include "speed_table.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <sstream>
 
 #include "trainbench/core/timing.h"
 #include "trainbench/measure/stats.h"
@@ -141,6 +143,98 @@ std::string shorten_labels(std::vector<RunRecord>& runs) {
     if (!own.empty()) r.label += " [" + own + "]";
   }
   return common;
+}
+
+namespace {
+
+// The times to target of a cell's completed runs that had a target: seconds, infinity for a
+// run that did not reach it (MLPerf's rule: a run that does not converge takes forever).
+std::vector<double> target_times_(const SpeedTable& t, const std::string& dtype,
+                                  const std::string& label, std::vector<double>* steps = nullptr) {
+  std::vector<double> v;
+  const auto it = t.cells.find({dtype, label});
+  if (it == t.cells.end()) return v;
+  for (const RunRecord* r : it->second) {
+    if (r->status != "completed" || !r->target.is_object()) continue;
+    const nlohmann::json time = r->target.value("time_to_target_s", nlohmann::json());
+    v.push_back(time.is_number() ? time.get<double>() : std::numeric_limits<double>::infinity());
+    const nlohmann::json step = r->target.value("steps_to_target", nlohmann::json());
+    if (steps && step.is_number()) steps->push_back(step.get<double>());
+  }
+  return v;
+}
+
+double median_(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+}  // namespace
+
+std::string target_table(const SpeedTable& t, const std::string& baseline) {
+  std::ostringstream rows;
+  std::vector<double> targets;
+  for (const auto& [key, cell] : t.cells) {
+    for (const RunRecord* r : cell) {
+      const nlohmann::json target = r->target.is_object()
+                                        ? r->target.value("target_bpb", nlohmann::json())
+                                        : nlohmann::json();
+      if (target.is_number() &&
+          std::find(targets.begin(), targets.end(), target.get<double>()) == targets.end())
+        targets.push_back(target.get<double>());
+    }
+  }
+  if (targets.empty()) return "";
+  for (const auto& d : t.dtypes) {
+    const std::vector<double> base = target_times_(t, d, baseline);
+    for (const auto& l : t.labels) {
+      std::vector<double> steps;
+      const std::vector<double> v = target_times_(t, d, l, &steps);
+      if (v.empty()) continue;
+      std::vector<double> reached;
+      for (double x : v)
+        if (std::isfinite(x)) reached.push_back(x);
+      const double m = median_(v);
+      std::string time = "not reached";
+      if (std::isfinite(m)) {
+        time = fixed_text(nlohmann::json(m), 1);
+        if (v.size() > 1) {
+          time += " (" +
+                  fixed_text(nlohmann::json(*std::min_element(reached.begin(), reached.end())), 1) +
+                  "-" +
+                  fixed_text(nlohmann::json(*std::max_element(reached.begin(), reached.end())), 1) +
+                  ")";
+        }
+      }
+      // The baseline's median time over this one's (above 1: this one reaches the target sooner),
+      // beside the same ratio of seq/s: where the two differ, speed was bought with quality or
+      // the other way round.
+      std::string vs = "-";
+      if (l != baseline && !base.empty()) {
+        const double b = median_(base);
+        if (std::isfinite(b) && std::isfinite(m))
+          vs = fixed_text(nlohmann::json(b / m), 2) + "x";
+        else if (std::isfinite(b) != std::isfinite(m))
+          vs = std::isfinite(m) ? "only this one reached it" : "only the baseline reached it";
+        if (v.size() >= kUTestMinRepetitions && base.size() >= kUTestMinRepetitions)
+          vs += " (p=" + p_text(mann_whitney_p(v, base)) + ")";
+      }
+      const auto seq = l == baseline ? std::nullopt : ratio_value(t, d, l, baseline);
+      rows << "| " << l << " | " << d << " | " << reached.size() << "/" << v.size() << " | " << time
+           << " | " << (steps.empty() ? "-" : fixed_text(nlohmann::json(median_(steps)), 0))
+           << " | " << vs << " | " << (seq ? fixed_text(nlohmann::json(*seq), 2) + "x" : "-")
+           << " |\n";
+    }
+  }
+  std::string caption;
+  for (double x : targets)
+    caption += (caption.empty() ? "" : ", ") + fixed_text(nlohmann::json(x), 3);
+  return "\nTime to target (held-out bits per byte at or below " + caption +
+         "): training seconds from the first step to the first evaluation at or below it, "
+         "evaluations excluded; a run that did not reach it counts as never (the median is then "
+         "'not reached' where half or more did not)\n\n| configuration | dtype | reached | time to "
+         "target s (median, range) | steps to target (median) | time vs " +
+         baseline + " | seq/s vs " + baseline + " |\n|---|---|---|---|---|---|---|\n" + rows.str();
 }
 
 }  // namespace trainbench

@@ -61,6 +61,12 @@ std::optional<double> u_test_p(const SpeedTable& t, const std::string& dtype,
 bool within_spread(const SpeedTable& t, const std::string& dtype, const std::string& label,
                    const std::string& baseline);
 
+// The time-to-target table (markdown), "" where no run had a target: per configuration and
+// dtype the runs that reached it out of those that had one, the median time to target with its
+// range, the median steps, and against the baseline the ratio of median times (with the
+// U-test's p from 3 repetitions a side) beside the ratio of seq/s.
+std::string target_table(const SpeedTable& t, const std::string& baseline);
+
 // The markdown's column labels say only what tells the runs apart: a framework every run
 // shares and the shape fields every run shares go to the caption ("libtorch; 2 layers, d_model
 // 128, batch 16"), the label keeps the rest ("handcraft fused [seq_len 64]"). Returns the

@@ -182,6 +182,75 @@ TEST_F(RunTest, SummaryJsonHoldsExactlyItsTablesKeys) {
   EXPECT_EQ(testing::keys_of(read_json_file(nan.run_dir + "/summary.json")), want);
 }
 
+// Time to target: the first evaluation at or below --target_bpb records the training seconds
+// (evaluations excluded), steps and tokens to it; --stop_at_target 1 ends the run there,
+// completed; a target never reached is "not reached" (null figures), never a number.
+TEST_F(RunTest, ARunStopsAtItsTargetAndSaysNotReachedOtherwise) {
+  RunConfig c = config();
+  c.steps = 8;
+  c.eval_every = 4;
+  c.eval_batches = 4;
+  c.lr = 0.01;  // this tiny model starts above 8 bits per byte, below 7.9 by step 4
+  c.target_bpb = 7.9;
+  c.stop_at_target = true;
+  const RunResult hit = run_benchmark(c);
+  EXPECT_EQ(hit.status, RunStatus::kCompleted);
+  const auto s = read_json_file(hit.run_dir + "/summary.json");
+  EXPECT_EQ(s["target_bpb"], 7.9);
+  EXPECT_EQ(s["target_reached"], true);
+  EXPECT_EQ(s["stopped_at_target"], true);
+  EXPECT_EQ(s["steps_to_target"], 4);
+  EXPECT_EQ(s["steps_done"], 4);
+  EXPECT_EQ(s["tokens_to_target"], 4 * c.batch_size * c.seq_len);
+  EXPECT_GT(s["time_to_target_s"].get<double>(), 0);
+  EXPECT_LT(s["time_to_target_s"].get<double>(), s["total_seconds"].get<double>());
+  EXPECT_GT(s["eval_seconds_to_target"].get<double>(), 0);
+  EXPECT_LE(s["final_valid_bpb"].get<double>(), 7.9);
+  int evaluations = 0;  // the one at the target, no second one at the end
+  for (const auto& l : read_jsonl(hit.run_dir + "/metrics.jsonl"))
+    evaluations += l.contains("valid_bpb");
+  EXPECT_EQ(evaluations, 1);
+
+  c.target_bpb = 0.01;  // never reached
+  c.stop_at_target = false;
+  c.save_dir = dir / "never";
+  const auto never = read_json_file(run_benchmark(c).run_dir + "/summary.json");
+  EXPECT_EQ(never["target_reached"], false);
+  EXPECT_EQ(never["steps_done"], 8);
+  EXPECT_EQ(never["stopped_at_target"], false);
+  for (const char* k :
+       {"steps_to_target", "tokens_to_target", "time_to_target_s", "eval_seconds_to_target"}) {
+    EXPECT_TRUE(never[k].is_null()) << k;
+  }
+  c.target_bpb = 0;  // no target: no figures at all
+  c.save_dir = dir / "none";
+  const auto none = read_json_file(run_benchmark(c).run_dir + "/summary.json");
+  EXPECT_TRUE(none["target_bpb"].is_null());
+  EXPECT_TRUE(none["target_reached"].is_null());
+
+  // Bad input: one line, exit 2, nothing created.
+  const std::string save = " --save_dir " + (dir / "bad");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--target_bpb 9",
+       "bench: error: --target_bpb: 9 is out of range; allowed: 0 (none) or in (0, 8]\n"},
+      {"--target_bpb -1",
+       "bench: error: --target_bpb: -1 is out of range; allowed: 0 (none) or in (0, 8]\n"},
+      {"--target_bpb 2 --eval_every 0",
+       "bench: error: --target_bpb: needs evaluations during the run; give --eval_every N > 0\n"},
+      {"--target_bpb 2 --eval_batches 2",
+       "bench: error: --target_bpb: --eval_batches 2 is too few to judge a target; give 4 or "
+       "more, or 0 for the whole held-out range\n"},
+      {"--stop_at_target 1", "bench: error: --stop_at_target: needs --target_bpb\n"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const auto r = testing::run_bench(args + save);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_EQ(r.output, expected) << args;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "bad"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/bad_handcraft_layer24_float32"));
+}
+
 TEST_F(RunTest, InjectedNanStopsTheRunAsDiverged) {
   RunConfig c = config();
   c.fault_nan_step = 3;

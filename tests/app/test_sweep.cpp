@@ -349,5 +349,47 @@ TEST(Scripts, AnOutputFolderIsNeverADashArgumentAndRelativeOnesAreTheCallers) {
   EXPECT_TRUE(fs::exists(cwd / "rel/report.md")) << r.output;
 }
 
+// scripts/scaling.sh: each configuration at each value of DIM through sweep.sh, then the table
+// (a row per configuration, a column per value, the growth exponent, flash against naive) and
+// the plot; a point that fails is listed with its line and the others still print; a bad DIM
+// or VALUES is one line, exit 2, nothing run.
+TEST(Scaling, SweepsOneDimensionAndTablesEachConfigurationsGrowth) {
+  testing::TempDir dir;
+  const std::string scaling = "BENCH=" TB_BENCH_EXE " PYTHON=" TB_PYTHON
+                              " PEER=0 bash " TB_SOURCE_DIR "/scripts/scaling.sh ";
+  const auto r = testing::run_command(
+      "DIM=seq_len VALUES='16 32' CONFIGS='--model handcraft --flash 0; --model handcraft "
+      "--flash 1; --model handcraft --flash 0 --fault_escape_step 2' " +
+      scaling + (dir / "s") +
+      " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --batch_size 4 --steps 3"
+      " --warmup_steps 1 --eval_batches 1 --device cpu --peak_tflops 1 --threads 1 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string md = testing::read_file(dir / "s/scaling.md");
+  EXPECT_NE(md.find("| configuration | seq_len 16 | seq_len 32 | growth |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| libtorch handcraft | "), std::string::npos) << md;
+  EXPECT_NE(md.find("| libtorch handcraft flash | "), std::string::npos) << md;
+  EXPECT_NE(md.find("libtorch handcraft flash against libtorch handcraft: flash "),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("Points that did not run:"), std::string::npos) << md;
+  EXPECT_EQ(testing::count_of(md, "fault_escape_step=2 seq_len="), 2) << md;
+  EXPECT_TRUE(fs::exists(dir / "s/scaling.png"));
+  EXPECT_NE(testing::read_file(dir / "s/command.txt").find("DIM=seq_len"), std::string::npos);
+  for (const auto& [env, line] : std::vector<std::pair<std::string, std::string>>{
+           {"DIM=depth",
+            "scaling.sh: DIM: 'depth' is not allowed; use seq_len, num_layer, "
+            "batch_size or threads"},
+           {"DIM=seq_len VALUES='16 x'",
+            "scaling.sh: VALUES: 'x' is not allowed; give positive "
+            "integers"},
+           {"DIM=seq_len VALUES=16", "scaling.sh: VALUES: give two values or more"}}) {
+    const auto bad = testing::run_command(env + " " + scaling + (dir / "bad") + " 2>&1");
+    EXPECT_EQ(bad.exit_code, 2) << env;
+    EXPECT_EQ(bad.output, line + "\n") << env;
+  }
+  EXPECT_FALSE(fs::exists(dir / "bad"));
+}
+
 }  // namespace
 }  // namespace trainbench

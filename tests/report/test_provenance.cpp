@@ -114,7 +114,9 @@ TEST(Provenance, BenchNamesTheRevisionAndSourceHashItsBuildWrote) {
   EXPECT_EQ(env["tree_source_hash"], tree->source_hash);
   const bool same = tree->source_hash == b.source_hash;
   EXPECT_EQ(v.output.find("now holds other sources") == std::string::npos, same) << v.output;
-  EXPECT_EQ(provenance_mark(env).empty(), same && b.diff_hash.empty()) << env.dump();
+  const std::string tree_commit = tree->revision.substr(0, tree->revision.find("-dirty"));
+  EXPECT_EQ(provenance_mark(env).empty(), b.diff_hash.empty() && tree_commit == b.revision)
+      << env.dump();
 }
 
 TEST(Provenance, ATreeEditedAfterTheBuildIsNamedAndARunsLabelCarriesTheMark) {
@@ -131,11 +133,16 @@ TEST(Provenance, ATreeEditedAfterTheBuildIsNamedAndARunsLabelCarriesTheMark) {
 
   nlohmann::json e = {{"build_revision", "0123456789ab"},
                       {"build_source_hash", "00112233445566aa"},
+                      {"tree_revision", "0123456789ab"},
                       {"tree_source_hash", "00112233445566aa"}};
   EXPECT_EQ(provenance_mark(e), "");
+  // A clean build whose tree was edited since: the binary is still its commit exactly.
+  e["tree_revision"] = "0123456789ab-dirty";
   e["tree_source_hash"] = "ffffffffffffffff";
+  EXPECT_EQ(provenance_mark(e), "");
+  e["tree_revision"] = "fedcba987654";  // an old binary beside a newer checkout
   EXPECT_EQ(provenance_mark(e), "built from other sources than its tree");
-  e["tree_source_hash"] = nullptr;  // no tree beside the binary: nothing to say of it
+  e["tree_revision"] = nullptr;  // no tree beside the binary: nothing to say of it
   EXPECT_EQ(provenance_mark(e), "");
   e["build_revision"] = "0123456789ab-dirty";
   EXPECT_EQ(provenance_mark(e), "built from uncommitted changes");

@@ -57,9 +57,11 @@ struct RunConfig {
   int64_t seed = 1234;                         // seeds the model init, dropout and the sampler
   int64_t log_every = 20;                      // steps per timing/log window
   int64_t eval_every = 500;                    // steps between evaluations (0: only at the end)
-  int64_t eval_batches = 20;  // validation batches per evaluation (0: the whole range)
-  int64_t warmup_steps = 5;   // first steps, excluded from timing
-  double peak_tflops = 0;     // peak for MFU; 0: known table (CUDA) or a GEMM probe (CPU)
+  int64_t eval_batches = 20;    // validation batches per evaluation (0: the whole range)
+  double target_bpb = 0;        // held-out bpb to reach (time to target); 0: none
+  bool stop_at_target = false;  // end the run at the first evaluation at or below target_bpb
+  int64_t warmup_steps = 5;     // first steps, excluded from timing
+  double peak_tflops = 0;       // peak for MFU; 0: known table (CUDA) or a GEMM probe (CPU)
   // The CPU GEMM probe's figures per machine (measure/probe_cache.h): a file, "" for the user's
   // cache folder, "off" to measure every run; reprobe measures again and replaces them.
   std::string probe_cache;

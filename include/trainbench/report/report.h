@@ -42,6 +42,10 @@ struct RunRecord {
   bool peak_unreliable = false;  // the run was faster than its peak: no MFU
   nlohmann::json noise;          // summary.json "noise" (measure/cpu_noise.h), or null
   nlohmann::json manifest;       // summary.json "manifest" (app/run_figures.h), or null
+  // summary.json's time-to-target fields {target_bpb, target_reached, steps_to_target,
+  // tokens_to_target, time_to_target_s, eval_seconds_to_target, stopped_at_target}; null where
+  // the run had no target.
+  nlohmann::json target;
   // From env.json where the folder has one ("" otherwise): what ran where and when.
   std::string machine;   // device_name (CPU model or GPU)
   std::string date;      // the start day, YYYY-MM-DD (UTC)

@@ -68,6 +68,15 @@ inline constexpr SummaryField kSummaryFields[] = {
     {"final_train_steps", SummaryWhen::kAlways, true},
     {"final_valid_loss", SummaryWhen::kAlways, true},
     {"final_valid_bpb", SummaryWhen::kAlways, true},
+    // Time to target (--target_bpb): null where no target was set; the *_to_target figures
+    // null where it was not reached.
+    {"target_bpb", SummaryWhen::kAlways, true},
+    {"target_reached", SummaryWhen::kAlways, true},
+    {"steps_to_target", SummaryWhen::kAlways, true},
+    {"tokens_to_target", SummaryWhen::kAlways, true},
+    {"time_to_target_s", SummaryWhen::kAlways, true},
+    {"eval_seconds_to_target", SummaryWhen::kAlways, true},
+    {"stopped_at_target", SummaryWhen::kAlways, true},
     {"loss_scale", SummaryWhen::kAlways, false},
     {"skipped_steps", SummaryWhen::kAlways, false},
     {"stop_signal", SummaryWhen::kAlways, false},
