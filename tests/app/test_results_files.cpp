@@ -169,11 +169,12 @@ TEST(Scripts, ResultsTablesAreGeneratedFromResults) {
   const std::string text = testing::read_file(doc);
   EXPECT_NE(text.find("| AMD EPYC 9B14 (avx2, avx512f, avx512_bf16) | 2026-12-06 | 8 layers, "
                       "batch 8 | bfloat16 | "
-                      "2.00 | 4.50 (bench handcraft fused fused_adam) | 3.00 (pytorch handcraft "
-                      "compiled) | 1.50x | [m-1](results/m-1) |"),
+                      "2.00 | 4.50 (n=2, 4.00-5.00): bench handcraft fused fused_adam | 3.00: "
+                      "pytorch handcraft compiled | 1.50x | [m-1](results/m-1) |"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("| bench handcraft fused fused_adam | bfloat16 | 4.50 |"), std::string::npos)
+  EXPECT_NE(text.find("| bench handcraft fused fused_adam | bfloat16 | 4.50 (n=2, 4.00-5.00) |"),
+            std::string::npos)
       << text;
   EXPECT_EQ(text.rfind("\nafter\n"), text.size() - 7) << text;
   EXPECT_EQ(testing::run_command(kTables + " --check --results " + (dir / "results") + " " + doc)
@@ -498,10 +499,10 @@ TEST(Scripts, ResultsTablesMarkRowsBuiltFromUncommittedChanges) {
   const std::string footnote =
       "† built from uncommitted changes: the binary's sources differed from the revision it names "
       "(-dirty); the folder's source_diff.patch holds the diff where it was kept\n";
-  EXPECT_NE(text.find("| 2.00 | 2.00 (libtorch handcraft) | - | - | [m-1](results/m-1) |\n"),
+  EXPECT_NE(text.find("| 2.00 | 2.00: libtorch handcraft | - | - | [m-1](results/m-1) |\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("| 2.00 | 2.00 (libtorch handcraft) | - | - | [m-2](results/m-2) † |\n\n" +
+  EXPECT_NE(text.find("| 2.00 | 2.00: libtorch handcraft | - | - | [m-2](results/m-2) † |\n\n" +
                       footnote),
             std::string::npos)
       << text;
