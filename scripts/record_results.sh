@@ -97,10 +97,11 @@ if mode == "command":
 
 def run_folders(root):
     """(folder under root, its env.json or None where missing or torn), each folder with a
-    summary.json, sorted."""
+    summary.json, sorted; a folder of repetitions (bench --repeat N: rep-K folders beside its
+    summary of them) stands for its rep-K folders."""
     found = []
-    for d, _, files in os.walk(root):
-        if "summary.json" in files:
+    for d, subs, files in os.walk(root):
+        if "summary.json" in files and not any(s.startswith("rep-") for s in subs):
             try:
                 env = json.load(open(os.path.join(d, "env.json")))
             except (OSError, ValueError):
@@ -327,7 +328,7 @@ fi
 [ -z "$runs" ] || "$BENCH" report --manifest "$tmp" > "$tmp/manifest.md" 2>/dev/null ||
   rm -f "$tmp/manifest.md"
 python3 -c "$py" machine "$tmp" "$([ -n "$dirty" ] && echo 1 || echo 0)" "$diff_source"
-kb=$(du -sk "$results" | cut -f1)
+kb=$(du -sk --apparent-size "$results" | cut -f1)
 if [ "$kb" -gt 3072 ]; then
   echo "record_results.sh: results/ would hold ${kb} KB, over its 3 MB budget: nothing recorded" >&2
   exit 1
