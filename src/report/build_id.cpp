@@ -45,13 +45,17 @@ std::string provenance_mark(const nlohmann::json& env) {
   if (rev.size() >= 6 && rev.compare(rev.size() - 6, 6, "-dirty") == 0)
     return "built from uncommitted changes";
   // A clean build is its commit exactly, whatever the tree holds since; a binary of another
-  // commit than its checkout's (an old binary run in a newer tree) is not what the tree says.
+  // commit is its tree's sources only where the sources are the same (a commit of docs alone
+  // since the build). Marked: another commit and other sources (an old binary in a newer tree).
   std::string tree = env.value("tree_revision", nlohmann::json()).is_string()
                          ? env.value("tree_revision", std::string())
                          : std::string();
   if (tree.size() >= 6 && tree.compare(tree.size() - 6, 6, "-dirty") == 0)
     tree.resize(tree.size() - 6);
-  if (!tree.empty() && tree != rev) return "built from other sources than its tree";
+  const nlohmann::json tree_hash = env.value("tree_source_hash", nlohmann::json());
+  if (!tree.empty() && tree != rev && tree_hash.is_string() &&
+      tree_hash != env.value("build_source_hash", nlohmann::json()))
+    return "built from other sources than its tree";
   return "";
 }
 

@@ -55,8 +55,9 @@ std::string tree_dir();
 std::optional<SourceId> tree_source_id();
 // What a run's env.json says of its binary against its tree: "built from uncommitted changes"
 // (a -dirty build revision), "built from other sources than its tree" (a binary of another
-// commit than the checkout it ran beside), or "" (a clean build of its tree's commit, edited
-// since or not: the binary is that commit exactly; or an env.json from before these fields).
+// commit than the checkout it ran beside, whose compiled sources differ), or "" (a clean build
+// of its tree's commit, edited since or not: the binary is that commit exactly; a later commit
+// of docs alone; an env.json from before these fields).
 std::string provenance_mark(const nlohmann::json& env);
 // bench --version's text: the build's revision and hashes, LibTorch, the build type, and the
 // tree beside it where it differs from the build.
