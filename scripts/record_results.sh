@@ -29,7 +29,7 @@
 # report.json, `bench report --json` (BENCH, default ./build/bench) over it makes one; every
 # folder of runs gets manifest.md, `bench report --manifest` over the recorded runs.
 # Usage: scripts/record_results.sh OUT_DIR NAME "COMMAND"|-
-# Example: scripts/record_results.sh runs/cmp zen4-2026-12-06-compare -
+# Example: scripts/record_results.sh runs/cmp zen3-2026-12-31-compare -
 source "$(dirname "$0")/usage.sh"
 tb_start "$0" "NAME \"COMMAND\"|-" "$@"
 [ $# -eq 3 ] || { echo "usage: $0 OUT_DIR NAME \"COMMAND\"|-" >&2; exit 2; }
