@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Keeps a measurement as data under results/ (tracked): the small files that compare.sh,
 # sweep.sh, gpu_bench.sh, ci_times.sh or ab_binaries.sh wrote into OUT_DIR (report.json/.md/.csv,
-# failed.tsv, dirs.txt, stages.tsv, profile.md, tests.txt, machine.txt, times.json, ab.json) and
+# failed.tsv, dirs.txt, stages.tsv, profile.md, tests.txt, machine.txt, times.json, ab.json, scaling.md/.png) and
 # each run folder's config.json, env.json and summary.json, in the same folders; no checkpoints,
 # metrics, traces or event files. Beside them machine.json (the machine: CPU name, vendor,
 # family and model, its whole flag list, frequency, cores, memory, kernel, hypervisor, the GPU;
@@ -23,7 +23,7 @@
 # no '(...)' description. compare.sh, sweep.sh, ab_binaries.sh and ci_times.sh write their own
 # command line to OUT_DIR/command.txt: COMMAND "-" keeps it (a COMMAND that differs is refused).
 # NAME: letters, digits, '.', '_' and '-' (e.g. zen4-2026-12-06-eager); a folder that exists
-# is refused, and so is a recording that would take results/ past 3 MB: nothing is overwritten.
+# is refused, and so is a recording that would take results/ past 6 MB: nothing is overwritten.
 # Every refusal is one line and exit 2 (the budget's, exit 1), and writes nothing.
 # RESULTS_DIR (default: the repository's results/) is where it records. Where OUT_DIR holds no
 # report.json, `bench report --json` (BENCH, default ./build/bench) over it makes one; every
@@ -299,7 +299,8 @@ trap 'rm -rf "$tmp"' EXIT
 # The small files, at their paths under OUT_DIR.
 (cd "$out" && find . -type f \( -name config.json -o -name env.json -o -name summary.json \
    -o -name 'report.*' -o -name failed.tsv -o -name dirs.txt -o -name stages.tsv \
-   -o -name profile.md -o -name tests.txt -o -name machine.txt -o -name times.json -o -name ab.json \) -print0) |
+   -o -name profile.md -o -name tests.txt -o -name machine.txt -o -name times.json -o -name ab.json \
+   -o -name 'scaling.*' \) -print0) |
   while IFS= read -r -d '' f; do
     mkdir -p "$tmp/$(dirname "$f")"
     cp "$out/$f" "$tmp/$f"
@@ -329,8 +330,8 @@ fi
   rm -f "$tmp/manifest.md"
 python3 -c "$py" machine "$tmp" "$([ -n "$dirty" ] && echo 1 || echo 0)" "$diff_source"
 kb=$(du -sk --apparent-size "$results" | cut -f1)
-if [ "$kb" -gt 3072 ]; then
-  echo "record_results.sh: results/ would hold ${kb} KB, over its 3 MB budget: nothing recorded" >&2
+if [ "$kb" -gt 6144 ]; then
+  echo "record_results.sh: results/ would hold ${kb} KB, over its 6 MB budget: nothing recorded" >&2
   exit 1
 fi
 mv "$tmp" "$dest"
