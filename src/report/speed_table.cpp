@@ -164,11 +164,6 @@ std::vector<double> target_times_(const SpeedTable& t, const std::string& dtype,
   return v;
 }
 
-double median_(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 }  // namespace
 
 std::string target_table(const SpeedTable& t, const std::string& baseline) {
@@ -194,7 +189,7 @@ std::string target_table(const SpeedTable& t, const std::string& baseline) {
       std::vector<double> reached;
       for (double x : v)
         if (std::isfinite(x)) reached.push_back(x);
-      const double m = median_(v);
+      const double m = summarize(v).median;
       std::string time = "not reached";
       if (std::isfinite(m)) {
         time = fixed_text(nlohmann::json(m), 1);
@@ -211,7 +206,7 @@ std::string target_table(const SpeedTable& t, const std::string& baseline) {
       // the other way round.
       std::string vs = "-";
       if (l != baseline && !base.empty()) {
-        const double b = median_(base);
+        const double b = summarize(base).median;
         if (std::isfinite(b) && std::isfinite(m))
           vs = fixed_text(nlohmann::json(b / m), 2) + "x";
         else if (std::isfinite(b) != std::isfinite(m))
@@ -221,7 +216,8 @@ std::string target_table(const SpeedTable& t, const std::string& baseline) {
       }
       const auto seq = l == baseline ? std::nullopt : ratio_value(t, d, l, baseline);
       rows << "| " << l << " | " << d << " | " << reached.size() << "/" << v.size() << " | " << time
-           << " | " << (steps.empty() ? "-" : fixed_text(nlohmann::json(median_(steps)), 0))
+           << " | "
+           << (steps.empty() ? "-" : fixed_text(nlohmann::json(summarize(steps).median), 0))
            << " | " << vs << " | " << (seq ? fixed_text(nlohmann::json(*seq), 2) + "x" : "-")
            << " |\n";
     }
