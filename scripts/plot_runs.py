@@ -3,7 +3,10 @@
 Usage: plot_runs.py [--bench BENCH] --out DIR RUN_DIR...
 Writes DIR/loss_by_step.png, DIR/loss_by_time.png (train loss from step 0, the loss before any
 update, then each logging window's mean (--log_every) at the window's middle, solid with dots, and
-validation loss, dashed with circles, in bits per byte as the tables) and DIR/throughput.png
+validation loss, dashed with circles, in bits per byte as the tables), DIR/valid_bpb.png (where
+the runs evaluated: held-out bits per byte against training seconds, evaluations excluded, the
+clock of time to target, and against tokens seen; the median over a configuration's runs (its
+seeds) with their min-max band, each --target_bpb as a dotted line) and DIR/throughput.png
 (tokens/s of completed runs, the value on each bar), each titled with the runs' shape and
 machine, the legend beside the plot. It reads every folder `bench report` reads (a parent
 folder is searched, a folder of repetitions stands for its rep-K folders) and labels each run
@@ -97,6 +100,18 @@ def per_step(run_dir):
     return points if len(points) > 1 else []
 
 
+def ragged_band(curves):
+    """Runs' curves that end at different points (a run stopped at its target) as one: per point
+    index the median x, the median, min and max y of the runs that reached that point."""
+    out = ([], [], [], [])
+    for i in range(max(len(c) for c in curves)):
+        here = [c[i] for c in curves if len(c) > i]
+        ys = [y for _, y in here]
+        for col, v in zip(out, (median([x for x, _ in here]), median(ys), min(ys), max(ys))):
+            col.append(v)
+    return out
+
+
 def band(curves):
     """Repetitions' curves [[(x, y)...]...] as one: per point index the median x, the median,
     min and max y (cut to the shortest curve)."""
@@ -150,8 +165,45 @@ def read_run(run_dir):
                     t -= n * global_batch / seq_s / 2
                 train.append((step, t, m["loss"]))
             elif m.get("valid_loss") is not None:
-                valid.append((m["step"], m["valid_loss"]))
+                valid.append((m["step"], m["valid_loss"], m.get("train_s"),
+                              m["step"] * global_batch * config.get("seq_len", 0)))
     return summary, train, valid
+
+
+def valid_plot(groups, colour, where, path):
+    """Held-out bits per byte against training seconds (left; runs whose metrics carry train_s)
+    and against tokens (right): a configuration's median over its runs with the min-max band,
+    each run's target as a dotted line. False (nothing written) where no run evaluated."""
+    if not any(rep[2] for reps in groups.values() for rep in reps):
+        return False
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
+    targets = sorted({rep[0]["target_bpb"] for reps in groups.values() for rep in reps
+                      if isinstance(rep[0].get("target_bpb"), (int, float))})
+    for ax, x_of, xlabel in ((axes[0], 2, "training seconds (evaluations excluded)"),
+                             (axes[1], 3, "tokens")):
+        for label, reps in groups.items():
+            curves = [[(v[x_of], v[1] / LN2) for v in rep[2] if v[x_of] is not None]
+                      for rep in reps]
+            curves = [c for c in curves if c]
+            if not curves:
+                continue
+            xs, mid, lo, hi = ragged_band(curves)
+            n = f" (median of {len(curves)}, band min-max)" if len(curves) > 1 else ""
+            ax.plot(xs, mid, "o-", markersize=3, linewidth=1, color=colour[label],
+                    label=label + n)
+            if len(curves) > 1:
+                ax.fill_between(xs, lo, hi, color=colour[label], alpha=0.2, linewidth=0)
+        for t in targets:
+            ax.axhline(t, color="black", linestyle=":", linewidth=1,
+                       label=f"target {t:g} bits/byte" if ax is axes[1] else None)
+        ax.set_xlabel(xlabel)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("held-out bits per byte")
+    fig.suptitle(f"Validation by training time and by tokens: {where}", fontsize=9)
+    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return True
 
 
 def main():
@@ -207,7 +259,7 @@ def main():
                 ax.fill_between(xs, lo, hi, color=c, alpha=0.2, linewidth=0)
             valid = [rep[2] for rep in reps if rep[2]]
             if valid and not by_time:
-                vx, vmid, _, _ = band([[(s, v / LN2) for s, v in vs] for vs in valid])
+                vx, vmid, _, _ = band([[(v[0], v[1] / LN2) for v in vs] for vs in valid])
                 ax.plot(vx, vmid, "o--", color=c, markersize=4)
         ax.set_xlabel("wall time (s)" if by_time else "step")
         ax.set_ylabel("loss (bits per byte)")
@@ -217,6 +269,7 @@ def main():
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         fig.savefig(os.path.join(a.out, name), dpi=100, bbox_inches="tight")
         plt.close(fig)
+    drawn_valid = valid_plot(groups, colour, where, os.path.join(a.out, "valid_bpb.png"))
     # tokens/s compares runs of different sequence lengths, where sequences/s would not. One
     # bar per configuration: the median of its completed repetitions, their range as the error
     # bar; hatched and marked where a repetition was unstable (the noise check).
@@ -243,7 +296,8 @@ def main():
     ax.invert_yaxis()
     fig.savefig(os.path.join(a.out, "throughput.png"), dpi=100, bbox_inches="tight")
     plt.close(fig)
-    print(f"plots: {a.out}/loss_by_step.png loss_by_time.png throughput.png")
+    print(f"plots: {a.out}/loss_by_step.png loss_by_time.png"
+          + (" valid_bpb.png" if drawn_valid else "") + " throughput.png")
     return 0
 
 

@@ -156,8 +156,6 @@ inline std::set<std::string> keys_of(const nlohmann::json& object) {
   return out;
 }
 
-// One figure of every training window in a run folder's metrics.jsonl (the lines with a
-// "loss"), in order: the losses by default, or e.g. "elapsed_s".
 // How often `what` occurs in `text`.
 inline int count_of(const std::string& text, const std::string& what) {
   int n = 0;
@@ -165,12 +163,16 @@ inline int count_of(const std::string& text, const std::string& what) {
   return n;
 }
 
-inline std::vector<double> window_values(const std::string& run, const std::string& key = "loss") {
+// One figure of every training window in a run folder's metrics.jsonl (the lines with a
+// "loss"), in order: the losses by default, or e.g. "elapsed_s"; with `of` "valid_bpb", the
+// evaluations' lines instead.
+inline std::vector<double> window_values(const std::string& run, const std::string& key = "loss",
+                                         const std::string& of = "loss") {
   std::vector<double> out;
   std::istringstream in(read_file(run + "/metrics.jsonl"));
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line);
-    if (j.contains("loss")) out.push_back(j[key].get<double>());
+    if (j.contains(of)) out.push_back(j[key].get<double>());
   }
   return out;
 }

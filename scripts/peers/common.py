@@ -473,8 +473,10 @@ class StepLog:
         valid_loss = evaluate()
         self.eval_s += time.perf_counter() - t
         self.vloss, bpb = valid_loss, valid_loss / math.log(2)
-        self.res.metric(step=self.step, valid_loss=valid_loss, valid_bpb=bpb)
+        self.res.metric(step=self.step, valid_loss=valid_loss, valid_bpb=bpb,
+                        train_s=self.train_s)
         self.board.scalar("valid_bpb", self.step, bpb)
+        self.board.scalar("valid_bpb_by_train_ms", round(self.train_s * 1e3), bpb)
         self.board.flush()
         if not self.a.target_bpb or self.hit or not bpb <= self.a.target_bpb:
             return

@@ -184,9 +184,16 @@ void Run::evaluate_() {
   if (dist_) dist_->allreduce({t});
   valid_loss_ = t[0].item<double>() / t[1].item<double>();
   const double bpb = valid_loss_ / std::log(2.0);
-  metric_({{"step", step_}, {"valid_loss", valid_loss_}, {"valid_bpb", bpb}});
+  // train_s: the training seconds so far (the time to target's clock), the x of a bpb-against-
+  // time curve (scripts/plot_runs.py).
+  metric_({{"step", step_},
+           {"valid_loss", valid_loss_},
+           {"valid_bpb", bpb},
+           {"train_s", target_.train_s}});
   if (tb_) {
-    tb_->scalar(tb_tag::kValidBpb, step_, bpb, wall_time_now());
+    const double now = wall_time_now();
+    tb_->scalar(tb_tag::kValidBpb, step_, bpb, now);
+    tb_->scalar(tb_tag::kValidBpbByTrainMs, std::llround(target_.train_s * 1e3), bpb, now);
     tb_->flush();
   }
   progress_->message("eval at step " + std::to_string(step_) + ": valid loss " +

@@ -235,6 +235,9 @@ TEST(Peers, APeerStopsAtItsTargetAndSaysNotReachedOtherwise) {
   EXPECT_GT(hit["eval_seconds_to_target"].get<double>(), 0);
   // The one evaluation at the target, none at the end.
   EXPECT_EQ(testing::count_of(testing::read_file(hit_run + "/metrics.jsonl"), "\"valid_bpb\""), 1);
+  // Its metrics line carries the clock's reading (the x of a bpb-against-time curve).
+  EXPECT_EQ(testing::window_values(hit_run, "train_s", "valid_bpb"),
+            std::vector<double>{hit["time_to_target_s"].get<double>()});
 
   const auto never_r =
       testing::run_command(py + flags + " --target_bpb 0.01 --save_dir " + (dir / "never"));

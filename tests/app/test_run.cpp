@@ -210,6 +210,9 @@ TEST_F(RunTest, ARunStopsAtItsTargetAndSaysNotReachedOtherwise) {
   for (const auto& l : read_jsonl(hit.run_dir + "/metrics.jsonl"))
     evaluations += l.contains("valid_bpb");
   EXPECT_EQ(evaluations, 1);
+  // Its metrics line carries the clock's reading (the x of a bpb-against-time curve).
+  EXPECT_EQ(testing::window_values(hit.run_dir, "train_s", "valid_bpb"),
+            std::vector<double>{s["time_to_target_s"].get<double>()});
 
   c.target_bpb = 0.01;  // never reached
   c.stop_at_target = false;

@@ -391,5 +391,64 @@ TEST(Scaling, SweepsOneDimensionAndTablesEachConfigurationsGrowth) {
   EXPECT_FALSE(fs::exists(dir / "bad"));
 }
 
+// Seeds interleaved, one time-to-target table over them: every configuration reached the
+// (easy) target with each seed, a failing one is a row with its reason per seed, the plot of
+// bpb against training time is written; bad input is one line, exit 2, nothing created.
+nlohmann::json json_of_(const std::string& path) {
+  return nlohmann::json::parse(testing::read_file(path));
+}
+
+TEST(TimeToTarget, SeedsEveryConfigurationAndTablesItsTimeToTarget) {
+  testing::TempDir dir;
+  const std::string ttt = "BENCH=" TB_BENCH_EXE " PYTHON=" TB_PYTHON " bash " TB_SOURCE_DIR
+                          "/scripts/time_to_target.sh ";
+  const std::string common =
+      " --num_layer 1 --d_model 32 --num_heads 2 --ff_dim 64 --seq_len 16 --batch_size 4"
+      " --steps 8 --warmup_steps 1 --eval_every 4 --eval_batches 4 --lr 0.01 --device cpu"
+      " --threads 1";
+  const auto r = testing::run_command(
+      "SEEDS=3 DTYPES=float32 PEERS=pytorch:float32 CONFIGS='--model handcraft --compile none; "
+      "--model handcraft --compile none --fault_escape_step 2' " +
+      ttt + (dir / "t") + common + " --target_bpb 7.9 --stop_at_target 1 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string md = testing::read_file(dir / "t/report.md");
+  EXPECT_NE(md.find("Time to target (held-out bits per byte at or below 7.900)"), std::string::npos)
+      << md;
+  // Three seeds a configuration (bench's, the peer's), each stopped at the first evaluation.
+  EXPECT_EQ(testing::count_of(md, " | float32 | 3/3 | "), 2) << md;
+  EXPECT_NE(md.find("\n| pytorch handcraft"), std::string::npos) << md;
+  for (int seed = 1; seed <= 3; ++seed) {
+    const std::string run = dir / ("t/seed-" + std::to_string(seed) + "/bench");
+    const auto config = json_of_(run + "/1_handcraft_layer1_float32/config.json");
+    EXPECT_EQ(config["seed"], seed);
+    const auto summary = json_of_(run + "/1_handcraft_layer1_float32/summary.json");
+    EXPECT_EQ(summary["steps_to_target"], 4);
+    EXPECT_EQ(summary["stopped_at_target"], true);
+    EXPECT_EQ(json_of_(dir / ("t/seed-" + std::to_string(seed) +
+                              "/pytorch_float32_handcraft_layer1_float32/config.json"))["seed"],
+              seed);
+  }
+  EXPECT_EQ(testing::count_of(md, "| seed "), 3) << md;  // the failing entry, once a seed
+  EXPECT_TRUE(fs::exists(dir / "t/valid_bpb.png"));
+  EXPECT_NE(testing::read_file(dir / "t/command.txt").find("SEEDS=3"), std::string::npos);
+  for (const auto& [env_args, line] : std::vector<std::pair<std::string, std::string>>{
+           {"SEEDS=0 " + ttt + (dir / "bad") + " --target_bpb 3",
+            "time_to_target.sh: SEEDS: '0' is not allowed; use an integer in [1, 999]"},
+           {ttt + (dir / "bad") + " --steps 4",
+            "time_to_target.sh: --target_bpb: missing; give the target among the flags, e.g. "
+            "--target_bpb 3.0 (held-out bits per byte, in (0, 8])"},
+           {ttt + (dir / "bad") + " --target_bpb 3 --seed 2",
+            "time_to_target.sh: --seed: set by SEEDS (1 .. N), not allowed among the common "
+            "flags"},
+           {"PEERS=tf " + ttt + (dir / "bad") + " --target_bpb 3",
+            "time_to_target.sh: PEERS: 'tf' is not allowed; use pytorch, jax or both (name or "
+            "name:dtype)"}}) {
+    const auto bad = testing::run_command(env_args + " 2>&1");
+    EXPECT_EQ(bad.exit_code, 2) << env_args;
+    EXPECT_EQ(bad.output, line + "\n") << env_args;
+  }
+  EXPECT_FALSE(fs::exists(dir / "bad"));
+}
+
 }  // namespace
 }  // namespace trainbench

@@ -133,6 +133,17 @@ TEST(TensorBoard, ACompletedRunReadsAsItsMetricsWithTheHParamsSession) {
   ASSERT_EQ(s[tb_tag::kValidBpb].size(), 2u) << ev.dump();  // steps 4 and 6 (the end)
   EXPECT_EQ(s[tb_tag::kValidBpb][0][0], 4);
   EXPECT_EQ(s[tb_tag::kValidBpb][1][0], 6);
+  // The same evaluations against training milliseconds: each step is its metrics line's
+  // train_s (the time to target's clock), rising, the values those of bpb/valid.
+  const auto& by_ms = s[tb_tag::kValidBpbByTrainMs];
+  ASSERT_EQ(by_ms.size(), 2u) << ev.dump();
+  const std::vector<double> train_s = testing::window_values(run, "train_s", "valid_bpb");
+  ASSERT_EQ(train_s.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(by_ms[k][0].get<int64_t>(), std::llround(train_s[k] * 1e3));
+    EXPECT_EQ(by_ms[k][1], s[tb_tag::kValidBpb][k][1]);
+  }
+  EXPECT_GT(train_s[1], train_s[0]);
   const auto summary = read_json_file(run + "/summary.json");
   EXPECT_NEAR(s[tb_tag::kValidBpb][1][1].get<double>(), summary["final_valid_bpb"].get<double>(),
               1e-5);

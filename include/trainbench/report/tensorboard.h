@@ -25,6 +25,9 @@ namespace tb_tag {
 inline constexpr const char* kTrainBpbStep = "bpb/train_step";  // every step's loss, bits/byte
 inline constexpr const char* kTrainBpb = "bpb/train";           // the window's mean
 inline constexpr const char* kValidBpb = "bpb/valid";
+// The same evaluations with training milliseconds as the step (evaluations excluded, warm-up
+// included: the time to target's clock), so TensorBoard's step axis draws bpb against time.
+inline constexpr const char* kValidBpbByTrainMs = "bpb/valid_by_train_ms";
 inline constexpr const char* kSeqPerS = "speed/seq_per_s";
 inline constexpr const char* kTokensPerS = "speed/tokens_per_s";
 inline constexpr const char* kStepMs = "speed/step_ms";  // the window's median step
@@ -52,6 +55,7 @@ inline constexpr TensorBoardScalar kTensorBoardScalars[] = {
     {"train_bpb_step", tb_tag::kTrainBpbStep},
     {"train_bpb", tb_tag::kTrainBpb},
     {"valid_bpb", tb_tag::kValidBpb},
+    {"valid_bpb_by_train_ms", tb_tag::kValidBpbByTrainMs},
     {"seq_per_s", tb_tag::kSeqPerS},
     {"tokens_per_s", tb_tag::kTokensPerS},
     {"step_ms", tb_tag::kStepMs},
