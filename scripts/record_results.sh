@@ -9,6 +9,10 @@
 # compiler and the CUDA toolkit; "build_revisions", what the runs' binaries were built from;
 # "commit", HEAD of the tree recording it; the date) and command.txt (COMMAND, the literal
 # command the measurement was made with). The docs cite results/NAME.
+# What it keeps speaks of the repository, not of the machine it was recorded on: in every text
+# file an absolute path under OUT_DIR reads results/NAME/... (a run's "dir", a report's folder
+# column), one in the checkout is relative to it (build/bench), the home folder reads ~ and any
+# other absolute path keeps its last name alone; source_diff.patch is kept as it is.
 # Only runs of committed sources are recorded: a run folder whose env.json says its binary was
 # built from uncommitted changes (build_revision, or in older runs git_revision, ending in
 # -dirty), or says nothing of what it was built from, is refused, and so are runs of two
@@ -165,6 +169,44 @@ if mode == "check":
                  f"revisions (scripts/ab_binaries.sh, its ab.json): nothing recorded")
     if dirty:
         print("dirty", *sorted({env.get("build_diff_hash") or "-" for _, env in dirty}))
+    sys.exit(0)
+
+if mode == "paths":
+    # No path of this machine in the recording (a path of one machine means nothing on another):
+    # in every text file under FOLDER each absolute path reads, by its longest known prefix,
+    # results/NAME/... (OUT_DIR, the runs' folder), relative to the repository (the checkout) or
+    # ~/... (the home folder), and any other keeps its last name alone (a binary an A/B ran from a
+    # temporary folder). Relative paths are the repository's and stay. The replacements hold no
+    # quote or backslash, so JSON stays valid. source_diff.patch is the build's diff byte for
+    # byte (its hash is the runs' build_diff_hash); binaries (scaling.png) do not decode.
+    folder, name, out = sys.argv[2:5]
+    known = {}
+    for path, to in ((out, f"results/{name}"), (folder, f"results/{name}"),
+                     (os.environ.get("PWD", "."), ""), (os.getcwd(), ""),
+                     (os.path.expanduser("~"), "~")):
+        for p in (os.path.abspath(path), os.path.realpath(path)):
+            known.setdefault(p, to)
+    prefixes = sorted(known.items(), key=lambda kv: -len(kv[0]))
+    def local(m):
+        p = m.group(0)
+        for pre, to in prefixes:
+            if p == pre or p.startswith(pre + "/"):
+                return "/".join(x for x in (to, p[len(pre) + 1:]) if x) or "."
+        return os.path.basename(p) if p.count("/") > 1 else p
+    absolute = re.compile(r"(?<![\w.+@%~/:-])(?:/[\w.+@%~-]+)+")
+    for d, _, files in os.walk(folder):
+        for f in files:
+            if f == "source_diff.patch":
+                continue
+            try:
+                with open(os.path.join(d, f), encoding="utf-8", newline="") as fh:
+                    text = fh.read()
+            except UnicodeDecodeError:
+                continue
+            new = absolute.sub(local, text)
+            if new != text:
+                with open(os.path.join(d, f), "w", encoding="utf-8", newline="") as fh:
+                    fh.write(new)
     sys.exit(0)
 
 # mode == "machine": machine.json in the recording's folder. The machine the runs ran on, from
@@ -329,6 +371,8 @@ fi
 [ -z "$runs" ] || "$BENCH" report --manifest "$tmp" > "$tmp/manifest.md" 2>/dev/null ||
   rm -f "$tmp/manifest.md"
 python3 -c "$py" machine "$tmp" "$([ -n "$dirty" ] && echo 1 || echo 0)" "$diff_source"
+# No path of this machine in what is kept: OUT_DIR (absolute, and as given) reads results/NAME.
+python3 -c "$py" paths "$tmp" "$name" "$out"
 kb=$(du -sk --apparent-size "$results" | cut -f1)
 if [ "$kb" -gt 6144 ]; then
   echo "record_results.sh: results/ would hold ${kb} KB, over its 6 MB budget: nothing recorded" >&2

@@ -16,8 +16,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // record_results.sh keeps a measurement's small files (the runs' config/env/summary, the
-// reports) with machine.json and command.txt, none of the large ones; a NAME that exists, or an
-// OUT_DIR without runs, is refused with one line and changes nothing.
+// reports) with machine.json and command.txt, none of the large ones, and no path of the
+// machine in them (OUT_DIR's reads results/NAME, the checkout's root is left out); a NAME that
+// exists, or an OUT_DIR without runs, is refused with one line and changes nothing.
 TEST(Scripts, RecordResultsKeepsTheSmallFilesAndNeverOverwrites) {
   testing::TempDir dir;
   const std::string run = dir / "cmp/bench/1_handcraft_layer2_float32";
@@ -30,7 +31,11 @@ TEST(Scripts, RecordResultsKeepsTheSmallFilesAndNeverOverwrites) {
   testing::write_file(
       run + "/env.json",
       R"({"build_revision": "0123456789ab", "build_source_hash": "0123456789abcdef"})");
-  testing::write_file(dir / "cmp/report.json", "{}");
+  // The paths a run and a report hold: OUT_DIR's (a temporary folder) and the checkout's.
+  testing::write_file(run + "/config.json", R"({"save_dir": ")" + (dir / "cmp/bench/1") +
+                                                R"(", "data": ")" TB_SOURCE_DIR
+                                                R"(/data/enwik8"})");
+  testing::write_file(dir / "cmp/report.json", R"({"runs": [{"dir": ")" + run + R"("}]})");
   testing::write_file(dir / "cmp/notes.txt", "not a result file");
   const std::string record = "RESULTS_DIR=" + (dir / "results") +
                              " bash " TB_SOURCE_DIR "/scripts/record_results.sh " + (dir / "cmp");
@@ -49,6 +54,18 @@ TEST(Scripts, RecordResultsKeepsTheSmallFilesAndNeverOverwrites) {
     EXPECT_FALSE(fs::exists(kept + "/" + f)) << f;
   }
   EXPECT_EQ(testing::read_file(kept + "/command.txt"), "scripts/compare.sh runs/cmp\n");
+  for (const auto& e : fs::recursive_directory_iterator(kept)) {
+    if (!e.is_regular_file()) continue;
+    const std::string text = testing::read_file(e.path().string());
+    EXPECT_EQ(text.find(dir.path()), std::string::npos) << e.path() << ": " << text;
+    EXPECT_EQ(text.find(TB_SOURCE_DIR), std::string::npos) << e.path() << ": " << text;
+  }
+  const auto config = nlohmann::json::parse(
+      testing::read_file(kept + "/bench/1_handcraft_layer2_float32/config.json"));
+  EXPECT_EQ(config["save_dir"], "results/m-1/bench/1");
+  EXPECT_EQ(config["data"], "data/enwik8");
+  EXPECT_EQ(nlohmann::json::parse(testing::read_file(kept + "/report.json"))["runs"][0]["dir"],
+            "results/m-1/bench/1_handcraft_layer2_float32");
   const auto machine = nlohmann::json::parse(testing::read_file(kept + "/machine.json"));
   EXPECT_EQ(machine["cpu_model"], cpuinfo_field("model name"));
   EXPECT_FALSE(machine["cpu_flags"].empty());
