@@ -3,7 +3,8 @@
 # (CONFIGS, entries as sweep.sh's MATRIX; default eager, eager + flash, fused + fused Adam, the
 # same + flash) at each value of DIM (seq_len, num_layer, batch_size or threads; VALUES, default
 # per DIM below), one run after another through scripts/sweep.sh (REPEAT=N interleaves them),
-# PyTorch eager beside them (PEER=0 leaves it out), then scripts/scaling_table.py: scaling.md
+# PyTorch eager beside them (PEER=0 leaves it out; its MFU on bench's measured peak), then
+# scripts/scaling_table.py: scaling.md
 # (step time, tokens/s and MFU at each value; each configuration's growth exponent against the
 # ideal one: 1 in num_layer and batch_size, between 1 and 2 in seq_len (the attention's
 # quadratic term), -1 in threads, with the threads' efficiency; where flash overtakes naive
@@ -59,13 +60,27 @@ printf -v matrix '%s; ' "${entries[@]}"
 MATRIX="${matrix%; }" BENCH="$BENCH" PYTHON="$PYTHON" \
   bash scripts/sweep.sh "$out/bench" "${args[@]}" >/dev/null ||
   echo "   (no bench run finished; see $out/bench/*.log)" >&2
-# PyTorch eager at each value (its own process per run, as compare.sh runs the peers).
+# PyTorch eager at each value (its own process per run, as compare.sh runs the peers), its MFU
+# on the peak bench's probe measured for these runs (the first bench summary that has one).
 if [ "${PEER:-1}" = 1 ]; then
+  peak=()
+  case " $* " in
+    *" --peak_tflops "*) ;;
+    *) tflops=$("$PYTHON" -c 'import glob, json, sys
+for f in sorted(glob.glob(sys.argv[1] + "/*/summary.json") + glob.glob(sys.argv[1] + "/*/rep-*/summary.json")):
+    try:
+        s = json.load(open(f))
+    except (OSError, ValueError):
+        continue
+    if s.get("peak_flops"):
+        print(repr(s["peak_flops"] / 1e12)); break' "$out/bench")
+       [ -z "$tflops" ] || peak=(--peak_tflops "$tflops") ;;
+  esac
   for v in "${values[@]}"; do
     log="$out/py_$v.log"
     echo "== pytorch eager --$dim $v" >&2
     "$PYTHON" scripts/peers/pytorch_run.py --model handcraft --"$dim" "$v" \
-      --save_dir "$out/py_$v" "${args[@]}" >/dev/null 2>"$log" ||
+      --save_dir "$out/py_$v" "${args[@]}" "${peak[@]}" >/dev/null 2>"$log" ||
       printf 'pytorch eager --%s %s\t%s\n' "$dim" "$v" "$(grep -v '^\[' "$log" | tail -n 1)" \
         >>"$out/bench/failed.tsv"
   done
