@@ -53,11 +53,9 @@ std::string tree_dir();
 // That tree as it is now (scripts/source_id.sh run there); nullopt where the tree or its script
 // is gone.
 std::optional<SourceId> tree_source_id();
-// What a run's env.json says of its binary against its tree: "built from uncommitted changes"
-// (a -dirty build revision), "built from other sources than its tree" (a binary of another
-// commit than the checkout it ran beside, whose compiled sources differ), or "" (a clean build
-// of its tree's commit, edited since or not: the binary is that commit exactly; a later commit
-// of docs alone; an env.json from before these fields).
+// What a run's env.json says of its binary: "built from uncommitted changes" (a -dirty build
+// revision), or "" (a clean build: the binary is its commit exactly, whatever its tree holds or
+// has committed since; an env.json from before these fields).
 std::string provenance_mark(const nlohmann::json& env);
 // bench --version's text: the build's revision and hashes, LibTorch, the build type, and the
 // tree beside it where it differs from the build.

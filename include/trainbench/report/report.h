@@ -50,8 +50,8 @@ struct RunRecord {
   std::string machine;   // device_name (CPU model or GPU)
   std::string date;      // the start day, YYYY-MM-DD (UTC)
   std::string revision;  // what the binary was built from (env.json build_revision)
-  // env_info.h's provenance_mark: "built from uncommitted changes", "built from other sources
-  // than its tree" (also at the end of the label, in parentheses), or "".
+  // env_info.h's provenance_mark: "built from uncommitted changes" (also at the end of the
+  // label, in parentheses), or "".
   std::string provenance;
 };
 
