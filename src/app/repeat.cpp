@@ -145,10 +145,19 @@ std::vector<std::string> repetition_args(const RunConfig& cfg, const std::string
   return args;
 }
 
-nlohmann::json aggregate_repetitions(const std::string& run_dir, int64_t planned) {
+namespace {
+
+// The planned repetitions' folders: the names of those with a summary.json, every one's status
+// ("killed": metrics but no summary, "not run": neither), the completed ones' summaries and the
+// run's status (the first other than completed; "incomplete" while some have not run).
+struct RepetitionFolders {
   nlohmann::json folders = nlohmann::json::array(), statuses = nlohmann::json::array();
   std::vector<nlohmann::json> done;
   std::string status = "completed";
+};
+
+RepetitionFolders read_repetitions_(const std::string& run_dir, int64_t planned) {
+  RepetitionFolders r;
   bool all_ran = true;
   for (int64_t k = 1; k <= planned; ++k) {
     const std::string dir = repetition_dir(run_dir, k);
@@ -156,60 +165,79 @@ nlohmann::json aggregate_repetitions(const std::string& run_dir, int64_t planned
     if (!fs::exists(run_file(dir, RunFile::kSummary), ec)) {
       // A folder with metrics but no summary: its process was killed (as bench report says).
       const bool started = fs::exists(run_file(dir, RunFile::kMetrics), ec);
-      statuses.push_back(started ? "killed" : "not run");
-      if (started && status == "completed") status = "killed";
+      r.statuses.push_back(started ? "killed" : "not run");
+      if (started && r.status == "completed") r.status = "killed";
       all_ran &= started;
       continue;
     }
     const nlohmann::json s = read_json_file(run_file(dir, RunFile::kSummary));
-    folders.push_back("rep-" + std::to_string(k));
+    r.folders.push_back("rep-" + std::to_string(k));
     const std::string st = s.value("status", "failed");
-    statuses.push_back(st);
+    r.statuses.push_back(st);
     if (st == "completed") {
-      done.push_back(s);
-    } else if (status == "completed") {
-      status = st;
+      r.done.push_back(s);
+    } else if (r.status == "completed") {
+      r.status = st;
     }
   }
-  if (status == "completed" && !all_ran) status = "incomplete";
+  if (r.status == "completed" && !all_ran) r.status = "incomplete";
+  return r;
+}
+
+// "statistics": summary_json of each figure over the completed repetitions.
+nlohmann::json statistics_(const std::vector<nlohmann::json>& done) {
   nlohmann::json stats = nlohmann::json::object();
   for (const char* key : {"sequences_per_s", "tokens_per_s", "step_time_ms_median", "mfu",
                           "final_train_bpb", "final_valid_bpb"}) {
     stats[key] = summary_json(figures_(done, key));
   }
-  const std::vector<double> mins = [&] {
-    std::vector<double> v;
-    for (const auto& s : done)
-      if (s["step_time_ms"].is_object()) v.push_back(s["step_time_ms"].value("min", 0.0));
-    return v;
-  }();
-  const std::vector<double> maxs = [&] {
-    std::vector<double> v;
-    for (const auto& s : done)
-      if (s["step_time_ms"].is_object()) v.push_back(s["step_time_ms"].value("max", 0.0));
-    return v;
-  }();
+  return stats;
+}
+
+// Each completed repetition's step_time_ms `key` ("min", "max"), where it has step times.
+std::vector<double> step_time_field_(const std::vector<nlohmann::json>& done,
+                                     const std::string& key) {
+  std::vector<double> v;
+  for (const auto& s : done)
+    if (s["step_time_ms"].is_object()) v.push_back(s["step_time_ms"].value(key, 0.0));
+  return v;
+}
+
+// "step_time_ms": the median of the repetitions' medians, the least min and the largest max;
+// null where no completed repetition has step times.
+nlohmann::json step_time_ms_(const std::vector<nlohmann::json>& done) {
+  const std::vector<double> mins = step_time_field_(done, "min");
+  const std::vector<double> maxs = step_time_field_(done, "max");
+  const std::vector<double> step_medians = figures_(done, "step_time_ms_median");
+  if (done.empty() || mins.empty()) return nlohmann::json(nullptr);
+  return nlohmann::json{{"median", summarize(step_medians).median},
+                        {"min", summarize(mins).min},
+                        {"max", summarize(maxs).max}};
+}
+
+}  // namespace
+
+nlohmann::json aggregate_repetitions(const std::string& run_dir, int64_t planned) {
+  const RepetitionFolders reps = read_repetitions_(run_dir, planned);
+  const std::vector<nlohmann::json>& done = reps.done;
+  const nlohmann::json stats = statistics_(done);
+  const nlohmann::json step_time_ms = step_time_ms_(done);
   const std::vector<double> memory = figures_(done, "peak_memory_bytes");
   bool unreliable = false;
   for (const auto& s : done) unreliable |= s.value("peak_unreliable", false);
-  const std::vector<double> step_medians = figures_(done, "step_time_ms_median");
   return {
-      {"status", status},
+      {"status", reps.status},
       {"repetitions",
        {{"planned", planned},
         {"completed", done.size()},
-        {"folders", folders},
-        {"statuses", statuses}}},
+        {"folders", reps.folders},
+        {"statuses", reps.statuses}}},
       {"statistics", stats},
       {"params",
        done.empty() ? nlohmann::json(nullptr) : done.front().value("params", nlohmann::json())},
       {"sequences_per_s", median_or_null_(figures_(done, "sequences_per_s"))},
       {"tokens_per_s", median_or_null_(figures_(done, "tokens_per_s"))},
-      {"step_time_ms", done.empty() || mins.empty()
-                           ? nlohmann::json(nullptr)
-                           : nlohmann::json{{"median", summarize(step_medians).median},
-                                            {"min", summarize(mins).min},
-                                            {"max", summarize(maxs).max}}},
+      {"step_time_ms", step_time_ms},
       {"mfu", median_or_null_(figures_(done, "mfu"))},
       {"peak_unreliable", unreliable},
       {"peak_memory_bytes", memory.empty()
@@ -220,39 +248,83 @@ nlohmann::json aggregate_repetitions(const std::string& run_dir, int64_t planned
   };
 }
 
+namespace {
+
+// Readies the run folder: kept where --repetition K adds one to the repetitions of this same
+// configuration; else a folder of another configuration's repetitions is refused (ConfigError)
+// without --overwrite 1, and check_run_dir refuses or clears it, its rep-* folders too.
+void prepare_run_folder_(const RunConfig& cfg, const std::string& dir, const nlohmann::json& mine) {
+  std::error_code ec;
+  if (!fs::exists(run_file(dir, RunFile::kConfig), ec)) {
+    check_run_dir(dir, cfg.overwrite);
+    return;
+  }
+  const nlohmann::json recorded = read_json_file(run_file(dir, RunFile::kConfig));
+  const bool repetitions = recorded.value("repeat", int64_t{1}) > 1;
+  const std::string differ = repetitions ? differences_(recorded, mine) : "";
+  if (cfg.repetition > 0 && repetitions && !differ.empty() && !cfg.overwrite) {
+    throw ConfigError("--repetition: run folder '" + dir +
+                      "' holds the repetitions of another configuration (" + differ +
+                      " differ); choose another --save_dir or pass --overwrite 1");
+  }
+  const bool add_one = cfg.repetition > 0 && repetitions && differ.empty();
+  if (add_one) return;
+  check_run_dir(dir, cfg.overwrite);  // refuses without --overwrite 1, else clears
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().rfind("rep-", 0) == 0) fs::remove_all(e.path(), ec);
+  }
+}
+
+// The parent's config.json: the flags, with the folder and "repetition": 0 (it holds them all).
+nlohmann::json write_config_(const std::string& dir, nlohmann::json mine) {
+  mine["run_dir"] = dir;
+  mine["schema_version"] = kSchemaVersion;
+  mine["repetition"] = 0;  // the folder holds them all
+  write_json_atomic(run_file(dir, RunFile::kConfig), mine);
+  return mine;
+}
+
+// The aggregate as the folder's summary.json (with its schema_version).
+void write_summary_(const std::string& dir, nlohmann::json& summary) {
+  summary["schema_version"] = kSchemaVersion;
+  write_json_atomic(run_file(dir, RunFile::kSummary), summary);
+}
+
+// "repetition K of N: STATUS, S seq/s", once repetition k has written its summary.json.
+void log_outcome_(const std::string& dir, int64_t k, int64_t repeat,
+                  const nlohmann::json& statuses) {
+  const std::string rep_summary = run_file(repetition_dir(dir, k), RunFile::kSummary);
+  std::error_code ec;
+  if (!fs::exists(rep_summary, ec)) return;
+  const nlohmann::json s = read_json_file(rep_summary);
+  char speed[64] = "";
+  if (s.value("sequences_per_s", nlohmann::json()).is_number()) {
+    std::snprintf(speed, sizeof(speed), ", %.1f seq/s", s["sequences_per_s"].get<double>());
+  }
+  log_info("repetition " + std::to_string(k) + " of " + std::to_string(repeat) + ": " +
+           statuses[static_cast<size_t>(k - 1)].get<std::string>() + speed);
+}
+
+// Why repetitions k+1..last do not run after repetition k ended with exit code `code`.
+void warn_rest_not_run_(int64_t k, int64_t last, int code) {
+  const std::string why = g_signal.load() != 0
+                              ? "was stopped by signal " + std::to_string(g_signal.load())
+                              : "ended with exit status " + std::to_string(code);
+  log_warn("repetition " + std::to_string(k) + " " + why + "; repetitions " +
+           std::to_string(k + 1) + "-" + std::to_string(last) + " do not run (--repetition " +
+           std::to_string(k + 1) + " starts the next one)");
+}
+
+}  // namespace
+
 RepeatResult run_repetitions(const RunConfig& cfg, const std::string& self) {
   RepeatResult out;
   out.run_dir = run_dir_name(cfg);
   const std::string& dir = out.run_dir;
   nlohmann::json mine = cfg;
   RunFolderLock lock = RunFolderLock::acquire(dir, /*create=*/true);
-  std::error_code ec;
-  if (fs::exists(run_file(dir, RunFile::kConfig), ec)) {
-    const nlohmann::json recorded = read_json_file(run_file(dir, RunFile::kConfig));
-    const bool repetitions = recorded.value("repeat", int64_t{1}) > 1;
-    const std::string differ = repetitions ? differences_(recorded, mine) : "";
-    if (cfg.repetition > 0 && repetitions && !differ.empty()) {
-      if (!cfg.overwrite) {
-        throw ConfigError("--repetition: run folder '" + dir +
-                          "' holds the repetitions of another configuration (" + differ +
-                          " differ); choose another --save_dir or pass --overwrite 1");
-      }
-    }
-    const bool add_one = cfg.repetition > 0 && repetitions && differ.empty();
-    if (!add_one) {
-      check_run_dir(dir, cfg.overwrite);  // refuses without --overwrite 1, else clears
-      for (const auto& e : fs::directory_iterator(dir, ec)) {
-        if (e.path().filename().string().rfind("rep-", 0) == 0) fs::remove_all(e.path(), ec);
-      }
-    }
-  } else {
-    check_run_dir(dir, cfg.overwrite);
-  }
-  mine["run_dir"] = dir;
-  mine["schema_version"] = kSchemaVersion;
-  mine["repetition"] = 0;  // the folder holds them all
-  write_json_atomic(run_file(dir, RunFile::kConfig), mine);
-  out.config = mine;
+  prepare_run_folder_(cfg, dir, mine);
+  out.config = write_config_(dir, std::move(mine));
 
   const ForwardSignals forward;
   g_signal = 0;
@@ -263,38 +335,18 @@ RepeatResult run_repetitions(const RunConfig& cfg, const std::string& self) {
              ", a fresh process: " + repetition_dir(dir, k));
     const int code = run_child_(repetition_args(cfg, self, dir, k));
     out.summary = aggregate_repetitions(dir, cfg.repeat);
-    const nlohmann::json& statuses = out.summary["repetitions"]["statuses"];
-    const std::string rep_summary = run_file(repetition_dir(dir, k), RunFile::kSummary);
-    std::error_code ec;
-    if (fs::exists(rep_summary, ec)) {
-      const nlohmann::json s = read_json_file(rep_summary);
-      char speed[64] = "";
-      if (s.value("sequences_per_s", nlohmann::json()).is_number()) {
-        std::snprintf(speed, sizeof(speed), ", %.1f seq/s", s["sequences_per_s"].get<double>());
-      }
-      log_info("repetition " + std::to_string(k) + " of " + std::to_string(cfg.repeat) + ": " +
-               statuses[static_cast<size_t>(k - 1)].get<std::string>() + speed);
-    }
-    out.summary["schema_version"] = kSchemaVersion;
-    write_json_atomic(run_file(dir, RunFile::kSummary), out.summary);
+    log_outcome_(dir, k, cfg.repeat, out.summary["repetitions"]["statuses"]);
+    write_summary_(dir, out.summary);
     if (code != 0) {
       out.exit_code = code;
-      if (k < last) {
-        const std::string why = g_signal.load() != 0
-                                    ? "was stopped by signal " + std::to_string(g_signal.load())
-                                    : "ended with exit status " + std::to_string(code);
-        log_warn("repetition " + std::to_string(k) + " " + why + "; repetitions " +
-                 std::to_string(k + 1) + "-" + std::to_string(last) + " do not run (--repetition " +
-                 std::to_string(k + 1) + " starts the next one)");
-      }
+      if (k < last) warn_rest_not_run_(k, last, code);
       break;
     }
   }
   if (g_signal.load() != 0 && out.exit_code == 0) out.exit_code = 128 + g_signal.load();
   if (out.summary.is_null()) {
     out.summary = aggregate_repetitions(dir, cfg.repeat);
-    out.summary["schema_version"] = kSchemaVersion;
-    write_json_atomic(run_file(dir, RunFile::kSummary), out.summary);
+    write_summary_(dir, out.summary);
   }
   return out;
 }

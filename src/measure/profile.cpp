@@ -137,35 +137,64 @@ void set_gemm_product(ProfileEvent& e, const std::vector<int64_t>* shapes, size_
             static_cast<double>(e.k) * static_cast<double>(e.n);
 }
 
-nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps, double wall_s) {
-  using Kind = ProfileEvent::Kind;
+namespace {
+
+// One open host event of the walk: its end, resolved category, direct children's time.
+struct Frame {
+  uint64_t end;
+  std::string category;
+  double children_ns;
+  double duration_ns;
+  bool gemm;  // a GEMM product (its inner GEMM ops are its own)
+};
+
+// A GEMM product's (batch, m, k, n) and its events' totals over the profiled steps.
+using GemmShape = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+struct Product {
+  double calls = 0, ns = 0, flops = 0;
+};
+
+// What the host events' walk finds: self time by category, each event's resolved category by
+// correlation (ops and runtime calls apart: their ids are counted separately), the GEMM
+// products, and whether any device event was recorded.
+struct HostWalk {
+  std::map<std::string, double> self_ns;
+  std::map<uint64_t, std::string> op_of, launch_of;
+  std::map<GemmShape, Product> products;
+  bool device = false;
+};
+
+// Per thread, by start; of two events that start together the longer (the parent) first.
+void sort_events_(std::vector<ProfileEvent>& events) {
   std::sort(events.begin(), events.end(), [](const ProfileEvent& a, const ProfileEvent& b) {
     return a.thread != b.thread
                ? a.thread < b.thread
                : (a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns);
   });
-  // The host events' walk, per thread: self time and each event's resolved category, by
-  // correlation (ops and runtime calls apart: their ids are counted separately).
-  std::map<std::string, double> self_ns, device_ns;
-  std::map<uint64_t, std::string> op_of, launch_of;
-  struct Frame {
-    uint64_t end;
-    std::string category;
-    double children_ns;
-    double duration_ns;
-    bool gemm;  // a GEMM product (its inner GEMM ops are its own)
-  };
-  struct Product {
-    double calls = 0, ns = 0, flops = 0;
-  };
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, Product> products;
+}
+
+// e's category: its own, else (an optimizer or data scope above it, or none of its own) its
+// parent's; its time counts as a child of that parent.
+std::string resolve_category_(const ProfileEvent& e, std::vector<Frame>& stack) {
+  std::string category = op_category(e.name);
+  if (!stack.empty()) {
+    const std::string& parent = stack.back().category;
+    if (parent == "optimizer" || parent == "data" || category == "other") category = parent;
+    stack.back().children_ns += static_cast<double>(e.end_ns - e.start_ns);
+  }
+  return category;
+}
+
+// The host events' walk, per thread (events sorted by sort_events_): a stack of open events.
+HostWalk walk_host_events_(const std::vector<ProfileEvent>& events) {
+  using Kind = ProfileEvent::Kind;
+  HostWalk w;
   std::vector<Frame> stack;
-  auto close = [&](const Frame& f) { self_ns[f.category] += f.duration_ns - f.children_ns; };
+  auto close = [&](const Frame& f) { w.self_ns[f.category] += f.duration_ns - f.children_ns; };
   uint64_t thread = ~0ULL;
-  bool device = false;
   for (const ProfileEvent& e : events) {
     if (e.kind == Kind::kDevice) {
-      device = true;
+      w.device = true;
       continue;
     }
     if (e.thread != thread) {
@@ -173,18 +202,13 @@ nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps
       thread = e.thread;
     }
     while (!stack.empty() && stack.back().end <= e.start_ns) close(stack.back()), stack.pop_back();
-    std::string category = op_category(e.name);
-    if (!stack.empty()) {
-      const std::string& parent = stack.back().category;
-      if (parent == "optimizer" || parent == "data" || category == "other") category = parent;
-      stack.back().children_ns += static_cast<double>(e.end_ns - e.start_ns);
-    }
-    (e.kind == Kind::kHostOp ? op_of : launch_of)[e.correlation] = category;
+    const std::string category = resolve_category_(e, stack);
+    (e.kind == Kind::kHostOp ? w.op_of : w.launch_of)[e.correlation] = category;
     const bool inside_gemm =
         std::any_of(stack.begin(), stack.end(), [](const Frame& f) { return f.gemm; });
     const bool gemm = e.flops > 0 && !inside_gemm;
     if (gemm) {
-      Product& p = products[{e.batch, e.m, e.k, e.n}];
+      Product& p = w.products[{e.batch, e.m, e.k, e.n}];
       p.calls += 1;
       p.ns += static_cast<double>(e.end_ns - e.start_ns);
       p.flops += e.flops;
@@ -192,19 +216,28 @@ nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps
     stack.push_back({e.end_ns, category, 0.0, static_cast<double>(e.end_ns - e.start_ns), gemm});
   }
   while (!stack.empty()) close(stack.back()), stack.pop_back();
-  // A device event: the op it is linked to, else the runtime call that launched it.
+  return w;
+}
+
+// Device time by category: a device event's op (linked), else the runtime call that launched it.
+std::map<std::string, double> device_time_(const std::vector<ProfileEvent>& events,
+                                           const HostWalk& host) {
+  std::map<std::string, double> device_ns;
   for (const ProfileEvent& e : events) {
-    if (e.kind != Kind::kDevice) continue;
-    auto op = op_of.find(e.linked);
-    auto launch = launch_of.find(e.correlation);
-    const std::string& category = op != op_of.end()           ? op->second
-                                  : launch != launch_of.end() ? launch->second
-                                                              : "other";
+    if (e.kind != ProfileEvent::Kind::kDevice) continue;
+    auto op = host.op_of.find(e.linked);
+    auto launch = host.launch_of.find(e.correlation);
+    const std::string& category = op != host.op_of.end()           ? op->second
+                                  : launch != host.launch_of.end() ? launch->second
+                                                                   : "other";
     device_ns[category] += static_cast<double>(e.end_ns - e.start_ns);
   }
-  const std::map<std::string, double>& ns = device ? device_ns : self_ns;
-  const double n = static_cast<double>(std::max<int64_t>(1, steps));
-  nlohmann::json ms = nlohmann::json::object(), share = nlohmann::json::object();
+  return device_ns;
+}
+
+// {category: ms per step} over n steps; "untraced": what of step_ms no category covers.
+nlohmann::json ms_per_step_(const std::map<std::string, double>& ns, double n, double step_ms) {
+  nlohmann::json ms = nlohmann::json::object();
   double traced_ms = 0;
   for (const std::string& c : profile_categories()) {
     if (c == "untraced") continue;  // the rest of the wall time, below
@@ -213,31 +246,47 @@ nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps
     ms[c] = v;
     traced_ms += v;
   }
-  const double step_ms = wall_s * 1e3 / n;
   ms["untraced"] = std::max(0.0, step_ms - traced_ms);
+  return ms;
+}
+
+// "gemm_products": each product's calls, ms and FLOP/s per step (n steps), the slowest first.
+std::vector<nlohmann::json> gemm_rows_(const std::map<GemmShape, Product>& products, double n) {
+  std::vector<nlohmann::json> rows;
+  for (const auto& [shape, p] : products) {
+    const auto& [batch, m, k, nn] = shape;
+    rows.push_back({{"batch", batch},
+                    {"m", m},
+                    {"k", k},
+                    {"n", nn},
+                    {"calls_per_step", p.calls / n},
+                    {"ms_per_step", p.ns / 1e6 / n},
+                    {"flops_per_s", p.ns > 0 ? p.flops / (p.ns / 1e9) : 0.0}});
+  }
+  std::sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["ms_per_step"].get<double>() > b["ms_per_step"].get<double>();
+  });
+  return rows;
+}
+
+}  // namespace
+
+nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps, double wall_s) {
+  sort_events_(events);
+  const HostWalk host = walk_host_events_(events);
+  const std::map<std::string, double> device_ns = device_time_(events, host);
+  const std::map<std::string, double>& ns = host.device ? device_ns : host.self_ns;
+  const double n = static_cast<double>(std::max<int64_t>(1, steps));
+  const double step_ms = wall_s * 1e3 / n;
+  nlohmann::json ms = ms_per_step_(ns, n, step_ms);
+  nlohmann::json share = nlohmann::json::object();
   for (const auto& [k, v] : ms.items()) share[k] = step_ms > 0 ? v.get<double>() / step_ms : 0.0;
   nlohmann::json out = {{"steps", steps},
                         {"step_ms", step_ms},
                         {"ms_per_step", ms},
                         {"share", share},
-                        {"time_of", device ? "device" : "host ops"}};
-  if (!device && !products.empty()) {
-    std::vector<nlohmann::json> rows;
-    for (const auto& [shape, p] : products) {
-      const auto& [batch, m, k, nn] = shape;
-      rows.push_back({{"batch", batch},
-                      {"m", m},
-                      {"k", k},
-                      {"n", nn},
-                      {"calls_per_step", p.calls / n},
-                      {"ms_per_step", p.ns / 1e6 / n},
-                      {"flops_per_s", p.ns > 0 ? p.flops / (p.ns / 1e9) : 0.0}});
-    }
-    std::sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
-      return a["ms_per_step"].get<double>() > b["ms_per_step"].get<double>();
-    });
-    out["gemm_products"] = rows;
-  }
+                        {"time_of", host.device ? "device" : "host ops"}};
+  if (!host.device && !host.products.empty()) out["gemm_products"] = gemm_rows_(host.products, n);
   return out;
 }
 

@@ -60,10 +60,11 @@ bool is_published_folder(const std::string& baseline) {
          std::filesystem::exists(baseline + "/machine.json", ec);
 }
 
-PublishedComparison compare_with_published(const std::vector<RunRecord>& yours,
-                                           const std::vector<RunRecord>& published,
-                                           const std::string& folder, const std::string& format,
-                                           double fail_below) {
+namespace {
+
+// Both sides are needed: a published folder with runs and runs of yours.
+void check_sides_(const std::vector<RunRecord>& yours, const std::vector<RunRecord>& published,
+                  const std::string& folder) {
   if (published.empty()) {
     throw ConfigError("--baseline: '" + folder + "' holds no readable run folder");
   }
@@ -71,8 +72,12 @@ PublishedComparison compare_with_published(const std::vector<RunRecord>& yours,
     throw ConfigError("no readable run folder of yours to set beside '" + folder +
                       "'; give RUN_DIR...");
   }
-  // One table of both sides: the published runs' labels carry kPublished; where the runs are
-  // of more than one model shape, every label carries its shape, so no cell pools two shapes.
+}
+
+// One table of both sides: the published runs' labels carry kPublished; where the runs are
+// of more than one model shape, every label carries its shape, so no cell pools two shapes.
+std::vector<RunRecord> both_sides_(const std::vector<RunRecord>& yours,
+                                   const std::vector<RunRecord>& published) {
   std::vector<RunRecord> all = yours;
   for (RunRecord r : published) {
     r.label += kPublished;
@@ -86,82 +91,144 @@ PublishedComparison compare_with_published(const std::vector<RunRecord>& yours,
     r.label = r.label.substr(0, r.label.size() - (theirs ? kPublished.size() : 0)) + " [" +
               r.shape + "]" + (theirs ? kPublished : "");
   }
-  const SpeedTable t = speed_table(all);
-  // The gate's test: yours against the published runs' speeds times R (the U-test's p of the
-  // two samples), so "slower than R times the published" is what p < 0.05 speaks of.
-  std::vector<RunRecord> scaled = all;
-  for (RunRecord& r : scaled) {
+  return all;
+}
+
+// The gate's test: yours against the published runs' speeds times R (the U-test's p of the
+// two samples), so "slower than R times the published" is what p < 0.05 speaks of.
+std::vector<RunRecord> scaled_published_(std::vector<RunRecord> runs, double fail_below) {
+  for (RunRecord& r : runs) {
     if (published_label_(r.label) && r.sequences_per_s.is_number())
       r.sequences_per_s = r.sequences_per_s.get<double>() * fail_below;
   }
+  return runs;
+}
+
+// One row: label's runs of dtype (mine) beside other = label + kPublished (theirs), the ratio
+// of medians, the U-test's p and, where the ratio is below fail_below, the gate's p.
+struct PublishedRow {
+  std::string dtype, label, other;
+  Aggregate mine, theirs;
+  std::optional<double> ratio, p, p_gate;
+};
+
+// t: both sides as measured; ts: the published speeds times fail_below (scaled_published_).
+// mine.first is null where label has no run of dtype (no row; nothing else is read).
+PublishedRow published_row_(const SpeedTable& t, const SpeedTable& ts, const std::string& dtype,
+                            const std::string& label, double fail_below) {
+  PublishedRow r;
+  r.dtype = dtype;
+  r.label = label;
+  r.mine = aggregate(t, dtype, label);
+  if (!r.mine.first) return r;
+  r.other = label + kPublished;
+  r.theirs = aggregate(t, dtype, r.other);
+  r.ratio = ratio_value(t, dtype, label, r.other);
+  r.p = u_test_p(t, dtype, label, r.other);
+  if (fail_below > 0 && r.ratio && *r.ratio < fail_below) {
+    r.p_gate = u_test_p(ts, dtype, label, r.other);
+  }
+  return r;
+}
+
+// The markdown header: the folder, its machine line and the columns.
+void write_header_(std::ostream& md, const std::string& folder, const std::string& machine) {
+  md << "Your runs against " << folder << (machine.empty() ? "" : " (" + machine + ")")
+     << "; ratio: your median seq/s over the published one, within one model shape\n\n"
+     << "| configuration | dtype | yours seq/s | published seq/s | ratio | p |\n"
+     << "|---|---|---|---|---|---|\n";
+}
+
+// The row's markdown line; its ratio cell says why there is no ratio where there is none.
+void write_row_(std::ostream& md, const SpeedTable& t, const PublishedRow& r) {
+  std::string ratio_cell = "-";
+  if (r.ratio) {
+    ratio_cell = fixed_text(nlohmann::json(*r.ratio), 2) + "x";
+  } else if (shapes_differ(t, r.dtype, r.label, r.other)) {
+    ratio_cell = "n/a (other shape)";
+  } else if (!r.theirs.first) {
+    ratio_cell = "not published";
+  }
+  const std::string theirs_cell = speed_cell(t, r.dtype, r.other);
+  md << "| " << r.label << " | " << r.dtype << " | " << speed_cell(t, r.dtype, r.label) << " | "
+     << (theirs_cell.empty() ? "-" : theirs_cell) << " | " << ratio_cell << " | "
+     << (r.p ? p_text(*r.p) : "-") << " |\n";
+}
+
+// The gate's line for a row slower than fail_below times the published (r.ratio, r.p_gate set).
+std::string slower_line_(const PublishedRow& r, double fail_below) {
+  return r.label + " " + r.dtype + ": " + fixed_text(nlohmann::json(*r.ratio), 2) +
+         "x the published median, below " + fixed_text(nlohmann::json(fail_below), 2) +
+         "x (p=" + p_text(*r.p_gate) + " against the published runs times " +
+         fixed_text(nlohmann::json(fail_below), 2) + ")";
+}
+
+// The row in the JSON's "rows" (null where a side, the ratio or a p is missing).
+nlohmann::json row_json_(const PublishedRow& r) {
+  const Aggregate& mine = r.mine;
+  const Aggregate& theirs = r.theirs;
+  return {{"configuration", r.label},
+          {"dtype", r.dtype},
+          {"yours_sequences_per_s", mine.count ? nlohmann::json(mine.median) : nullptr},
+          {"yours_n", mine.count},
+          {"published_sequences_per_s", theirs.count ? nlohmann::json(theirs.median) : nullptr},
+          {"published_n", theirs.count},
+          {"ratio", r.ratio ? nlohmann::json(*r.ratio) : nullptr},
+          {"p", r.p ? nlohmann::json(*r.p) : nullptr},
+          {"p_below_fail_ratio", r.p_gate ? nlohmann::json(*r.p_gate) : nullptr}};
+}
+
+// The regression gate's verdict under the table, then its slower rows.
+void write_gate_(std::ostream& md, double fail_below, const std::vector<std::string>& slower) {
+  md << "\nRegression gate (--fail_below " << fixed_text(nlohmann::json(fail_below), 2) << "): "
+     << (slower.empty() ? "passed: no configuration is slower than that with p < 0.05"
+                        : "failed: " + std::to_string(slower.size()) + " slower with p < 0.05")
+     << "\n";
+  for (const std::string& line : slower) md << "- " << line << "\n";
+}
+
+// The comparison as JSON (format json): the folder, its machine line, the rows and the gate.
+std::string comparison_json_(const std::string& folder, const std::string& machine,
+                             const nlohmann::json& rows, double fail_below,
+                             const std::vector<std::string>& slower) {
+  nlohmann::json j = {{"schema_version", kSchemaVersion},
+                      {"published", folder},
+                      {"machine", machine},
+                      {"rows", rows}};
+  if (fail_below > 0) j["fail_below"] = fail_below, j["slower"] = slower;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+PublishedComparison compare_with_published(const std::vector<RunRecord>& yours,
+                                           const std::vector<RunRecord>& published,
+                                           const std::string& folder, const std::string& format,
+                                           double fail_below) {
+  check_sides_(yours, published, folder);
+  // The speed tables point into these runs: both stay alive while t and ts are read.
+  const std::vector<RunRecord> all = both_sides_(yours, published);
+  const SpeedTable t = speed_table(all);
+  const std::vector<RunRecord> scaled = scaled_published_(all, fail_below);
   const SpeedTable ts = speed_table(scaled);
   PublishedComparison out;
   nlohmann::json rows = nlohmann::json::array();
   std::ostringstream md;
   const std::string machine = machine_line_(folder);
-  md << "Your runs against " << folder << (machine.empty() ? "" : " (" + machine + ")")
-     << "; ratio: your median seq/s over the published one, within one model shape\n\n"
-     << "| configuration | dtype | yours seq/s | published seq/s | ratio | p |\n"
-     << "|---|---|---|---|---|---|\n";
+  write_header_(md, folder, machine);
   for (const std::string& dtype : t.dtypes) {
     for (const std::string& label : t.labels) {
       if (published_label_(label)) continue;
-      const Aggregate mine = aggregate(t, dtype, label);
-      if (!mine.first) continue;
-      const std::string other = label + kPublished;
-      const Aggregate theirs = aggregate(t, dtype, other);
-      const auto ratio = ratio_value(t, dtype, label, other);
-      const auto p = u_test_p(t, dtype, label, other);
-      std::string ratio_cell = "-";
-      if (ratio) {
-        ratio_cell = fixed_text(nlohmann::json(*ratio), 2) + "x";
-      } else if (shapes_differ(t, dtype, label, other)) {
-        ratio_cell = "n/a (other shape)";
-      } else if (!theirs.first) {
-        ratio_cell = "not published";
-      }
-      const std::string theirs_cell = speed_cell(t, dtype, other);
-      md << "| " << label << " | " << dtype << " | " << speed_cell(t, dtype, label) << " | "
-         << (theirs_cell.empty() ? "-" : theirs_cell) << " | " << ratio_cell << " | "
-         << (p ? p_text(*p) : "-") << " |\n";
-      std::optional<double> p_gate;
-      if (fail_below > 0 && ratio && *ratio < fail_below) {
-        p_gate = u_test_p(ts, dtype, label, other);
-        if (p_gate && *p_gate < 0.05) {
-          out.slower.push_back(label + " " + dtype + ": " + fixed_text(nlohmann::json(*ratio), 2) +
-                               "x the published median, below " +
-                               fixed_text(nlohmann::json(fail_below), 2) +
-                               "x (p=" + p_text(*p_gate) + " against the published runs times " +
-                               fixed_text(nlohmann::json(fail_below), 2) + ")");
-        }
-      }
-      rows.push_back(
-          {{"configuration", label},
-           {"dtype", dtype},
-           {"yours_sequences_per_s", mine.count ? nlohmann::json(mine.median) : nullptr},
-           {"yours_n", mine.count},
-           {"published_sequences_per_s", theirs.count ? nlohmann::json(theirs.median) : nullptr},
-           {"published_n", theirs.count},
-           {"ratio", ratio ? nlohmann::json(*ratio) : nullptr},
-           {"p", p ? nlohmann::json(*p) : nullptr},
-           {"p_below_fail_ratio", p_gate ? nlohmann::json(*p_gate) : nullptr}});
+      const PublishedRow r = published_row_(t, ts, dtype, label, fail_below);
+      if (!r.mine.first) continue;
+      write_row_(md, t, r);
+      if (r.p_gate && *r.p_gate < 0.05) out.slower.push_back(slower_line_(r, fail_below));
+      rows.push_back(row_json_(r));
     }
   }
-  if (fail_below > 0) {
-    md << "\nRegression gate (--fail_below " << fixed_text(nlohmann::json(fail_below), 2) << "): "
-       << (out.slower.empty()
-               ? "passed: no configuration is slower than that with p < 0.05"
-               : "failed: " + std::to_string(out.slower.size()) + " slower with p < 0.05")
-       << "\n";
-    for (const std::string& line : out.slower) md << "- " << line << "\n";
-  }
+  if (fail_below > 0) write_gate_(md, fail_below, out.slower);
   if (format == "json") {
-    nlohmann::json j = {{"schema_version", kSchemaVersion},
-                        {"published", folder},
-                        {"machine", machine},
-                        {"rows", rows}};
-    if (fail_below > 0) j["fail_below"] = fail_below, j["slower"] = out.slower;
-    out.text = j.dump(2) + "\n";
+    out.text = comparison_json_(folder, machine, rows, fail_below, out.slower);
   } else {
     out.text = md.str();
   }
