@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Keeps a measurement as data under results/ (tracked): the small files that compare.sh,
 # sweep.sh, gpu_bench.sh, ci_times.sh or ab_binaries.sh wrote into OUT_DIR (report.json/.md/.csv,
-# failed.tsv, dirs.txt, stages.tsv, profile.md, tests.txt, machine.txt, times.json, ab.json, scaling.md/.png) and
-# each run folder's config.json, env.json and summary.json, in the same folders; no checkpoints,
-# metrics, traces or event files. Beside them machine.json (the machine: CPU name, vendor,
+# failed.tsv, dirs.txt, stages.tsv, profile.md, tests.txt, machine.txt, times.json, ab.json,
+# scaling.md/.png, valid_bpb.png) and each run folder's config.json, env.json and summary.json,
+# in the same folders (and metrics.jsonl of a run with --target_bpb: its validation curve); no
+# checkpoints, traces or event files. Beside them machine.json (the machine: CPU name, vendor,
 # family and model, its whole flag list, frequency, cores, memory, kernel, hypervisor, the GPU;
 # from the runs' own env.json, else this machine's; the versions of LibTorch, PyTorch, JAX, the
 # compiler and the CUDA toolkit; "build_revisions", what the runs' binaries were built from;
@@ -342,8 +343,14 @@ trap 'rm -rf "$tmp"' EXIT
 (cd "$out" && find . -type f \( -name config.json -o -name env.json -o -name summary.json \
    -o -name 'report.*' -o -name failed.tsv -o -name dirs.txt -o -name stages.tsv \
    -o -name profile.md -o -name tests.txt -o -name machine.txt -o -name times.json -o -name ab.json \
-   -o -name 'scaling.*' \) -print0) |
+   -o -name 'scaling.*' -o -name valid_bpb.png -o -name metrics.jsonl \) -print0) |
   while IFS= read -r -d '' f; do
+    # metrics.jsonl only of a run with a target (its validation curve is what the comparison
+    # plots; valid_bpb.png is drawn again from them by plot_runs.py)
+    if [ "$(basename "$f")" = metrics.jsonl ] &&
+       ! grep -Eq '"target_bpb": *[0-9]' "$out/$(dirname "$f")/summary.json" 2>/dev/null; then
+      continue
+    fi
     mkdir -p "$tmp/$(dirname "$f")"
     cp "$out/$f" "$tmp/$f"
   done
