@@ -28,7 +28,7 @@
 # no '(...)' description. compare.sh, sweep.sh, ab_binaries.sh and ci_times.sh write their own
 # command line to OUT_DIR/command.txt: COMMAND "-" keeps it (a COMMAND that differs is refused).
 # NAME: letters, digits, '.', '_' and '-' (e.g. zen4-2026-12-06-eager); a folder that exists
-# is refused, and so is a recording that would take results/ past 6 MB: nothing is overwritten.
+# is refused, and so is a recording that would take results/ past 8 MB: nothing is overwritten.
 # Every refusal is one line and exit 2 (the budget's, exit 1), and writes nothing.
 # RESULTS_DIR (default: the repository's results/) is where it records. Where OUT_DIR holds no
 # report.json, `bench report --json` (BENCH, default ./build/bench) over it makes one; every
@@ -180,7 +180,7 @@ if mode == "paths":
     # temporary folder). Relative paths are the repository's and stay. The replacements hold no
     # quote or backslash, so JSON stays valid. source_diff.patch is the build's diff byte for
     # byte (its hash is the runs' build_diff_hash); binaries (scaling.png) do not decode.
-    folder, name, out = sys.argv[2:5]
+    folder, name, out, given = sys.argv[2:6]
     known = {}
     for path, to in ((out, f"results/{name}"), (folder, f"results/{name}"),
                      (os.environ.get("PWD", "."), ""), (os.getcwd(), ""),
@@ -195,6 +195,11 @@ if mode == "paths":
                 return "/".join(x for x in (to, p[len(pre) + 1:]) if x) or "."
         return os.path.basename(p) if p.count("/") > 1 else p
     absolute = re.compile(r"(?<![\w.+@%~/:-])(?:/[\w.+@%~-]+)+")
+    # OUT_DIR as given, where relative (a report's "dir" of runs/cmp/...), before a '/'; not in
+    # command.txt, which keeps the command as it was run.
+    given = os.path.normpath(given)
+    relative = (re.compile(r"(?<![\w.+@%~/-])" + re.escape(given) + r"(?=/)")
+                if not os.path.isabs(given) and not given.startswith(".") else None)
     for d, _, files in os.walk(folder):
         for f in files:
             if f == "source_diff.patch":
@@ -205,6 +210,8 @@ if mode == "paths":
             except UnicodeDecodeError:
                 continue
             new = absolute.sub(local, text)
+            if relative and f != "command.txt":
+                new = relative.sub(f"results/{name}", new)
             if new != text:
                 with open(os.path.join(d, f), "w", encoding="utf-8", newline="") as fh:
                     fh.write(new)
@@ -379,10 +386,10 @@ fi
   rm -f "$tmp/manifest.md"
 python3 -c "$py" machine "$tmp" "$([ -n "$dirty" ] && echo 1 || echo 0)" "$diff_source"
 # No path of this machine in what is kept: OUT_DIR (absolute, and as given) reads results/NAME.
-python3 -c "$py" paths "$tmp" "$name" "$out"
+python3 -c "$py" paths "$tmp" "$name" "$out" "$1"
 kb=$(du -sk --apparent-size "$results" | cut -f1)
-if [ "$kb" -gt 6144 ]; then
-  echo "record_results.sh: results/ would hold ${kb} KB, over its 6 MB budget: nothing recorded" >&2
+if [ "$kb" -gt 8192 ]; then
+  echo "record_results.sh: results/ would hold ${kb} KB, over its 8 MB budget: nothing recorded" >&2
   exit 1
 fi
 mv "$tmp" "$dest"

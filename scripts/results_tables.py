@@ -9,7 +9,8 @@ a file is stale. Blocks: "results summary" (README.md, BENCHMARKS.md): one row p
 dtype that has a LibTorch eager run (it, bench's best path, the best peer, bench's best over the
 best peer);
 "results" (results/README.md): the summary and each measurement's table; "results table ID":
-the table ID of tables.json, "build-times" headed by the times.json folders' rows.
+the table ID of tables.json, "build-times" headed by the times.json folders' rows,
+"time-to-target" the folders whose runs had a --target_bpb (each run's summary.json).
 Rows of a folder whose runs were built from uncommitted changes (machine.json's
 built_from_uncommitted_changes, or a run's build_revision, in older runs git_revision, ending in
 -dirty) are marked in every table (a dagger and a footnote under the table; a measurement's
@@ -111,6 +112,47 @@ def provenance(path, machine):
     return sorted(revisions), dirty
 
 
+def targets(path, runs):
+    """{(configuration, dtype): [(seconds to target, or inf where not reached; steps or None)]}
+    of the folder's completed runs that had a --target_bpb (their summary.json, found under the
+    folder by the report's "dir": results/NAME/...), and "bpb": the targets."""
+    out, bpb = {}, set()
+    for r in runs:
+        rest = r.get("dir", "").split(os.path.basename(path) + "/", 1)
+        summary = os.path.join(path, rest[-1], "summary.json")
+        if len(rest) < 2 or r["status"] != "completed" or not os.path.exists(summary):
+            continue
+        with open(summary) as f:
+            s = json.load(f)
+        if not isinstance(s.get("target_bpb"), (int, float)):
+            continue
+        bpb.add(s["target_bpb"])
+        t = s.get("time_to_target_s")
+        out.setdefault((r["configuration"], r["dtype"]), []).append(
+            (t if isinstance(t, (int, float)) else float("inf"), s.get("steps_to_target")))
+    return {"bpb": sorted(bpb), "runs": out} if out else None
+
+
+def target_rows(folders, results):
+    """One row per configuration and dtype of a folder of runs with a target: reached/total, the
+    median time to target with the reached runs' range (a run that did not reach it counts as
+    never), the median steps."""
+    rows = []
+    for name, kind, found in folders:
+        t = found[0].get("targets") if kind == "measurement" else None
+        for (conf, dtype), v in (t["runs"].items() if t else []):
+            reached = [x for x, _ in v if x != float("inf")]
+            steps = [n for _, n in v if n is not None]
+            m = median([x for x, _ in v])
+            time = "not reached" if m == float("inf") else (
+                f"{m:.1f}" + (f" ({min(reached):.1f}-{max(reached):.1f})" if len(v) > 1 else ""))
+            rows.append([marked(f"[{name}]({results}/{name})", found[0]),
+                         ", ".join(f"{b:g}" for b in t["bpb"]), conf, dtype,
+                         f"{len(reached)}/{len(v)}", time,
+                         f"{median(steps):.0f}" if steps else "-"])
+    return rows
+
+
 def read_folder(path):
     """The folder's kind and what it holds: ("measurement", (machine, {(configuration, dtype):
     [seq/s of each completed run]}, [(configuration, dtype)] in order, {dtype: "L layers, batch B"})), ("times",
@@ -134,6 +176,7 @@ def read_folder(path):
     with open(os.path.join(path, "report.json")) as f:
         runs = json.load(f)["runs"]
     speeds, order, shapes = {}, [], {}
+    machine["targets"] = targets(path, runs)
     for r in runs:
         key = (r["configuration"], r["dtype"])
         shape = f"{r.get('num_layer', '?')} layers, batch {r.get('batch_size', '?')}"
@@ -295,6 +338,11 @@ def table_block(tid, earlier, folders, results):
         return footnote(markdown(["folder", "machine", "date", "command", "losses identical",
                                   "old seq/s (median)", "new seq/s", "new / old"],
                                  ab_rows(folders, results)), machines("ab"))
+    if tid == "time-to-target":
+        return footnote(markdown(["folder", "target bpb", "configuration", "dtype", "reached",
+                                  "time to target s (median, range)", "steps (median)"],
+                                 target_rows(folders, results)),
+                        [m for m in machines("measurement") if m.get("targets")])
     t = earlier.get(tid)
     if tid == "build-times":
         cols = ["fact", "figure", "machine, date, commit"]
