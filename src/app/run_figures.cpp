@@ -211,8 +211,7 @@ nlohmann::json fairness_manifest(const RunSetup& setup, int threads, double firs
   const std::string dtype = name_of(c.dtype);
   std::string compute = dtype;
   if (c.compile == CompilePath::kFused) {
-    compute = "fused: " +
-              kernels::format_name(kernels::run_format(scalar_type_of(c.dtype), plan.gemm_route));
+    compute = "fused: " + kernels::format_name(kernels::run_format(c.dtype, plan.gemm_route));
   } else if (plan.lowp()) {
     compute = "autocast " + dtype;
   }

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 #include "cpu/rows.h"
@@ -82,51 +83,36 @@ void run_(const Args& a, c10::DeviceType device) {
 
 }  // namespace
 
-StorageType storage_type_of(c10::ScalarType type) {
-  switch (type) {
-    case c10::ScalarType::Float:
-      return StorageType::kF32;
-    case c10::ScalarType::Double:
-      return StorageType::kF64;
-    case c10::ScalarType::BFloat16:
-      return StorageType::kBF16;
-    case c10::ScalarType::Half:
-      return StorageType::kF16;
-    default:
-      throw RunError(std::string("fused kernels: dtype ") + c10::toString(type) +
-                     " is not supported; use float32, float64, bfloat16 or float16");
-  }
-}
-
 namespace {
-const char* type_name_(StorageType t) {
-  switch (t) {
-    case StorageType::kF32:
-      return "float32";
-    case StorageType::kF64:
-      return "float64";
-    case StorageType::kBF16:
-      return "bfloat16";
-    case StorageType::kF16:
-      return "float16";
-  }
-  return "?";
-}
+// The tensor dtype of each StorageType, in kStorageTraits' order.
+constexpr c10::ScalarType kDtypes[] = {c10::ScalarType::Float, c10::ScalarType::Double,
+                                       c10::ScalarType::BFloat16, c10::ScalarType::Half};
+static_assert(std::size(kDtypes) == std::size(kStorageTraits));
 }  // namespace
 
-std::string format_name(const Format& f) {
-  if (f.values == f.storage) return type_name_(f.storage);
-  return std::string(type_name_(f.storage)) + " storage of " + type_name_(f.values) + " values";
+StorageType storage_type_of(c10::ScalarType type) {
+  for (int32_t t = 0; t < static_cast<int32_t>(std::size(kDtypes)); ++t)
+    if (kDtypes[t] == type) return static_cast<StorageType>(t);
+  throw RunError(std::string("fused kernels: dtype ") + c10::toString(type) +
+                 " is not supported; use float32, float64, bfloat16 or float16");
 }
 
-c10::ScalarType dtype_of(StorageType type) {
-  constexpr c10::ScalarType kTypes[] = {c10::ScalarType::Float, c10::ScalarType::Double,
-                                        c10::ScalarType::BFloat16, c10::ScalarType::Half};
-  return kTypes[static_cast<int>(type)];
+StorageType storage_type_of(Precision dtype) {
+  const std::string name = name_of(dtype);
+  for (int32_t t = 0; t < static_cast<int32_t>(std::size(kStorageTraits)); ++t)
+    if (name == kStorageTraits[t].name) return static_cast<StorageType>(t);
+  throw RunError("fused kernels: --dtype " + name + " has no storage type");
 }
+
+std::string format_name(const Format& f) {
+  if (f.values == f.storage) return traits(f.storage).name;
+  return std::string(traits(f.storage).name) + " storage of " + traits(f.values).name + " values";
+}
+
+c10::ScalarType dtype_of(StorageType type) { return kDtypes[static_cast<int32_t>(type)]; }
 
 c10::ScalarType acc_dtype_of(c10::ScalarType type) {
-  return type == c10::ScalarType::Double ? c10::ScalarType::Double : c10::ScalarType::Float;
+  return dtype_of(traits(storage_type_of(type)).acc);
 }
 
 Format format_of(c10::ScalarType storage_dtype, c10::ScalarType values_dtype,
@@ -134,32 +120,41 @@ Format format_of(c10::ScalarType storage_dtype, c10::ScalarType values_dtype,
   constexpr auto kNone = c10::ScalarType::Undefined;
   const StorageType storage = storage_type_of(storage_dtype);
   const StorageType values = values_dtype != kNone ? storage_type_of(values_dtype) : storage;
-  const StorageType acc =
-      storage_type_of(acc_dtype != kNone ? acc_dtype : acc_dtype_of(storage_dtype));
-  const bool half_values = values == StorageType::kBF16 || values == StorageType::kF16;
-  if (values != storage && !(storage == StorageType::kF32 && half_values)) {
-    throw RunError(std::string("fused kernels: ") + type_name_(values) + " values in " +
-                   type_name_(storage) +
+  const StorageType acc = acc_dtype != kNone ? storage_type_of(acc_dtype) : traits(storage).acc;
+  if (values != storage && !(storage == StorageType::kF32 && traits(values).half)) {
+    throw RunError(std::string("fused kernels: ") + traits(values).name + " values in " +
+                   traits(storage).name +
                    " storage: a tensor holds its own dtype's values, or float32 storage holds "
                    "bfloat16 or float16 values (the float32 GEMM route)");
   }
   if ((acc != StorageType::kF32 && acc != StorageType::kF64) ||
       (values != storage && acc != StorageType::kF32)) {
     throw RunError(std::string("fused kernels: ") + format_name({storage, values, acc}) +
-                   " accumulated in " + type_name_(acc) +
+                   " accumulated in " + traits(acc).name +
                    ": the kernels accumulate in float32 or float64, float32 storage of 16-bit "
                    "values in float32");
   }
   return Format{storage, values, acc};
 }
 
-Format run_format(c10::ScalarType dtype, GemmRoute route) {
+namespace {
+// The dtype's own storage, or on the float32 route float32 storage of its 16-bit values.
+Format run_format_(StorageType values, GemmRoute route) {
   if (route == GemmRoute::kAuto) {
     throw RunError(
         "fused kernels: a run's format needs a GEMM route (native or float32), not auto");
   }
-  const bool half = dtype == c10::ScalarType::BFloat16 || dtype == c10::ScalarType::Half;
-  return format_of(route == GemmRoute::kFloat32 && half ? c10::ScalarType::Float : dtype, dtype);
+  const StorageType storage =
+      route == GemmRoute::kFloat32 && traits(values).half ? StorageType::kF32 : values;
+  return Format{storage, values, traits(storage).acc};
+}
+}  // namespace
+
+Format run_format(Precision dtype, GemmRoute route) {
+  return run_format_(storage_type_of(dtype), route);
+}
+Format run_format(c10::ScalarType dtype, GemmRoute route) {
+  return run_format_(storage_type_of(dtype), route);
 }
 
 Format product_format(const Format& f) { return Format{f.storage, f.storage, f.acc}; }

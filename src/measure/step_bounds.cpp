@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "trainbench/core/timing.h"
+#include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/measure/flops.h"
 
 namespace trainbench {
@@ -15,7 +16,7 @@ std::map<std::string, CategoryWork> step_work(const RunPlan& plan, int64_t param
   const double ff = static_cast<double>(cfg.ff_dim), S = static_cast<double>(cfg.seq_len);
   const double B = static_cast<double>(cfg.batch_size), H = static_cast<double>(cfg.num_heads);
   const bool lowp = plan.lowp();
-  const double e = lowp ? 2.0 : 4.0;
+  const double e = kernels::traits(kernels::storage_type_of(cfg.dtype)).bytes;  // an element's
   std::map<std::string, CategoryWork> w;
   const double attention_flops = 12.0 * L * S * d * N;
   // The FF hidden, the attention scores and their gradients: float32 storage on the float32

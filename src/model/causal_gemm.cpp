@@ -7,6 +7,7 @@
 
 #include <ATen/ops/bmm.h>
 
+#include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/kernels/fused_math.h"
 
 namespace trainbench {
@@ -14,7 +15,7 @@ namespace trainbench {
 int64_t causal_block_for(c10::ScalarType dtype, int64_t seq, bool cuda) {
   // Measured faster only where MKL's float32 GEMMs are AVX2 ones (docs/BENCHMARKS.md).
   static const bool avx2_class = !effective_isa().avx512f;
-  const bool wide = dtype == torch::kFloat || dtype == torch::kDouble;
+  const bool wide = !kernels::traits(kernels::storage_type_of(dtype)).half;
   return !cuda && wide && avx2_class ? kCausalBlock : seq;
 }
 

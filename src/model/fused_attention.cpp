@@ -73,8 +73,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // storage of dtype's values (the softmax kernels round them as they read and store them,
     // as the FF hidden's do), so the GEMMs on either side read them without a conversion.
     if (block <= 0) block = causal_block_for(stored, seq, qkv.is_cuda());
-    const bool wide = stored == torch::kFloat || stored == torch::kDouble;
-    block = wide ? std::min(block, seq) : seq;  // fused_ops.h: 16-bit GEMMs whole
+    // fused_ops.h: 16-bit GEMMs whole
+    block = k::traits(k::storage_type_of(stored)).half ? seq : std::min(block, seq);
     Tensor prob = causal_scores(q, kk, stored, block);
     const auto a =
         k::causal_softmax_args(prob, bh * seq, seq, block, k::format_of(stored, dtype), scale);

@@ -26,10 +26,6 @@ FusedDropout fused_dropout_(double p) {
   return p > 0 ? FusedDropout{p, dropout_key()} : FusedDropout{};
 }
 
-bool low_precision_(const k::Format& f) {
-  return f.values == k::StorageType::kBF16 || f.values == k::StorageType::kF16;
-}
-
 // A weight as the GEMMs read it: rounded to the run's values once per step and held in its
 // storage (float32 on the float32 route, so that each GEMM does not convert it again).
 Tensor rounded_weight_(const Tensor& w, const k::Format& f) {
@@ -60,7 +56,7 @@ class WeightCopies {
   // weights: the GEMM weights; params: every parameter. One copy per weight (none when the
   // compute dtype is float32), aligned with params.
   std::vector<Tensor> make(const std::vector<Tensor>& weights, const std::vector<Tensor>& params) {
-    if (!low_precision_(format_)) return {};
+    if (!k::traits(format_.values).half) return {};
     torch::NoGradGuard no_grad;
     for (const Tensor& w : weights) {
       copies_[w.unsafeGetTensorImpl()] = {
@@ -108,7 +104,7 @@ class FusedBlockImpl : public BlockLayers {
     // float32 rows get their bias as the attention splits them (no addmm copying it into the
     // product); 16-bit rows, rounded by their GEMM, get it from the linear, detached: either
     // way its gradient comes from the attention's merge of the rows' gradient.
-    const bool wide_rows = f.storage == k::StorageType::kF32 || f.storage == k::StorageType::kF64;
+    const bool wide_rows = !k::traits(f.storage).half;
     const Tensor linear_bias = flash_ ? qkv->bias : (wide_rows ? Tensor() : qkv->bias.detach());
     const Tensor qkv_rows = fused_linear(h1[1], weights.get(qkv->weight), linear_bias, f,
                                          flash_ ? k::values_format(f) : product);

@@ -21,7 +21,7 @@ ModelOptions ModelOptions::from_plan(const RunPlan& plan) {
   o.flash = cfg.flash;
   o.norm_first = cfg.norm_first;
   o.parallel_dropout = plan.dropout == DropoutImpl::kParallel;
-  o.format = kernels::run_format(scalar_type_of(plan.cfg.dtype), plan.gemm_route);
+  o.format = kernels::run_format(plan.cfg.dtype, plan.gemm_route);
   return o;
 }
 

@@ -121,8 +121,10 @@ TEST_F(FusedRun, ResumeAloneContinuesAndProfileStepsWriteTheBreakdown) {
   EXPECT_FALSE(std::filesystem::exists(dir / "x_handcraft_layer1_float32_fused"));
 }
 
-// The quick preset (dropout 0.1, 400 steps): fused and eager validation bits per byte within
-// 1% of each other from the same seed (their dropout masks differ, their learning must not).
+// The quick preset (dropout 0.1) for half its steps: fused and eager validation bits per byte
+// within 1% of each other from the same seed (their dropout masks differ, their learning must
+// not; from step 50 to 120-130 they stayed within 0.4% over five seeds:
+// results/zen3-2026-12-07-time-to-target).
 TEST_F(FusedRun, QuickPresetValidationBpbWithinOnePercentOfEager) {
   RunConfig c;
   apply_preset(c, Preset::kQuick);
@@ -130,6 +132,7 @@ TEST_F(FusedRun, QuickPresetValidationBpbWithinOnePercentOfEager) {
   c.threads = 1;
   c.peak_tflops = 1.0;
   c.log_every = 50;
+  c.steps = 200;
   double bpb[2] = {0, 0};
   for (int fused = 0; fused < 2; ++fused) {
     c.compile = fused ? CompilePath::kFused : CompilePath::kNone;

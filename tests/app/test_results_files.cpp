@@ -254,6 +254,35 @@ TEST(Scripts, ResultsTablesAreGeneratedFromResults) {
             std::string::npos)
       << unknown.output;
   EXPECT_EQ(testing::read_file(doc), "# Doc\n" + table("nope"));
+
+  // The time-to-target table from the runs' own summaries (found by the report's dir under the
+  // folder): reached of runs, the median time counting a run that missed as never, its range
+  // over the reached ones, the median steps.
+  fs::create_directories(dir / "results/m-3");
+  testing::write_file(dir / "results/m-3/machine.json", R"({"cpu_model": "AMD EPYC"})");
+  nlohmann::json runs = nlohmann::json::array();
+  const std::vector<std::pair<nlohmann::json, nlohmann::json>> hits = {
+      {7.5, 130}, {8.5, 120}, {nullptr, nullptr}};
+  for (size_t i = 0; i < hits.size(); ++i) {
+    const std::string r = "seed-" + std::to_string(i + 1) + "/1_handcraft_layer2_bfloat16_fused";
+    auto row = run("bench handcraft fused fused_adam", "bfloat16", 270.0);
+    row["dir"] = "results/m-3/" + r;
+    runs.push_back(row);
+    fs::create_directories(dir / ("results/m-3/" + r));
+    testing::write_file(dir / ("results/m-3/" + r + "/summary.json"),
+                        nlohmann::json{{"target_bpb", 2.9},
+                                       {"time_to_target_s", hits[i].first},
+                                       {"steps_to_target", hits[i].second}}
+                            .dump());
+  }
+  testing::write_file(dir / "results/m-3/report.json", nlohmann::json{{"runs", runs}}.dump());
+  testing::write_file(doc, "# Doc\n" + table("time-to-target"));
+  ASSERT_EQ(testing::run_command(cmd).exit_code, 0);
+  EXPECT_NE(testing::read_file(doc).find(
+                "| [m-3](results/m-3) | 2.9 | bench handcraft fused fused_adam | bfloat16 | 2/3 | "
+                "8.5 (7.5-8.5) | 125 |\n"),
+            std::string::npos)
+      << testing::read_file(doc);
 }
 
 // A run of a binary built from uncommitted changes (build_revision, or an older run's

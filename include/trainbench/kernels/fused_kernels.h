@@ -24,6 +24,8 @@ namespace trainbench::kernels {
 
 // The kernels' name for a tensor dtype; throws RunError for one they do not take.
 StorageType storage_type_of(c10::ScalarType type);
+// The storage type of a run's --dtype (the traits' name is the flag's).
+StorageType storage_type_of(Precision dtype);
 // The tensor dtype of a storage type (storage_type_of's inverse).
 c10::ScalarType dtype_of(StorageType type);
 // The accumulation dtype of a storage dtype: float64 for float64, else float32.
@@ -39,7 +41,8 @@ Format format_of(c10::ScalarType storage, c10::ScalarType values = c10::ScalarTy
 // how the fused ops hold what their GEMMs read and what they keep for backward. The dtype's own
 // storage, or on the float32 route (kFloat32 with bfloat16 or float16) float32 storage of its
 // values. kAuto is refused (a plan resolves it).
-Format run_format(c10::ScalarType dtype, GemmRoute route);
+Format run_format(Precision dtype, GemmRoute route);
+Format run_format(c10::ScalarType dtype, GemmRoute route);  // the tests' float64 too
 // A GEMM's product in f's storage before any rounding (float32 on the float32 route), and f's
 // values in their own storage (a 16-bit tensor): the two outputs a GEMM op returns.
 Format product_format(const Format& f);

@@ -19,6 +19,26 @@ namespace trainbench::kernels {
 // Element storage types of the kernels' tensors.
 enum class StorageType : int32_t { kF32, kF64, kBF16, kF16 };
 
+// What a storage type is, in one table (cf. ggml's type traits), indexed by StorageType: its
+// name as --dtype says it, its element's bytes, whether it is a 16-bit type (a GEMM of it is a
+// 16-bit GEMM; its values are rounded where float32 storage holds them), and the type its math
+// accumulates in. The tensor dtype of each is dtype_of's (fused_kernels.h), on the LibTorch side.
+struct StorageTraits {
+  const char* name;
+  int32_t bytes;
+  bool half;
+  StorageType acc;
+};
+inline constexpr StorageTraits kStorageTraits[] = {
+    {"float32", 4, false, StorageType::kF32},
+    {"float64", 8, false, StorageType::kF64},
+    {"bfloat16", 2, true, StorageType::kF32},
+    {"float16", 2, true, StorageType::kF32},
+};
+constexpr const StorageTraits& traits(StorageType t) {
+  return kStorageTraits[static_cast<int32_t>(t)];
+}
+
 // How a kernel's tensor holds its elements, the one kernel-side form of the run's dtype (cf.
 // ggml_type's traits, llm.c's floatX): `storage`, its elements' type; `values`, the type whose
 // values they are: the storage's own, or on the float32 GEMM route float32 storage of bfloat16
