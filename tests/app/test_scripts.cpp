@@ -291,16 +291,18 @@ TEST(Scripts, CompareTableHasOneRowPerConfigurationInTheMatrixOrder) {
 }
 
 // plot_runs.py's curves start at step 0 (the loss before any update) and put each window's
-// mean loss at the window's middle, in steps and in seconds.
+// mean loss at the window's middle, in steps and in seconds; an evaluation stands at its step,
+// its training seconds (train_s) and its tokens (step x batch x seq_len).
 TEST(Scripts, PlotCurvesStartAtStepZeroWithWindowsAtTheirMiddle) {
   testing::TempDir dir;
-  testing::write_file(dir / "config.json", R"({"batch_size": 4})");
+  testing::write_file(dir / "config.json", R"({"batch_size": 4, "seq_len": 16})");
   testing::write_file(dir / "summary.json", R"({"status": "completed"})");
   testing::write_file(dir / "metrics.jsonl",
                       "{\"step\": 0, \"initial_loss\": 5.5, \"elapsed_s\": 0.0}\n"
                       "{\"step\": 20, \"loss\": 3.0, \"window_steps\": 20, "
                       "\"sequences_per_s\": 8.0, \"elapsed_s\": 12.0}\n"
-                      "{\"step\": 20, \"valid_loss\": 2.9, \"valid_bpb\": 4.2}\n");
+                      "{\"step\": 20, \"valid_loss\": 2.9, \"valid_bpb\": 4.2, "
+                      "\"train_s\": 10.5}\n");
   const auto r =
       testing::run_command(std::string(TB_PYTHON) +
                            " -c \"import sys; sys.path.insert(0, '" TB_SOURCE_DIR
@@ -308,7 +310,8 @@ TEST(Scripts, PlotCurvesStartAtStepZeroWithWindowsAtTheirMiddle) {
                            dir.path() + "'); print(train, valid)\"");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // 20 steps of 4 sequences at 8 seq/s took 10 s: the window's middle is step 10 at 12 - 5 s.
-  EXPECT_NE(r.output.find("[(0, 0.0, 5.5), (10.0, 7.0, 3.0)] [(20, 2.9)]"), std::string::npos)
+  EXPECT_NE(r.output.find("[(0, 0.0, 5.5), (10.0, 7.0, 3.0)] [(20, 2.9, 10.5, 1280)]"),
+            std::string::npos)
       << r.output;
 }
 
