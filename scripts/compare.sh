@@ -37,13 +37,7 @@ for dtype in "${dtypes[@]}"; do
 done
 "$PYTHON" -c 'import torch, jax, flax, optax' 2>/dev/null || {
   echo "compare.sh: $PYTHON lacks torch/jax/flax/optax: run scripts/install_deps.sh" >&2; exit 2; }
-mkdir -p "$out"
-args=("$@")
-printf '%s\n' "$command_line" > "$out/command.txt"
-case " $* " in
-  *" --data "*) ;;
-  *) "$BENCH" --export_corpus "$out/corpus.bin" >/dev/null; args+=(--data "$out/corpus.bin") ;;
-esac
+tb_runs_out "$command_line" "$@"
 read -r -a thread_env <<< "${THREAD_ENV:-}"
 dirs=() failed=()
 run() {  # run NAME COMMAND...: one run, its folder collected (or its failure, a row of its own)

@@ -41,13 +41,7 @@ case " $* " in
                 exit 2 ;;
 esac
 configs=${CONFIGS:-"--model handcraft --compile none --flash 0; --model handcraft --compile none --flash 1; --model handcraft --compile fused --flash 0 --fused_adam 1; --model handcraft --compile fused --flash 1 --fused_adam 1"}
-mkdir -p "$out"
-printf '%s\n' "$command_line" >"$out/command.txt"
-args=("$@")
-case " $* " in
-  *" --data "*) ;;
-  *) "$BENCH" --export_corpus "$out/corpus.bin" >/dev/null; args+=(--data "$out/corpus.bin") ;;
-esac
+tb_runs_out "$command_line" "$@"
 # One sweep entry per configuration and value.
 entries=()
 IFS=';' read -r -a cs <<<"$configs"

@@ -55,13 +55,7 @@ for p in ${PEERS-pytorch jax}; do
   else for d in "${dtypes[@]}"; do peer_runs+=("$p $d"); done; fi
 done
 configs=${CONFIGS:-"--model torch --compile none; --model handcraft --compile none; --model handcraft --compile fused --fused_adam 1"}
-mkdir -p "$out"
-printf '%s\n' "$command_line" >"$out/command.txt"
-args=("$@")
-case " $* " in
-  *" --data "*) ;;
-  *) "$BENCH" --export_corpus "$out/corpus.bin" >/dev/null; args+=(--data "$out/corpus.bin") ;;
-esac
+tb_runs_out "$command_line" "$@"
 entries=()
 IFS=';' read -r -a cs <<<"$configs"
 for c in "${cs[@]}"; do

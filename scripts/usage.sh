@@ -11,7 +11,12 @@
 #                       the script's command line as run, for OUT_DIR/command.txt (which
 #                       record_results.sh keeps with COMMAND -): the variables that steer it
 #                       where set, then scripts/NAME and its arguments, each quoted where the
-#                       shell needs it.
+#                       shell needs it;
+#   tb_runs_out "$command_line" FLAG...
+#                       $out made, its command.txt written, and args=(FLAG...) for every run:
+#                       without --data among them, bench's embedded corpus exported ($BENCH
+#                       --export_corpus) to $out/corpus.bin and --data added, so that bench and
+#                       the peers train on the same bytes.
 TB_CALLER_PWD=$PWD
 tb_help() {
   local script=$1
@@ -50,6 +55,16 @@ tb_command_line() {
   shift
   for w in "scripts/$(basename "$0")" "$@"; do line+="$(tb_quoted "$w") "; done
   printf '%s\n' "${line% }"
+}
+tb_runs_out() {
+  mkdir -p "$out"
+  printf '%s\n' "$1" >"$out/command.txt"
+  shift
+  args=("$@")
+  case " $* " in
+    *" --data "*) ;;
+    *) "$BENCH" --export_corpus "$out/corpus.bin" >/dev/null; args+=(--data "$out/corpus.bin") ;;
+  esac
 }
 # Run rather than sourced (bash scripts/usage.sh [--help]): it says what it is.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
