@@ -69,7 +69,7 @@ printf -v matrix '%s; ' "${entries[@]}"
 : >"$out/failed.tsv"
 for ((s = 1; s <= seeds; s++)); do
   echo "== seed $s of $seeds" >&2
-  MATRIX="${matrix%; }" BENCH="$BENCH" PYTHON=/nonexistent \
+  MATRIX="${matrix%; }" BENCH="$BENCH" PYTHON="$PYTHON" \
     bash scripts/sweep.sh "$out/seed-$s/bench" "${args[@]}" --seed "$s" >/dev/null 2>"$out/seed-$s.log" ||
     true
   # sweep.sh's failures, seed by seed; its refusals (a combination bench cannot run) say why
