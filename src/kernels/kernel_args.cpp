@@ -155,11 +155,7 @@ HeadCrossEntropyArgs head_cross_entropy_args(const at::Tensor& logits, const at:
 }
 
 ColumnSumsArgs column_sums_args(const at::Tensor& x, const at::Tensor& partials, Format format) {
-  return ColumnSumsArgs{.rows = x.size(0),
-                        .cols = x.size(1),
-                        .x = in_(x),
-                        .partials = out_(partials),
-                        .format = format};
+  return column_sums_args(x.size(0), x.size(1), in_(x), out_(partials), format);
 }
 
 }  // namespace trainbench::kernels

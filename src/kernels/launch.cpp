@@ -57,28 +57,49 @@ const RowsIsa& rows_isa_() {
   return isa;
 }
 
+// "DropAddLnArgs for bfloat16, float32 storage of bfloat16 values": a refusal's subject.
 template <typename Args>
-void run_(const Args& a, c10::DeviceType device) {
+std::string formats_text_(const char* name, const Args& a) {
+  std::string text = std::string(name) + " for ";
+  const auto formats = a.formats();
+  for (size_t i = 0; i < formats.size(); ++i) {
+    text += (i > 0 ? ", " : "") + format_name(formats[i]);
+  }
+  return text;
+}
+
+template <typename Args>
+void run_(const char* name, const Args& a, c10::DeviceType device) {
   if (device == c10::DeviceType::CUDA) {
 #ifdef TB_WITH_CUDA
     const cudaError_t err = cuda::launch(a, c10::cuda::getCurrentCUDAStream().stream());
+    if (err == cudaErrorNotSupported) {
+      throw RunError("fused kernels on CUDA: no kernel of " + formats_text_(name, a) +
+                     "; CUDA holds the formats of float32, bfloat16 and float16 runs");
+    }
     if (err != cudaSuccess) {
       throw RunError(std::string("fused CUDA kernel failed to launch: ") + cudaGetErrorString(err));
     }
     return;
 #else
+    (void)name;
     throw RunError("--compile fused on CUDA: this bench was built without CUDA");
 #endif
   }
   const RowsIsa& isa = rows_isa_();
   if (!isa.why.empty()) throw RunError(isa.why);
-  if (isa.name == "avx512") {
-    at::parallel_for(0, num_chunks(a.rows), 1,
-                     [&](int64_t c0, int64_t c1) { cpu::avx512::rows(a, c0, c1); });
-  } else {
-    at::parallel_for(0, num_chunks(a.rows), 1,
-                     [&](int64_t c0, int64_t c1) { cpu::avx2::rows(a, c0, c1); });
+  // The build the CPU runs; a kernel with a float64 tensor from the tests' build, where linked.
+  cpu::Rows<Args> rows = isa.name == "avx512" ? cpu::avx512::rows_for(a) : cpu::avx2::rows_for(a);
+  using RowsFor = cpu::Rows<Args> (*)(const Args&);
+  const RowsFor f64 = static_cast<RowsFor>(&cpu::f64::rows_for);
+  if (rows == nullptr && f64 != nullptr) rows = f64(a);
+  if (rows == nullptr) {
+    throw RunError(
+        "fused kernels: no CPU kernel of " + formats_text_(name, a) +
+        "; this binary holds the formats of float32, bfloat16 and float16 runs" +
+        (f64 == nullptr ? " (float64, the tests' reference, is in trainbench_tests)" : ""));
   }
+  at::parallel_for(0, num_chunks(a.rows), 1, [&](int64_t c0, int64_t c1) { rows(a, c0, c1); });
 }
 
 }  // namespace
@@ -127,14 +148,12 @@ Format format_of(c10::ScalarType storage_dtype, c10::ScalarType values_dtype,
                    " storage: a tensor holds its own dtype's values, or float32 storage holds "
                    "bfloat16 or float16 values (the float32 GEMM route)");
   }
-  if ((acc != StorageType::kF32 && acc != StorageType::kF64) ||
-      (values != storage && acc != StorageType::kF32)) {
+  if (acc != traits(storage).acc) {
     throw RunError(std::string("fused kernels: ") + format_name({storage, values, acc}) +
                    " accumulated in " + traits(acc).name +
-                   ": the kernels accumulate in float32 or float64, float32 storage of 16-bit "
-                   "values in float32");
+                   ": the kernels accumulate float64 in float64, every other format in float32");
   }
-  return Format{storage, values, acc};
+  return Format{storage, values, acc};  // one of kFormats
 }
 
 namespace {
@@ -161,7 +180,7 @@ Format product_format(const Format& f) { return Format{f.storage, f.storage, f.a
 Format values_format(const Format& f) { return Format{f.values, f.values, f.acc}; }
 
 #define TB_DEFINE_RUN(Args) \
-  void run(const Args& a, c10::DeviceType device) { run_(a, device); }
+  void run(const Args& a, c10::DeviceType device) { run_(#Args, a, device); }
 TB_FUSED_KERNELS(TB_DEFINE_RUN)
 #undef TB_DEFINE_RUN
 

@@ -234,8 +234,22 @@ TEST(KernelRun, FormatsAKernelCannotHoldAreRefusedWhereTheyAreBuilt) {
             0u);
   EXPECT_EQ(refused(torch::kFloat, torch::kHalf, torch::kDouble),
             "fused kernels: float32 storage of float16 values accumulated in float64: the "
-            "kernels accumulate in float32 or float64, float32 storage of 16-bit values in "
-            "float32");
+            "kernels accumulate float64 in float64, every other format in float32");
+  EXPECT_EQ(refused(torch::kBFloat16, torch::kBFloat16, torch::kDouble),
+            "fused kernels: bfloat16 accumulated in float64: the kernels accumulate float64 in "
+            "float64, every other format in float32");
+  EXPECT_EQ(refused(torch::kDouble, torch::kDouble, torch::kFloat)
+                .rfind("fused kernels: float64 accumulated in float32:", 0),
+            0u);
+  // Every format format_of builds is an entry of kFormats, the table the kernels dispatch on.
+  for (const auto s : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf}) {
+    for (const auto v : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf}) {
+      if (refused(s, v, c10::ScalarType::Undefined) != "accepted") continue;
+      const k::Format f = k::format_of(s, v);
+      EXPECT_EQ(std::count(std::begin(k::kFormats), std::end(k::kFormats), f), 1)
+          << k::format_name(f);
+    }
+  }
   EXPECT_EQ(refused(torch::kFloat, torch::kFloat, torch::kBFloat16)
                 .rfind("fused kernels: float32 accumulated in bfloat16:", 0),
             0u);
@@ -250,6 +264,32 @@ TEST(KernelRun, DtypesOutsideTheStorageTypesAreRefusedByName) {
               "fused kernels: dtype Int is not supported; use float32, float64, bfloat16 or "
               "float16");
   }
+}
+
+// A combination of legal formats that no kernel holds (bfloat16 rows into float16 storage) is
+// refused in one line naming the kernel and its formats, on the build the CPU runs and on the
+// float64 one alike, before any row is touched; float64 itself runs here (the test binary links
+// its build) and on the float64 build's AVX2 code whatever TB_CPU_ROWS forces.
+TEST(KernelRun, FormatsNoKernelHoldsAreRefusedInOneLine) {
+  const int64_t n = 4, d = 8;
+  const auto bf16 = k::format_of(torch::kBFloat16), f16 = k::format_of(torch::kHalf);
+  const torch::Tensor branch = torch::randn({n, d}).to(torch::kBFloat16), bias = torch::zeros({d});
+  const torch::Tensor resid_out = torch::full({n, d}, 7.0),
+                      y = torch::full({n, d}, 7.0, torch::kHalf);
+  try {
+    k::run(k::drop_add_ln_args({}, branch, bias, {}, {}, resid_out, y, {}, {}, bf16, f16, {}),
+           c10::DeviceType::CPU);
+    FAIL() << "accepted";
+  } catch (const RunError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "fused kernels: no CPU kernel of DropAddLnArgs for bfloat16, float16; this binary "
+              "holds the formats of float32, bfloat16 and float16 runs");
+  }
+  EXPECT_TRUE(torch::equal(resid_out, torch::full({n, d}, 7.0)));  // nothing written
+  const torch::Tensor x = torch::randn({n, d}, torch::kDouble);
+  torch::Tensor partials = torch::empty({1, d}, torch::kDouble);
+  k::run(k::column_sums_args(x, partials, k::format_of(torch::kDouble)), c10::DeviceType::CPU);
+  EXPECT_TRUE(torch::allclose(partials[0], x.sum(0), 0, 1e-12));
 }
 
 // The CPU rows run on the widest build the CPU runs (AVX-512 F/BW/VL/DQ, else AVX2), or the one

@@ -12,6 +12,7 @@
 // calls run() in model/fused_ops.cpp (+ its declaration in fused_ops.h).
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace trainbench::kernels {
@@ -49,9 +50,25 @@ constexpr const StorageTraits& traits(StorageType t) {
 struct Format {
   StorageType storage = StorageType::kF32, values = StorageType::kF32, acc = StorageType::kF32;
 };
-inline bool operator==(const Format& a, const Format& b) {
+constexpr bool operator==(const Format& a, const Format& b) {
   return a.storage == b.storage && a.values == b.values && a.acc == b.acc;
 }
+
+// Every Format a kernel holds (format_of refuses the rest): first the kRunFormats a run
+// reaches (its dtype's own storage; on the float32 GEMM route float32 storage of its 16-bit
+// values), then float64, the tests' reference. The kernels are instantiated per entry
+// (storage.h with_format): a run's formats in bench and in the tests, float64 in the test
+// binary alone (kernels/cpu/rows_f64.cpp; bench refuses it in one line).
+inline constexpr Format kFormats[] = {
+    {StorageType::kF32, StorageType::kF32, StorageType::kF32},
+    {StorageType::kBF16, StorageType::kBF16, StorageType::kF32},
+    {StorageType::kF16, StorageType::kF16, StorageType::kF32},
+    {StorageType::kF32, StorageType::kBF16, StorageType::kF32},
+    {StorageType::kF32, StorageType::kF16, StorageType::kF32},
+    {StorageType::kF64, StorageType::kF64, StorageType::kF64},
+};
+inline constexpr int kNumFormats = static_cast<int>(sizeof(kFormats) / sizeof(kFormats[0]));
+inline constexpr int kRunFormats = kNumFormats - 1;
 
 // Rows per chunk of a column reduction (bias, gamma and beta gradients): each chunk writes its
 // own partial sums, which are then added in chunk order, so the result does not depend on the
@@ -83,6 +100,7 @@ struct DropAddLnArgs {
   Format branch_format, out_format;
   DropoutArgs drop;
   double eps = 1e-5;
+  auto formats() const { return std::array{branch_format, out_format}; }
 };
 
 // Backward of DropAddLn. g = d_resid_out + (LayerNorm backward of dy, or dy itself);
@@ -102,6 +120,7 @@ struct DropAddLnGradArgs {
   // them as it is read.
   Format branch_format, out_format;
   DropoutArgs drop;
+  auto formats() const { return std::array{branch_format, out_format}; }
 };
 
 // a = dropout(relu(a + bias)) in place, [N, f]. Here and in the causal softmax each row is
@@ -112,6 +131,7 @@ struct BiasReluDropoutArgs {
   const void* bias = nullptr;  // [f] acc
   Format format;
   DropoutArgs drop;
+  auto formats() const { return std::array{format}; }
 };
 // da = dout * scale where out > 0, else 0; per chunk: sum da (the bias gradient).
 struct BiasReluDropoutGradArgs {
@@ -122,6 +142,7 @@ struct BiasReluDropoutGradArgs {
   void* partials = nullptr;    // [chunks, f] acc
   Format format;
   double scale = 1;  // the forward's dropout scale
+  auto formats() const { return std::array{format}; }
 };
 
 // Causal softmax of attention scores in place: rows are (batch*head, query t), columns keys j;
@@ -135,6 +156,7 @@ struct CausalSoftmaxArgs {
   int64_t block = 0;
   Format format;
   double scale = 1;
+  auto formats() const { return std::array{format}; }
 };
 // dx = scale * p * (dp - sum_k p_k dp_k), in place over dp; on the float32 route p holds
 // rounded values already, dp (a GEMM's output) is rounded as it is read, dx as it is stored.
@@ -146,6 +168,7 @@ struct CausalSoftmaxGradArgs {
   int64_t block = 0;
   Format format;
   double scale = 1;
+  auto formats() const { return std::array{format}; }
 };
 
 // Attention heads between a linear's rows and the attention GEMMs' layout: rows [N = B*S,
@@ -168,6 +191,7 @@ struct HeadsArgs {
   Format rows_format, heads_format;
   bool to_heads = true;
   int64_t block = 0;  // the heads tensors in blocks of query rows (fused_math.h head_block_row)
+  auto formats() const { return std::array{rows_format, heads_format}; }
 };
 
 // Output head + cross-entropy over the vocabulary: per row, z = logits + bias, loss = lse(z) -
@@ -184,6 +208,7 @@ struct HeadCrossEntropyArgs {
   void* partials = nullptr;          // [chunks] acc: loss sums per chunk
   void* bias_partials = nullptr;     // [chunks, V] acc, or null
   Format format;
+  auto formats() const { return std::array{format}; }
 };
 
 // Column sums of rows [N, w] (a bias gradient whose rows no other kernel reads) as per-chunk
@@ -193,7 +218,21 @@ struct ColumnSumsArgs {
   const void* x = nullptr;   // [N, w] format (its storage read as it is)
   void* partials = nullptr;  // [chunks, w] acc
   Format format;
+  auto formats() const { return std::array{format}; }
 };
+
+// ColumnSums of rows [rows, cols] at x in `format` into partials (kernel_args.cpp builds it from
+// tensors; the CUDA heads launch, from the merged rows it wrote).
+inline ColumnSumsArgs column_sums_args(int64_t rows, int64_t cols, const void* x, void* partials,
+                                       Format format) {
+  ColumnSumsArgs a;
+  a.rows = rows;
+  a.cols = cols;
+  a.x = x;
+  a.partials = partials;
+  a.format = format;
+  return a;
+}
 
 // One Adam step (no weight decay) on a float32 parameter seen as rows [N, w] (any shape:
 // N = numel / w), with its float32 moments: g = grad / grad_scale; m = b1 m + (1 - b1) g;
@@ -214,6 +253,7 @@ struct AdamArgs {
   const float* found_inf = nullptr;   // [], or null: 0
   Format grad_format, copy_format;
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  auto formats() const { return std::array{grad_format, copy_format}; }
 };
 
 // Every kernel's Args: each backend's declarations and the entry run() (fused_kernels.h) are

@@ -1,9 +1,9 @@
 // What both launchers of the fused kernels share below the math (kernels/cpu/rows.cpp for the
 // CPU, kernels/cuda/rows.cu for CUDA; cf. ggml-common.h): the storage types of the tensors'
 // elements, their loads and stores in the accumulation type, and the host-side dispatch from a
-// StorageType to a C++ type. bfloat16 is rounded by the same integer arithmetic on both
-// devices (round to nearest even, NaN kept quiet: LibTorch's rule), so a value stored on the
-// GPU has the CPU's bits.
+// Format to its C++ types (with_format, the one dispatch of every kernel). bfloat16 is rounded by
+// the same integer arithmetic on both devices (round to nearest even, NaN kept quiet: LibTorch's
+// rule), so a value stored on the GPU has the CPU's bits.
 //
 // Every function is `static` (inline): each translation unit, whatever its instruction-set
 // flags (the CPU rows are compiled for AVX2), keeps its own copy, and the linker never picks
@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "trainbench/kernels/kernel_args.h"
 
@@ -95,77 +96,40 @@ TB_HOST_DEVICE void st(Half* p, int64_t i, A v) {
   p[i] = to_half(static_cast<float>(v));
 }
 
-// ---- host dispatch: StorageType -> C++ type ------------------------------------------------
-// The element type behind a tag pointer: Elem<decltype(tag)>.
-template <typename T>
-using Elem = std::remove_pointer_t<T>;
+// ---- host dispatch: a Format -> its C++ types ----------------------------------------------
+// The element type stored as T.
+template <StorageType T>
+using CType =
+    std::conditional_t<T == StorageType::kF64, double,
+                       std::conditional_t<T == StorageType::kBF16, Bf16,
+                                          std::conditional_t<T == StorageType::kF16, Half, float>>>;
 
-// fn(tag): tag is a null pointer of the element type stored as `type`.
+// kFormats[I] (kernel_args.h) as types: S its elements', R its values' (S itself, or the 16-bit
+// type float32 storage holds, which a kernel rounds to as it reads and writes), A the one its
+// math accumulates in (float, or double for float64).
+template <int I>
+struct FormatTypes {
+  static constexpr Format kFormat = kFormats[I];
+  using S = CType<kFormat.storage>;
+  using R = CType<kFormat.values>;
+  using A = CType<kFormat.acc>;
+};
+// Whether a kernel of these formats has a float64 tensor: instantiated in the tests' float64
+// build of the rows alone (cpu/rows.cpp kHeld; never on CUDA).
+template <typename... F>
+inline constexpr bool kAnyF64 = (std::is_same_v<typename F::A, double> || ...);
+
+// The one dispatch of every kernel on both backends: fn(FormatTypes<I>{}) for the entry of
+// kFormats that f is; false where f is none (format_of builds no other). A kernel of two formats
+// nests two calls; each backend instantiates only the combinations its kernels hold (if
+// constexpr in fn), so its binary has no code for formats a run cannot reach.
+template <typename Fn, int... I>
+TB_HOST bool with_format_(const Format& f, Fn& fn, std::integer_sequence<int, I...>) {
+  return ((f == kFormats[I] && (fn(FormatTypes<I>{}), true)) || ...);
+}
 template <typename Fn>
-TB_HOST void with_storage(StorageType type, Fn&& fn) {
-  switch (type) {
-    case StorageType::kF32:
-      return fn(static_cast<float*>(nullptr));
-    case StorageType::kF64:
-      return fn(static_cast<double*>(nullptr));
-    case StorageType::kBF16:
-      return fn(static_cast<Bf16*>(nullptr));
-    case StorageType::kF16:
-      return fn(static_cast<Half*>(nullptr));
-  }
-}
-
-// fn(acc, tag): acc is a float (or, for kF64, a double) value of f's accumulation type; tag
-// as with_storage's for f's storage.
-template <typename Fn>
-TB_HOST void with_types(const Format& f, Fn&& fn) {
-  with_storage(f.storage, [&](auto tag) {
-    if (f.acc == StorageType::kF64) {
-      fn(double{}, tag);
-    } else {
-      fn(float{}, tag);
-    }
-  });
-}
-
-// fn(tag, values_tag) for format f in a kernel accumulating in A: the storage's tag and, for
-// float32 storage of 16-bit values with a float accumulation, theirs (Bf16, Half); any other
-// storage is its own values_tag.
-template <typename A, typename Fn>
-TB_HOST void with_rounded_storage(const Format& f, Fn&& fn) {
-  with_storage(f.storage, [&](auto tag) {
-    if constexpr (std::is_same_v<A, float> && std::is_same_v<Elem<decltype(tag)>, float>) {
-      if (f.values == StorageType::kBF16) return fn(tag, static_cast<Bf16*>(nullptr));
-      if (f.values == StorageType::kF16) return fn(tag, static_cast<Half*>(nullptr));
-    }
-    fn(tag, tag);
-  });
-}
-
-// fn(copy_tag, values_tag) for AdamArgs' weight copy: bf16/bf16, f16/f16, float/bf16,
-// float/f16, else float/float (float32, or no copy).
-template <typename Fn>
-TB_HOST void with_copy_types(const Format& copy, Fn&& fn) {
-  if (copy.storage == StorageType::kBF16)
-    return fn(static_cast<Bf16*>(nullptr), static_cast<Bf16*>(nullptr));
-  if (copy.storage == StorageType::kF16)
-    return fn(static_cast<Half*>(nullptr), static_cast<Half*>(nullptr));
-  if (copy.values == StorageType::kBF16)
-    return fn(static_cast<float*>(nullptr), static_cast<Bf16*>(nullptr));
-  if (copy.values == StorageType::kF16)
-    return fn(static_cast<float*>(nullptr), static_cast<Half*>(nullptr));
-  return fn(static_cast<float*>(nullptr), static_cast<float*>(nullptr));
-}
-
-// fn(acc, tag, values_tag) for args with one format (the bias-ReLU-dropout, causal softmax and
-// head cross-entropy args): acc as with_types', tag and values_tag as with_rounded_storage's.
-template <typename Args, typename Fn>
-TB_HOST void with_rounded_types(const Args& a, Fn&& fn) {
-  auto in = [&](auto acc) {
-    with_rounded_storage<decltype(acc)>(a.format, [&](auto tag, auto r) { fn(acc, tag, r); });
-  };
-  if (a.format.acc == StorageType::kF64) return in(double{});
-  in(float{});
+TB_HOST bool with_format(const Format& f, Fn&& fn) {
+  return with_format_(f, fn, std::make_integer_sequence<int, kNumFormats>{});
 }
 
 // The type a HeadsArgs element passes through between storages Src and Dst: double where either
@@ -173,42 +137,11 @@ TB_HOST void with_rounded_types(const Args& a, Fn&& fn) {
 template <typename Src, typename Dst>
 using HeadsAcc =
     std::conditional_t<std::is_same_v<Src, double> || std::is_same_v<Dst, double>, double, float>;
-
-// fn(src_tag, dst_tag, round_tag) for HeadsArgs: the storages read and written, and for a
-// float32 copy into float32 storage of 16-bit values the type they are rounded to (bf16, f16);
-// any other pair is its own round_tag (dst's: a 16-bit destination rounds as it stores).
-template <typename Fn>
-TB_HOST void with_heads_types(const HeadsArgs& a, Fn&& fn) {
-  const Format& src_format = a.to_heads ? a.rows_format : a.heads_format;
-  const Format& dst_format = a.to_heads ? a.heads_format : a.rows_format;
-  with_storage(src_format.storage, [&](auto src) {
-    // Named here: GCC 12 took decltype(src) in the inner lambda's `if constexpr` as false.
-    constexpr bool kFloatSrc = std::is_same_v<Elem<decltype(src)>, float>;
-    with_storage(dst_format.storage, [&](auto dst) {
-      if constexpr (kFloatSrc && std::is_same_v<Elem<decltype(dst)>, float>) {
-        if (dst_format.values == StorageType::kBF16) {
-          return fn(src, dst, static_cast<Bf16*>(nullptr));
-        }
-        if (dst_format.values == StorageType::kF16) {
-          return fn(src, dst, static_cast<Half*>(nullptr));
-        }
-      }
-      fn(src, dst, dst);
-    });
-  });
-}
-
-// fn(std::bool_constant<a>, std::bool_constant<b>): two run-time switches as compile-time
-// constants, so that a loop's optional input is a template flag, not a test inside the loop.
-template <typename Fn>
-TB_HOST void with_switches(bool a, bool b, Fn&& fn) {
-  using T = std::true_type;
-  using F = std::false_type;
-  if (a) {
-    b ? fn(T{}, T{}) : fn(T{}, F{});
-  } else {
-    b ? fn(F{}, T{}) : fn(F{}, F{});
-  }
-}
+// The type HeadsArgs rounds to, from source format F to destination format G: G's values where
+// the source is float32 (a GEMM's product, rounded as it moves), else G's storage (a 16-bit
+// destination rounds as it stores).
+template <typename F, typename G>
+using HeadsRound =
+    std::conditional_t<std::is_same_v<typename F::S, float>, typename G::R, typename G::S>;
 
 }  // namespace trainbench::kernels

@@ -97,7 +97,7 @@ void causal_softmax_grad_(const CausalSoftmaxGradArgs& a, int64_t c0, int64_t c1
 
 // ---- heads layout ------------------------------------------------------------------------------
 // Src, Dst: the storages read and written; R: the 16-bit type a float32 destination holds (else
-// R = Dst), as with_heads_types gives them; kBias: a.bias given (to_heads). A chunk is
+// R = Dst), as HeadsRound (storage.h) gives them; kBias: a.bias given (to_heads). A chunk is
 // kChunkRows rows of the rows layout; each row moves P*H segments of hd contiguous elements to or
 // from their [B*H, S, hd] places. a.partials (to rows): each written row, read back while it is
 // in cache, added into its chunk's column sums.

@@ -286,7 +286,7 @@ void column_sums_(const ColumnSumsArgs& a, int64_t c0, int64_t c1) {
 }
 
 // ---- Adam -------------------------------------------------------------------------------------
-// G: the gradient's storage; C, R: the weight copy's storage and rounding (with_copy_types).
+// G: the gradient's storage; C, R: the weight copy's storage and values (its format's S and R).
 // A float32 copy of 16-bit values (the float32 GEMM route) has a float32 gradient, read as it
 // is: the float32 GEMM's own result (autograd's cast of the weight rounded it to R, and a
 // float16 gradient past 65504 became inf there, a skipped step).
@@ -322,68 +322,123 @@ void adam_(const AdamArgs& a, int64_t c0, int64_t c1) {
   }
 }
 
+// ---- dispatch: each kernel's instantiation for its Args' formats ----------------------------
+// This build holds the formats a run reaches, or (TB_ROWS_F64: rows_f64.cpp, the test binary's)
+// the combinations with a float64 tensor: a kernel of formats F... is instantiated here when
+// kHeld<F...>, and rows_for returns null for any other.
+#ifdef TB_ROWS_F64
+constexpr bool kF64Build = true;
+#else
+constexpr bool kF64Build = false;
+#endif
+template <typename... F>
+constexpr bool kHeld = kAnyF64<F...> == kF64Build;
+
+// The optional first input (resid, d_resid) and the LayerNorm as template flags.
+template <template <typename, typename, typename, bool, bool> class Body, typename A, typename Sb,
+          typename So>
+auto drop_add_ln_switched_(bool first_input, bool ln) {
+  if (first_input)
+    return ln ? &Body<A, Sb, So, true, true>::run : &Body<A, Sb, So, true, false>::run;
+  return ln ? &Body<A, Sb, So, false, true>::run : &Body<A, Sb, So, false, false>::run;
+}
+// DropAddLn(Grad): A and the branch's storage from its format; y in the branch's storage, in
+// float32 storage (of the values the out format names, rounded a row at a time: round_rows_),
+// or, from a float32 branch, in any storage.
+template <typename Args, template <typename, typename, typename, bool, bool> class Body>
+Rows<Args> drop_add_ln_rows_(const Args& a, bool first_input) {
+  Rows<Args> fn = nullptr;
+  with_format(a.branch_format, [&](auto b) {
+    using B = decltype(b);
+    with_format(a.out_format, [&](auto o) {
+      using O = decltype(o);
+      using A = typename B::A;
+      constexpr bool kOut = std::is_same_v<typename O::S, typename B::S> ||
+                            (std::is_same_v<A, float> && (std::is_same_v<typename O::S, float> ||
+                                                          std::is_same_v<typename B::S, float>));
+      if constexpr (kOut && std::is_same_v<typename O::A, A> && kHeld<B, O>) {
+        fn = drop_add_ln_switched_<Body, A, typename B::S, typename O::S>(first_input,
+                                                                          a.gamma != nullptr);
+      }
+    });
+  });
+  return fn;
+}
+template <typename A, typename Sb, typename So, bool kResid, bool kLn>
+struct DropAddLnBody {
+  static void run(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
+    drop_add_ln_<A, Sb, So, kResid, kLn>(a, c0, c1);
+  }
+};
+template <typename A, typename Sb, typename So, bool kDResid, bool kLn>
+struct DropAddLnGradBody {
+  static void run(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
+    drop_add_ln_grad_<A, Sb, So, kDResid, kLn>(a, c0, c1);
+  }
+};
+
 }  // namespace
 
-void rows(const AdamArgs& a, int64_t c0, int64_t c1) {
-  with_storage(a.grad_format.storage, [&](auto g) {
-    with_copy_types(a.copy_format, [&](auto c, auto r) {
-      adam_<Elem<decltype(g)>, Elem<decltype(c)>, Elem<decltype(r)>>(a, c0, c1);
-    });
-  });
+Rows<DropAddLnArgs> rows_for(const DropAddLnArgs& a) {
+  return drop_add_ln_rows_<DropAddLnArgs, DropAddLnBody>(a, a.resid != nullptr);
 }
-void rows(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
-  with_types(a.branch_format, [&](auto acc, auto branch) {
-    with_storage(a.out_format.storage, [&](auto out) {
-      with_switches(a.resid != nullptr, a.gamma != nullptr, [&](auto resid, auto ln) {
-        drop_add_ln_<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>, resid(), ln()>(
-            a, c0, c1);
-      });
-    });
-  });
+Rows<DropAddLnGradArgs> rows_for(const DropAddLnGradArgs& a) {
+  return drop_add_ln_rows_<DropAddLnGradArgs, DropAddLnGradBody>(a, a.d_resid != nullptr);
 }
-void rows(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
-  with_types(a.branch_format, [&](auto acc, auto branch) {
-    with_storage(a.out_format.storage, [&](auto out) {
-      with_switches(a.d_resid != nullptr, a.gamma != nullptr, [&](auto d_resid, auto ln) {
-        drop_add_ln_grad_<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>, d_resid(),
-                          ln()>(a, c0, c1);
-      });
-    });
-  });
-}
-// Bias + ReLU + dropout, the causal softmax and their gradients: a rounding type for float32
-// storage of 16-bit values (the format's values).
-#define TB_CPU_ROUNDED_ROWS(Args, body)                                       \
-  void rows(const Args& a, int64_t c0, int64_t c1) {                          \
-    with_rounded_types(a, [&](auto acc, auto tag, auto r) {                   \
-      body<decltype(acc), Elem<decltype(tag)>, Elem<decltype(r)>>(a, c0, c1); \
-    });                                                                       \
+// One format: bias + ReLU + dropout, the causal softmax and their gradients round to its values
+// (R), the head's cross-entropy and the column sums read its storage.
+#define TB_CPU_ROWS(Args, ...)                   \
+  Rows<Args> rows_for(const Args& a) {           \
+    Rows<Args> fn = nullptr;                     \
+    with_format(a.format, [&](auto f) {          \
+      using F = decltype(f);                     \
+      using A = typename F::A;                   \
+      using S = typename F::S;                   \
+      using R = typename F::R;                   \
+      (void)sizeof(R);                           \
+      if constexpr (kHeld<F>) fn = &__VA_ARGS__; \
+    });                                          \
+    return fn;                                   \
   }
-TB_CPU_ROUNDED_ROWS(BiasReluDropoutArgs, bias_relu_dropout_)
-TB_CPU_ROUNDED_ROWS(BiasReluDropoutGradArgs, bias_relu_dropout_grad_)
-TB_CPU_ROUNDED_ROWS(CausalSoftmaxArgs, causal_softmax_)
-TB_CPU_ROUNDED_ROWS(CausalSoftmaxGradArgs, causal_softmax_grad_)
-#undef TB_CPU_ROUNDED_ROWS
-void rows(const HeadsArgs& a, int64_t c0, int64_t c1) {
-  with_heads_types(a, [&](auto src, auto dst, auto r) {
-    using Src = Elem<decltype(src)>;
-    using Dst = Elem<decltype(dst)>;
-    using R = Elem<decltype(r)>;
-    // A bias is added to float32 or float64 rows only (fused_ops.h causal_attention).
-    if constexpr (std::is_same_v<Src, float> || std::is_same_v<Src, double>) {
-      if (a.to_heads && a.bias != nullptr) return heads_<Src, Dst, R, true>(a, c0, c1);
-    }
-    heads_<Src, Dst, R, false>(a, c0, c1);
-  });
-}
-// The other kernels have one accumulation and one storage type.
-#define TB_CPU_ROWS(Args, body)                                                                   \
-  void rows(const Args& a, int64_t c0, int64_t c1) {                                              \
-    with_types(a.format,                                                                          \
-               [&](auto acc, auto tag) { body<decltype(acc), Elem<decltype(tag)>>(a, c0, c1); }); \
-  }
-TB_CPU_ROWS(HeadCrossEntropyArgs, head_cross_entropy_)
-TB_CPU_ROWS(ColumnSumsArgs, column_sums_)
+TB_CPU_ROWS(BiasReluDropoutArgs, bias_relu_dropout_<A, S, R>)
+TB_CPU_ROWS(BiasReluDropoutGradArgs, bias_relu_dropout_grad_<A, S, R>)
+TB_CPU_ROWS(CausalSoftmaxArgs, causal_softmax_<A, S, R>)
+TB_CPU_ROWS(CausalSoftmaxGradArgs, causal_softmax_grad_<A, S, R>)
+TB_CPU_ROWS(HeadCrossEntropyArgs, head_cross_entropy_<A, S>)
+TB_CPU_ROWS(ColumnSumsArgs, column_sums_<A, S>)
 #undef TB_CPU_ROWS
+// Heads: the source's storage to the destination's, rounded as HeadsRound says; a bias is added
+// to float32 or float64 rows only (fused_ops.h causal_attention).
+Rows<HeadsArgs> rows_for(const HeadsArgs& a) {
+  Rows<HeadsArgs> fn = nullptr;
+  with_format(a.to_heads ? a.rows_format : a.heads_format, [&](auto src) {
+    using F = decltype(src);
+    with_format(a.to_heads ? a.heads_format : a.rows_format, [&](auto dst) {
+      using G = decltype(dst);
+      using Src = typename F::S;
+      if constexpr (kHeld<F, G>) {
+        using Dst = typename G::S;
+        using R = HeadsRound<F, G>;
+        fn = &heads_<Src, Dst, R, false>;
+        if constexpr (std::is_same_v<Src, float> || std::is_same_v<Src, double>) {
+          if (a.to_heads && a.bias != nullptr) fn = &heads_<Src, Dst, R, true>;
+        }
+      }
+    });
+  });
+  return fn;
+}
+// Adam: the gradient's storage; the weight copy's storage and values (no copy: float32's).
+Rows<AdamArgs> rows_for(const AdamArgs& a) {
+  Rows<AdamArgs> fn = nullptr;
+  with_format(a.grad_format, [&](auto g) {
+    using G = decltype(g);
+    with_format(a.copy_format, [&](auto c) {
+      using C = decltype(c);
+      if constexpr (kHeld<G, C>) fn = &adam_<typename G::S, typename C::S, typename C::R>;
+    });
+  });
+  return fn;
+}
 
 }  // namespace trainbench::kernels::cpu::TB_ROWS_ISA

@@ -320,89 +320,111 @@ cudaError_t has_code_for(int device, int* major, int* minor, std::string* name) 
   return err;
 }
 
+// ---- launches: each kernel's instantiation for its Args' formats ------------------------------
+// The formats a run reaches, as the CPU's run build holds them (cpu/rows.cpp); float64 (the CPU
+// tests' reference) has no CUDA code: cudaErrorNotSupported, which launch.cpp refuses in one
+// line, as for any format no kernel holds.
+namespace {
+template <typename... F>
+constexpr bool kHeld = !kAnyF64<F...>;
+unsigned grid_(int64_t blocks) { return static_cast<unsigned>(blocks < 65535 ? blocks : 65535); }
+cudaError_t launched_(bool held) { return held ? cudaGetLastError() : cudaErrorNotSupported; }
+}  // namespace
+
 cudaError_t launch(const AdamArgs& a, cudaStream_t stream) {
   const int64_t blocks = (a.rows * a.cols + kThreads - 1) / kThreads;
   if (blocks == 0) return cudaSuccess;  // an empty parameter: nothing to launch
-  with_storage(a.grad_format.storage, [&](auto g) {
-    with_copy_types(a.copy_format, [&](auto c, auto r) {
-      adam_kernel<Elem<decltype(g)>, Elem<decltype(c)>, Elem<decltype(r)>>
-          <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, stream>>>(a);
+  bool held = false;
+  with_format(a.grad_format, [&](auto g) {
+    using G = decltype(g);
+    with_format(a.copy_format, [&](auto c) {
+      using C = decltype(c);
+      if constexpr (kHeld<G, C>) {
+        adam_kernel<typename G::S, typename C::S, typename C::R>
+            <<<grid_(blocks), kThreads, 0, stream>>>(a);
+        held = true;
+      }
     });
   });
-  return cudaGetLastError();
+  return launched_(held);
 }
-cudaError_t launch(const DropAddLnArgs& a, cudaStream_t stream) {
-  with_types(a.branch_format, [&](auto acc, auto branch) {
-    with_rounded_storage<decltype(acc)>(a.out_format, [&](auto out, auto r) {
-      drop_add_ln_kernel<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>,
-                         Elem<decltype(r)>><<<a.rows, kThreads, 0, stream>>>(a);
-    });
-  });
-  return cudaGetLastError();
-}
-cudaError_t launch(const DropAddLnGradArgs& a, cudaStream_t stream) {
-  with_types(a.branch_format, [&](auto acc, auto branch) {
-    with_rounded_storage<decltype(acc)>(a.out_format, [&](auto out, auto r) {
-      drop_add_ln_grad_kernel<decltype(acc), Elem<decltype(branch)>, Elem<decltype(out)>,
-                              Elem<decltype(r)>><<<num_chunks(a.rows), kThreads, 0, stream>>>(a);
-    });
-  });
-  return cudaGetLastError();
-}
-cudaError_t launch(const BiasReluDropoutArgs& a, cudaStream_t stream) {
-  const int64_t blocks = (a.rows * a.cols + kThreads - 1) / kThreads;
-  with_rounded_types(a, [&](auto acc, auto tag, auto r) {
-    bias_relu_dropout_kernel<decltype(acc), Elem<decltype(tag)>, Elem<decltype(r)>>
-        <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, stream>>>(a);
-  });
-  return cudaGetLastError();
-}
+// DropAddLn(Grad): y in the branch's storage, in float32 storage (of the out format's values),
+// or, from a float32 branch, in any storage.
+#define TB_CUDA_DROP_ADD_LN_LAUNCH(Args, kernel, blocks)                                      \
+  cudaError_t launch(const Args& a, cudaStream_t stream) {                                    \
+    bool held = false;                                                                        \
+    with_format(a.branch_format, [&](auto b) {                                                \
+      using B = decltype(b);                                                                  \
+      with_format(a.out_format, [&](auto o) {                                                 \
+        using O = decltype(o);                                                                \
+        using A = typename B::A;                                                              \
+        constexpr bool kOut =                                                                 \
+            std::is_same_v<typename O::S, typename B::S> ||                                   \
+            (std::is_same_v<A, float> &&                                                      \
+             (std::is_same_v<typename O::S, float> || std::is_same_v<typename B::S, float>)); \
+        if constexpr (kOut && kHeld<B, O>) {                                                  \
+          kernel<A, typename B::S, typename O::S, typename O::R>                              \
+              <<<(blocks), kThreads, 0, stream>>>(a);                                         \
+          held = true;                                                                        \
+        }                                                                                     \
+      });                                                                                     \
+    });                                                                                       \
+    return launched_(held);                                                                   \
+  }
+TB_CUDA_DROP_ADD_LN_LAUNCH(DropAddLnArgs, drop_add_ln_kernel, a.rows)
+TB_CUDA_DROP_ADD_LN_LAUNCH(DropAddLnGradArgs, drop_add_ln_grad_kernel, num_chunks(a.rows))
+#undef TB_CUDA_DROP_ADD_LN_LAUNCH
 cudaError_t launch(const HeadsArgs& a, cudaStream_t stream) {
   const int64_t blocks = (a.rows * a.parts * a.heads * a.hd + kThreads - 1) / kThreads;
   if (blocks == 0) return cudaSuccess;
-  with_heads_types(a, [&](auto src, auto dst, auto r) {
-    using Src = Elem<decltype(src)>;
-    using Dst = Elem<decltype(dst)>;
-    heads_kernel<Src, Dst, Elem<decltype(r)>>
-        <<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, stream>>>(a);
-    if (a.partials != nullptr && !a.to_heads) {
-      // The merged rows' column sums: a thread per element leaves no row to one thread, so the
-      // column-sum kernel reads them after (the same per-chunk order as the CPU's pass).
-      ColumnSumsArgs sums;
-      sums.rows = a.rows;
-      sums.cols = a.parts * a.heads * a.hd;
-      sums.x = a.row_data;
-      sums.partials = a.partials;
-      column_sums_kernel<HeadsAcc<Src, Dst>, Dst>
-          <<<static_cast<unsigned>(num_chunks(a.rows)), kThreads, 0, stream>>>(sums);
-    }
+  bool held = false;
+  with_format(a.to_heads ? a.rows_format : a.heads_format, [&](auto src) {
+    using F = decltype(src);
+    with_format(a.to_heads ? a.heads_format : a.rows_format, [&](auto dst) {
+      using G = decltype(dst);
+      if constexpr (kHeld<F, G>) {
+        using Src = typename F::S;
+        using Dst = typename G::S;
+        heads_kernel<Src, Dst, HeadsRound<F, G>><<<grid_(blocks), kThreads, 0, stream>>>(a);
+        if (a.partials != nullptr && !a.to_heads) {
+          // The merged rows' column sums: a thread per element leaves no row to one thread, so
+          // the column-sum kernel reads them after (the same per-chunk order as the CPU's pass).
+          const ColumnSumsArgs sums = column_sums_args(a.rows, a.parts * a.heads * a.hd, a.row_data,
+                                                       a.partials, a.rows_format);
+          column_sums_kernel<HeadsAcc<Src, Dst>, Dst>
+              <<<static_cast<unsigned>(num_chunks(a.rows)), kThreads, 0, stream>>>(sums);
+        }
+        held = true;
+      }
+    });
   });
-  return cudaGetLastError();
+  return launched_(held);
 }
-// The kernels with a rounding type for float32 storage of 16-bit values (the format's values),
-// a block per row or chunk.
-#define TB_CUDA_ROUNDED_LAUNCH(Args, kernel, blocks)                \
-  cudaError_t launch(const Args& a, cudaStream_t stream) {          \
-    with_rounded_types(a, [&](auto acc, auto tag, auto r) {         \
-      kernel<decltype(acc), Elem<decltype(tag)>, Elem<decltype(r)>> \
-          <<<(blocks), kThreads, 0, stream>>>(a);                   \
-    });                                                             \
-    return cudaGetLastError();                                      \
+// One format: a rounding type (R) for float32 storage of 16-bit values, or the storage alone;
+// a block per row or chunk (bias + ReLU + dropout: a thread per element, grid-stride).
+#define TB_CUDA_LAUNCH(Args, blocks, ...)                  \
+  cudaError_t launch(const Args& a, cudaStream_t stream) { \
+    bool held = false;                                     \
+    with_format(a.format, [&](auto f) {                    \
+      using F = decltype(f);                               \
+      using A = typename F::A;                             \
+      using S = typename F::S;                             \
+      using R = typename F::R;                             \
+      (void)sizeof(R);                                     \
+      if constexpr (kHeld<F>) {                            \
+        __VA_ARGS__<<<(blocks), kThreads, 0, stream>>>(a); \
+        held = true;                                       \
+      }                                                    \
+    });                                                    \
+    return launched_(held);                                \
   }
-TB_CUDA_ROUNDED_LAUNCH(BiasReluDropoutGradArgs, bias_relu_dropout_grad_kernel, num_chunks(a.rows))
-TB_CUDA_ROUNDED_LAUNCH(CausalSoftmaxArgs, causal_softmax_kernel, a.rows)
-TB_CUDA_ROUNDED_LAUNCH(CausalSoftmaxGradArgs, causal_softmax_grad_kernel, a.rows)
-TB_CUDA_ROUNDED_LAUNCH(HeadCrossEntropyArgs, head_cross_entropy_kernel, num_chunks(a.rows))
-#undef TB_CUDA_ROUNDED_LAUNCH
-// The other kernels: one accumulation and one storage type, a block per row or per chunk.
-#define TB_CUDA_LAUNCH(Args, kernel, blocks)                                            \
-  cudaError_t launch(const Args& a, cudaStream_t stream) {                              \
-    with_types(a.format, [&](auto acc, auto tag) {                                      \
-      kernel<decltype(acc), Elem<decltype(tag)>><<<(blocks), kThreads, 0, stream>>>(a); \
-    });                                                                                 \
-    return cudaGetLastError();                                                          \
-  }
-TB_CUDA_LAUNCH(ColumnSumsArgs, column_sums_kernel, num_chunks(a.rows))
+TB_CUDA_LAUNCH(BiasReluDropoutArgs, grid_((a.rows * a.cols + kThreads - 1) / kThreads),
+               bias_relu_dropout_kernel<A, S, R>)
+TB_CUDA_LAUNCH(BiasReluDropoutGradArgs, num_chunks(a.rows), bias_relu_dropout_grad_kernel<A, S, R>)
+TB_CUDA_LAUNCH(CausalSoftmaxArgs, a.rows, causal_softmax_kernel<A, S, R>)
+TB_CUDA_LAUNCH(CausalSoftmaxGradArgs, a.rows, causal_softmax_grad_kernel<A, S, R>)
+TB_CUDA_LAUNCH(HeadCrossEntropyArgs, num_chunks(a.rows), head_cross_entropy_kernel<A, S, R>)
+TB_CUDA_LAUNCH(ColumnSumsArgs, num_chunks(a.rows), column_sums_kernel<A, S>)
 #undef TB_CUDA_LAUNCH
 
 }  // namespace trainbench::kernels::cuda
