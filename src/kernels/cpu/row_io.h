@@ -41,7 +41,7 @@ struct RowBuf {
 // wrote goes back the same way; the bits are the per-element conversions' (round to nearest
 // even). bfloat16 stays in place: its integer conversion vectorizes inside the loops, and a
 // buffer made its attention backward slower (softmax gradient: two more passes over the row).
-void to_floats(const Half* s, float* d, int64_t n) {
+inline void to_floats(const Half* s, float* d, int64_t n) {
   int64_t c = 0;
   for (; c + 8 <= n; c += 8) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + c));
@@ -49,7 +49,7 @@ void to_floats(const Half* s, float* d, int64_t n) {
   }
   for (; c < n; ++c) d[c] = to_float(s[c]);
 }
-void from_floats(const float* s, Half* d, int64_t n) {
+inline void from_floats(const float* s, Half* d, int64_t n) {
   constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   int64_t c = 0;
   for (; c + 8 <= n; c += 8) {

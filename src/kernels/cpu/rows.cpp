@@ -429,13 +429,15 @@ Rows<HeadsArgs> rows_for(const HeadsArgs& a) {
   return fn;
 }
 // Adam: the gradient's storage; the weight copy's storage and values (no copy: float32's).
+// Never float64 (a float32 parameter's gradient and copy): none in the float64 build.
 Rows<AdamArgs> rows_for(const AdamArgs& a) {
   Rows<AdamArgs> fn = nullptr;
   with_format(a.grad_format, [&](auto g) {
     using G = decltype(g);
     with_format(a.copy_format, [&](auto c) {
       using C = decltype(c);
-      if constexpr (kHeld<G, C>) fn = &adam_<typename G::S, typename C::S, typename C::R>;
+      if constexpr (!kF64Build && kHeld<G, C>)
+        fn = &adam_<typename G::S, typename C::S, typename C::R>;
     });
   });
   return fn;
