@@ -131,7 +131,7 @@ void BM_KernelHeads(benchmark::State& s) {
   const Tensor rows = torch::randn({8 * kSeq, 3 * kD}).to(t), bias = torch::randn({3 * kD});
   std::vector<Tensor> heads;
   for (int p = 0; p < 3; ++p) heads.push_back(torch::empty({8 * kHeads, kSeq, kD / kHeads}, t));
-  const auto a = k::heads_args(rows, heads, kSeq, kHeads, true, values_(s, t), 0,
+  const auto a = k::heads_args(rows, heads, kSeq, kHeads, true, k::format_of(t, values_(s, t)), 0,
                                s.range(2) == 1 ? bias : Tensor());
   for (auto _ : s) k::run(a, c10::DeviceType::CPU);
   s.SetBytesProcessed(s.iterations() * rows.numel() * 2 * bytes_(t));
@@ -161,7 +161,8 @@ void BM_KernelHeadsMerge(benchmark::State& s) {
   std::vector<Tensor> heads;
   for (int p = 0; p < 3; ++p) heads.push_back(torch::randn({8 * kHeads, kSeq, kD / kHeads}));
   const c10::ScalarType values[] = {torch::kFloat, torch::kBFloat16, torch::kHalf};
-  const auto a = k::heads_args(rows, heads, kSeq, kHeads, false, values[s.range(0)], 0, {},
+  const auto a = k::heads_args(rows, heads, kSeq, kHeads, false,
+                               k::format_of(torch::kFloat, values[s.range(0)]), 0, {},
                                s.range(1) == 1 ? partials : Tensor());
   const auto sums = k::column_sums_args(rows, partials, k::format_of(torch::kFloat, torch::kFloat));
   for (auto _ : s) {
@@ -333,11 +334,13 @@ void BM_Adam(benchmark::State& s) {
       continue;
     }
     for (size_t i = 0; i < params.size(); ++i) {
-      const k::AdamArgs a =
-          mode >= 2 ? trainbench::adam_args(params[i], m[i], v[i], steps[i], grads[i], copies[i],
-                                            mode == 2 ? torch::kBFloat16 : torch::kHalf)
-                    : trainbench::adam_args(params[i], m[i], v[i], steps[i], grads[i]);
-      k::run(a, c10::DeviceType::CPU);
+      // Mode 2: bfloat16 copies; 4: float32 storage of float16 values; 1: none.
+      const k::Format copy_format = mode == 2   ? k::format_of(torch::kBFloat16)
+                                    : mode == 4 ? k::format_of(torch::kFloat, torch::kHalf)
+                                                : k::Format{};
+      k::run(k::adam_args(params[i], m[i], v[i], steps[i], grads[i],
+                          mode >= 2 ? copies[i] : Tensor(), copy_format),
+             c10::DeviceType::CPU);
     }
   }
   // Parameter, moments: read and written; gradient read; copy written.

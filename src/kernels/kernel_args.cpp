@@ -101,7 +101,7 @@ CausalSoftmaxGradArgs causal_softmax_grad_args(const at::Tensor& p, const at::Te
 }
 
 HeadsArgs heads_args(const at::Tensor& rows, const std::vector<at::Tensor>& parts, int64_t seq,
-                     int64_t heads, bool to_heads, c10::ScalarType values, int64_t block,
+                     int64_t heads, bool to_heads, Format dst_format, int64_t block,
                      const at::Tensor& bias, const at::Tensor& partials) {
   HeadsArgs a;
   TORCH_CHECK(!parts.empty() && parts.size() <= std::size(a.head_data),
@@ -117,8 +117,11 @@ HeadsArgs heads_args(const at::Tensor& rows, const std::vector<at::Tensor>& part
   for (size_t i = 0; i < parts.size(); ++i) a.head_data[i] = out_(parts[i]);
   const auto src = (to_heads ? rows : parts[0]).scalar_type();
   const auto dst = (to_heads ? parts[0] : rows).scalar_type();
-  (to_heads ? a.rows_format : a.heads_format) = format_of(src, src);
-  (to_heads ? a.heads_format : a.rows_format) = format_of(dst, values);
+  TORCH_CHECK(dst == dtype_of(dst_format.storage), "fused heads: ", dst, " ",
+              to_heads ? "heads" : "rows", " for ", format_name(dst_format),
+              "; the destination is stored as its format says");
+  (to_heads ? a.rows_format : a.heads_format) = format_of(src);
+  (to_heads ? a.heads_format : a.rows_format) = dst_format;
   a.to_heads = to_heads;
   a.block = block;
   if (in_(bias) != nullptr) {
@@ -156,6 +159,35 @@ HeadCrossEntropyArgs head_cross_entropy_args(const at::Tensor& logits, const at:
 
 ColumnSumsArgs column_sums_args(const at::Tensor& x, const at::Tensor& partials, Format format) {
   return column_sums_args(x.size(0), x.size(1), in_(x), out_(partials), format);
+}
+
+AdamArgs adam_args(const at::Tensor& param, const at::Tensor& exp_avg, const at::Tensor& exp_avg_sq,
+                   const at::Tensor& step, const at::Tensor& grad, const at::Tensor& copy,
+                   Format copy_format, const at::Tensor& grad_scale, const at::Tensor& found_inf,
+                   const AdamOptions& options) {
+  TORCH_CHECK(!copy.defined() || copy.scalar_type() == dtype_of(copy_format.storage),
+              "fused Adam: a ", copy.scalar_type(), " weight copy for ", format_name(copy_format),
+              "; the copy is stored as its format says");
+  const int64_t cols = param.dim() > 0 ? param.size(-1) : 1;
+  const auto scalar = [](const at::Tensor& t) {
+    return t.defined() ? static_cast<const float*>(t.const_data_ptr()) : nullptr;
+  };
+  return AdamArgs{.rows = cols > 0 ? param.numel() / cols : 0,
+                  .cols = cols,
+                  .param = param.data_ptr(),
+                  .exp_avg = exp_avg.data_ptr(),
+                  .exp_avg_sq = exp_avg_sq.data_ptr(),
+                  .grad = grad.const_data_ptr(),
+                  .copy = copy.defined() ? copy.data_ptr() : nullptr,
+                  .step = scalar(step),
+                  .grad_scale = scalar(grad_scale),
+                  .found_inf = scalar(found_inf),
+                  .grad_format = format_of(grad.scalar_type()),
+                  .copy_format = copy.defined() ? copy_format : Format{},
+                  .lr = options.lr,
+                  .beta1 = options.beta1,
+                  .beta2 = options.beta2,
+                  .eps = options.eps};
 }
 
 }  // namespace trainbench::kernels

@@ -18,16 +18,16 @@ using namespace fused_detail;  // NOLINT(google-build-using-namespace): the ops'
 using torch::autograd::variable_list;
 
 // Heads between rows [N, P*H*hd] and P tensors [B*H, S, hd] (HeadsArgs): to_heads reads the
-// rows; values: the dtype whose values the destination holds (its own, or bfloat16 or float16 in
-// float32 storage: rounded to them as they move; the source's are its own); block:
+// rows; dst: the destination's format (its own dtype's, or float32 storage of bfloat16 or
+// float16 values: rounded to them as they move; the source's are its own); block:
 // the heads tensors flat in blocks of that many rows (causal_pv; >= S or 0: plain); bias
 // (to_heads; [P*H*hd] in the rows' accumulation dtype, or empty): added to each row as it is read;
 // partials (to rows; [chunks, P*H*hd] in that dtype, or empty): the rows' column sums per chunk.
 void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, int64_t heads,
-            bool to_heads, c10::ScalarType values, int64_t block = 0, const Tensor& bias = {},
+            bool to_heads, const k::Format& dst, int64_t block = 0, const Tensor& bias = {},
             const Tensor& partials = {}) {
   RECORD_FUNCTION("fused::heads", std::vector<c10::IValue>());  // the profile's copy category
-  run_(k::heads_args(rows, parts, seq, heads, to_heads, values, block, bias, partials), rows);
+  run_(k::heads_args(rows, parts, seq, heads, to_heads, dst, block, bias, partials), rows);
 }
 
 struct CausalAttention : torch::autograd::Function<CausalAttention> {
@@ -49,7 +49,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
                 seq, " and ", heads, " heads");
     const Tensor qkv = qkv_in.contiguous();
     check_input_(qkv, f, "causal_attention: qkv rows");
-    const auto dtype = values_(f), stored = stored_(f);  // the values, the GEMMs' dtype
+    const auto stored = stored_(f);  // the GEMMs' dtype (f.values: the values they hold)
     TORCH_CHECK(!present_(bias) || bias_in_rows || qkv.scalar_type() == torch::kFloat ||
                     qkv.scalar_type() == torch::kDouble,
                 "causal_attention: a bias with ", qkv.scalar_type(),
@@ -65,7 +65,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const std::vector<Tensor> qkv_heads{torch::empty({bh, seq, hd}, opts),
                                         torch::empty({bh, seq, hd}, opts),
                                         torch::empty({bh, seq, hd}, opts)};
-    heads_(qkv, qkv_heads, seq, heads, true, dtype, 0, bias_in_rows ? Tensor() : bias);
+    heads_(qkv, qkv_heads, seq, heads, true, f, 0, bias_in_rows ? Tensor() : bias);
     const Tensor &q = qkv_heads[0], &kk = qkv_heads[1], &v = qkv_heads[2];
     // The scores, then in place the probabilities: [BH, S, S] with zeros above the mask, or
     // with float32/float64 GEMMs the flat layout of the blocks at or below the diagonal
@@ -76,8 +76,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // fused_ops.h: 16-bit GEMMs whole
     block = k::traits(k::storage_type_of(stored)).half ? seq : std::min(block, seq);
     Tensor prob = causal_scores(q, kk, stored, block);
-    const auto a =
-        k::causal_softmax_args(prob, bh * seq, seq, block, k::format_of(stored, dtype), scale);
+    const auto a = k::causal_softmax_args(prob, bh * seq, seq, block, f, scale);
     run_(a, prob);
     ctx->save_for_backward({q, kk, v, prob});
     keep_(ctx, State{a.format, qkv.scalar_type(), scale, block, seq, heads, present_(bias)});
@@ -85,7 +84,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // dtype, rounded to dtype as it moves (the output projection reads float32 rows on the
     // float32 route as they are).
     Tensor out = torch::empty({n, d}, opts);
-    heads_(out, {causal_pv(prob, v, block)}, seq, heads, false, dtype, block);
+    heads_(out, {causal_pv(prob, v, block)}, seq, heads, false, f, block);
     return out;
   }
 
@@ -101,7 +100,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // (on the float32 route the output projection's float32 input gradient): one pass.
     const Tensor dout_rows = grads[0].contiguous();
     const Tensor dout = torch::empty_like(q);
-    heads_(dout_rows, {dout}, seq, heads, true, dt);
+    heads_(dout_rows, {dout}, seq, heads, true, st.format);
     Tensor ds = causal_scores(dout, v, stored, block);  // dP, then the score gradient
     run_(k::causal_softmax_grad_args(prob, ds, q.size(0) * seq, seq, block, st.format, st.scale),
          prob);
@@ -116,7 +115,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
                                 ? torch::empty({k::num_chunks(dqkv.size(0)), dqkv.size(1)},
                                                dqkv.options().dtype(k::acc_dtype_of(qkv_dtype)))
                                 : Tensor();
-    heads_(dqkv, {dq, dk, dv}, seq, heads, false, dt, block, {}, partials);
+    heads_(dqkv, {dq, dk, dv}, seq, heads, false, k::format_of(qkv_dtype, dt), block, {}, partials);
     Tensor d_bias = partials.defined() ? chunk_sums_(partials) : Tensor();
     return {dqkv, d_bias, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }

@@ -8,38 +8,11 @@ namespace trainbench {
 
 namespace k = trainbench::kernels;
 
-k::AdamArgs adam_args(const torch::Tensor& param, const torch::Tensor& exp_avg,
-                      const torch::Tensor& exp_avg_sq, const torch::Tensor& step,
-                      const torch::Tensor& grad, const torch::Tensor& copy,
-                      c10::ScalarType copy_values, const FusedAdamOptions& options) {
-  k::AdamArgs a;
-  a.cols = param.dim() > 0 ? param.size(-1) : 1;
-  a.rows = a.cols > 0 ? param.numel() / a.cols : 0;
-  a.param = param.data_ptr();
-  a.exp_avg = exp_avg.data_ptr();
-  a.exp_avg_sq = exp_avg_sq.data_ptr();
-  a.grad = grad.data_ptr();
-  a.grad_format = k::format_of(grad.scalar_type(), grad.scalar_type(), torch::kFloat);
-  if (copy.defined()) {
-    a.copy = copy.data_ptr();
-    a.copy_format =
-        k::format_of(copy.scalar_type(),
-                     copy_values == c10::ScalarType::Undefined ? copy.scalar_type() : copy_values,
-                     torch::kFloat);
-  }
-  a.step = step.data_ptr<float>();
-  a.lr = options.lr;
-  a.beta1 = options.beta1;
-  a.beta2 = options.beta2;
-  a.eps = options.eps;
-  return a;
-}
-
 FusedAdam::FusedAdam(std::vector<torch::Tensor> params, const FusedAdamOptions& options,
-                     std::vector<torch::Tensor> copies, c10::ScalarType copy_dtype)
+                     std::vector<torch::Tensor> copies, k::Format copy_format)
     : params_(std::move(params)),
       copies_(std::move(copies)),
-      copy_values_(copy_dtype),
+      copy_format_(copy_format),
       options_(options) {
   torch::NoGradGuard no_grad;
   copies_.resize(params_.size());
@@ -53,11 +26,11 @@ FusedAdam::FusedAdam(std::vector<torch::Tensor> params, const FusedAdamOptions& 
         (!c.sizes().equals(p.sizes()) || !c.is_contiguous() || c.device() != p.device())) {
       throw RunError("fused Adam: a weight copy must be contiguous, of its parameter's shape");
     }
-    if (c.defined() && ((copy_dtype != torch::kBFloat16 && copy_dtype != torch::kHalf) ||
-                        (c.scalar_type() != copy_dtype && c.scalar_type() != torch::kFloat))) {
+    if (c.defined() && (!k::traits(copy_format.values).half ||
+                        c.scalar_type() != k::dtype_of(copy_format.storage))) {
       throw RunError(
           "fused Adam: a weight copy holds bfloat16 or float16 values, stored as such or in "
-          "float32");
+          "float32 as its format says");
     }
     exp_avgs_.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
     exp_avg_sqs_.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
@@ -103,11 +76,10 @@ void FusedAdam::step(const c10::optional<torch::Tensor>& grad_scale,
     for (size_t i = 0; i < params_.size(); ++i) {
       if (params_[i].numel() == 0) continue;
       const torch::Tensor g = grads[i].contiguous();
-      k::AdamArgs a = adam_args(params_[i], exp_avgs_[i], exp_avg_sqs_[i], steps_[i], g, copies_[i],
-                                copy_values_, options_);
-      a.grad_scale = grad_scale ? grad_scale->data_ptr<float>() : nullptr;
-      a.found_inf = found_inf ? found_inf->data_ptr<float>() : nullptr;
-      k::run(a, params_[i].device().type());
+      k::run(k::adam_args(params_[i], exp_avgs_[i], exp_avg_sqs_[i], steps_[i], g, copies_[i],
+                          copy_format_, grad_scale.value_or(torch::Tensor()),
+                          found_inf.value_or(torch::Tensor()), options_),
+             params_[i].device().type());
     }
   }
   if (found_inf.has_value()) {

@@ -36,7 +36,7 @@ Trainer::Trainer(const RunPlan& plan)
     fused_adam_ = std::make_unique<FusedAdam>(
         model_->parameters(), o,
         plan.weight_copies() ? model_->make_weight_copies() : std::vector<torch::Tensor>{},
-        scalar_type_of(cfg.dtype));
+        model_->options().format);
   } else {
     optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
                                                       torch::optim::AdamOptions(cfg.lr));

@@ -256,7 +256,8 @@ std::vector<Output> heads_run(const KernelCase& c, torch::Device dev) {
   const Tensor partials = empty({k::num_chunks(b * s), parts * h * hd}, torch::kFloat, dev);
   // The destination holds c.dtype's values (rounded to them in float32 storage).
   k::run(
-      k::heads_args(rows, heads, s, h, to_heads, c.dtype, c.v.block,
+      k::heads_args(rows, heads, s, h, to_heads,
+                    k::format_of((to_heads ? heads[0] : rows).scalar_type(), c.dtype), c.v.block,
                     if_(c.v.qkv_bias && to_heads, bias), if_(c.v.qkv_bias && !to_heads, partials)),
       dev.type());
   if (!to_heads && c.v.qkv_bias)
@@ -301,9 +302,8 @@ std::vector<Output> adam_run(const KernelCase& c, torch::Device dev) {
   const Tensor grad = on((torch::randn({n, w}) * 8).to(c.dtype).to(stored), dev);
   const Tensor step = on(torch::full({}, 3.0f), dev), scale = on(torch::full({}, 8.0f), dev);
   const Tensor copy = has_copy ? empty({n, w}, stored, dev) : Tensor();
-  k::AdamArgs a = adam_args(param, m, v, step, grad, copy, c.dtype);
-  a.grad_scale = scale.data_ptr<float>();
-  k::run(a, dev.type());
+  k::run(k::adam_args(param, m, v, step, grad, copy, k::format_of(stored, c.dtype), scale),
+         dev.type());
   std::vector<Output> out = {
       {"param", param, false}, {"exp_avg", m, false}, {"exp_avg_sq", v, false}};
   if (has_copy) out.push_back({"copy", copy, false});

@@ -130,8 +130,7 @@ TEST(KernelRun, HeadsMoveEachElementAsLibTorchsPermuteAndConversionsDo) {
   auto run = [&](const torch::Tensor& rows, const std::vector<torch::Tensor>& heads, bool to_heads,
                  c10::ScalarType values = c10::ScalarType::Undefined) {
     const auto dst = (to_heads ? heads[0] : rows).scalar_type();
-    k::run(k::heads_args(rows, heads, s, h, to_heads,
-                         values == c10::ScalarType::Undefined ? dst : values, block),
+    k::run(k::heads_args(rows, heads, s, h, to_heads, k::format_of(dst, values), block),
            c10::DeviceType::CPU);
   };
   auto empties = [&](c10::ScalarType t, int64_t n) {
@@ -286,6 +285,16 @@ TEST(KernelRun, FormatsNoKernelHoldsAreRefusedInOneLine) {
               "holds the formats of float32, bfloat16 and float16 runs");
   }
   EXPECT_TRUE(torch::equal(resid_out, torch::full({n, d}, 7.0)));  // nothing written
+  // A destination stored otherwise than its format says, where the heads' Args are built.
+  try {
+    k::heads_args(torch::zeros({n, d}), {torch::zeros({n, d}, torch::kBFloat16)}, n, 1, true,
+                  k::format_of(torch::kFloat, torch::kBFloat16));
+    ADD_FAILURE() << "accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_EQ(e.msg(),
+              "fused heads: BFloat16 heads for float32 storage of bfloat16 values; the "
+              "destination is stored as its format says");
+  }
   const torch::Tensor x = torch::randn({n, d}, torch::kDouble);
   torch::Tensor partials = torch::empty({1, d}, torch::kDouble);
   k::run(k::column_sums_args(x, partials, k::format_of(torch::kDouble)), c10::DeviceType::CPU);

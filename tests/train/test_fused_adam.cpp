@@ -8,10 +8,13 @@
 #include <torch/cuda.h>
 
 #include "test_util.h"
+#include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/train/fused_adam.h"
 
 namespace trainbench {
 namespace {
+
+namespace k = kernels;
 
 torch::Device kernel_device() {
   return torch::cuda::is_available() ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
@@ -83,7 +86,8 @@ TEST(FusedAdam, AWeightCopyTakesItsGradientAndHoldsTheRoundedParameter) {
       };
       auto a = make_params(device), b = make_params(device);
       torch::Tensor copy = rounded(b[0]).requires_grad_();
-      FusedAdam plain(a), with_copy(b, {}, {copy, torch::Tensor()}, dtype);
+      FusedAdam plain(a),
+          with_copy(b, {}, {copy, torch::Tensor()}, k::format_of(copy.scalar_type(), dtype));
       torch::manual_seed(12);
       for (int step = 0; step < 4; ++step) {
         const torch::Tensor g0 = torch::randn(a[0].sizes()).to(device) * (step == 2 ? 1e-4 : 1),
@@ -114,24 +118,36 @@ TEST(FusedAdam, AWeightCopyTakesItsGradientAndHoldsTheRoundedParameter) {
 
 TEST(FusedAdam, RefusesAWeightCopyOfAnotherTypeOrShape) {
   const std::vector<torch::Tensor> params = make_params(torch::kCPU);
-  auto refused = [&](const torch::Tensor& copy, c10::ScalarType copy_dtype) {
+  // The copy against the model's format (storage, values).
+  auto refused = [&](const torch::Tensor& copy, c10::ScalarType storage, c10::ScalarType values) {
     try {
-      FusedAdam adam(params, {}, {copy, torch::Tensor()}, copy_dtype);
+      FusedAdam adam(params, {}, {copy, torch::Tensor()}, k::format_of(storage, values));
     } catch (const RunError& e) {
       return std::string(e.what());
     }
     return std::string();
   };
   const torch::Tensor p0 = params[0].detach();
-  EXPECT_EQ(refused(p0.to(torch::kBFloat16), torch::kBFloat16), "");
-  EXPECT_EQ(refused(p0.clone(), torch::kHalf), "");  // the float32 route's copy
-  EXPECT_NE(refused(p0.to(torch::kHalf), torch::kBFloat16).find("bfloat16 or float16 values"),
+  EXPECT_EQ(refused(p0.to(torch::kBFloat16), torch::kBFloat16, torch::kBFloat16), "");
+  EXPECT_EQ(refused(p0.clone(), torch::kFloat, torch::kHalf), "");  // the float32 route's copy
+  const std::string wrong =
+      "fused Adam: a weight copy holds bfloat16 or float16 values, stored as such or in float32 "
+      "as its format says";
+  EXPECT_EQ(refused(p0.to(torch::kHalf), torch::kBFloat16, torch::kBFloat16), wrong);
+  EXPECT_EQ(refused(p0.clone(), torch::kBFloat16, torch::kBFloat16), wrong);
+  EXPECT_EQ(refused(p0.clone(), torch::kFloat, torch::kFloat), wrong);  // float32 values
+  EXPECT_NE(refused(p0.t().to(torch::kBFloat16), torch::kBFloat16, torch::kBFloat16)
+                .find("parameter's shape"),
             std::string::npos);
-  EXPECT_NE(refused(p0.to(torch::kDouble), torch::kBFloat16).find("stored as such or in float32"),
-            std::string::npos);
-  EXPECT_NE(refused(p0.clone(), torch::kFloat).find("bfloat16 or float16"), std::string::npos);
-  EXPECT_NE(refused(p0.t().to(torch::kBFloat16), torch::kBFloat16).find("parameter's shape"),
-            std::string::npos);
+  // The builder itself: a copy stored otherwise than its format is one line (c10::Error).
+  try {
+    k::adam_args(p0, p0, p0, torch::zeros({}), p0, p0.to(torch::kHalf),
+                 k::format_of(torch::kBFloat16));
+    ADD_FAILURE() << "accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_EQ(e.msg(),
+              "fused Adam: a Half weight copy for bfloat16; the copy is stored as its format says");
+  }
 }
 
 TEST(FusedAdam, StateRoundTripsThroughACheckpointArchive) {

@@ -76,15 +76,24 @@ CausalSoftmaxArgs causal_softmax_args(const at::Tensor& x, int64_t rows, int64_t
 CausalSoftmaxGradArgs causal_softmax_grad_args(const at::Tensor& p, const at::Tensor& dp,
                                                int64_t rows, int64_t seq, int64_t block,
                                                Format format, double scale);
-// values: the dtype whose values the destination holds (the source's: its own); the checks of
-// the parts' sizes, the bias and the partials are one-line errors (c10::Error).
+// dst_format: the destination's (its tensors' storage; the values it holds), the source's is
+// its own dtype's; the checks of the destination's dtype, the parts' sizes, the bias and the
+// partials are one-line errors (c10::Error).
 HeadsArgs heads_args(const at::Tensor& rows, const std::vector<at::Tensor>& parts, int64_t seq,
-                     int64_t heads, bool to_heads, c10::ScalarType values, int64_t block = 0,
+                     int64_t heads, bool to_heads, Format dst_format, int64_t block = 0,
                      const at::Tensor& bias = {}, const at::Tensor& partials = {});
 HeadCrossEntropyArgs head_cross_entropy_args(const at::Tensor& logits, const at::Tensor& bias,
                                              const at::Tensor& targets, const at::Tensor& partials,
                                              const at::Tensor& bias_partials, Format format);
 ColumnSumsArgs column_sums_args(const at::Tensor& x, const at::Tensor& partials, Format format);
+// One parameter's step (contiguous tensors on one device; rows of the last dimension): copy
+// undefined for none, else it holds copy_format's values (the run's format: bfloat16 or float16,
+// stored as such or in float32 on the float32 GEMM route); grad_scale and found_inf: float32
+// [] or [1] tensors on the device, or undefined (1 and 0).
+AdamArgs adam_args(const at::Tensor& param, const at::Tensor& exp_avg, const at::Tensor& exp_avg_sq,
+                   const at::Tensor& step, const at::Tensor& grad, const at::Tensor& copy = {},
+                   Format copy_format = {}, const at::Tensor& grad_scale = {},
+                   const at::Tensor& found_inf = {}, const AdamOptions& options = {});
 
 #define TB_DECLARE_RUN(Args) void run(const Args& a, c10::DeviceType device);
 TB_FUSED_KERNELS(TB_DECLARE_RUN)

@@ -234,6 +234,11 @@ inline ColumnSumsArgs column_sums_args(int64_t rows, int64_t cols, const void* x
   return a;
 }
 
+// Adam's hyperparameters (train/fused_adam.h FusedAdamOptions), as AdamArgs takes them.
+struct AdamOptions {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
 // One Adam step (no weight decay) on a float32 parameter seen as rows [N, w] (any shape:
 // N = numel / w), with its float32 moments: g = grad / grad_scale; m = b1 m + (1 - b1) g;
 // v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps); and

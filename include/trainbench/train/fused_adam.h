@@ -23,32 +23,18 @@
 
 namespace trainbench {
 
-struct FusedAdamOptions {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-};
-
-// One parameter's AdamArgs from its tensors (contiguous, on one device; rows of the last
-// dimension), with options' hyperparameters: copy undefined for none, else it holds values of
-// copy_values (Undefined: its own dtype's; bfloat16 or float16 in float32 storage on the float32
-// GEMM route: rounded to them). grad_scale and found_inf stay null (1 and 0) for the caller.
-kernels::AdamArgs adam_args(const torch::Tensor& param, const torch::Tensor& exp_avg,
-                            const torch::Tensor& exp_avg_sq, const torch::Tensor& step,
-                            const torch::Tensor& grad, const torch::Tensor& copy = {},
-                            c10::ScalarType copy_values = c10::ScalarType::Undefined,
-                            const FusedAdamOptions& options = {});
+// lr, beta1, beta2, eps: the kernels' own (kernel_args.h).
+using FusedAdamOptions = kernels::AdamOptions;
 
 class FusedAdam {
  public:
   // State (exp_avg, exp_avg_sq: zeros like each parameter; step: a float32 zero scalar on its
   // device) is created here, not lazily, so that a CUDA graph captured later finds it.
   // copies: empty, or one per parameter (undefined where none), holding the parameter's value
-  // in copy_dtype (bfloat16/float16; stored as such, or in float32 on the float32 GEMM route).
+  // in copy_format, the model's (ModelOptions::format: bfloat16 or float16, stored as such or in
+  // float32 on the float32 GEMM route).
   FusedAdam(std::vector<torch::Tensor> params, const FusedAdamOptions& options = {},
-            std::vector<torch::Tensor> copies = {},
-            c10::ScalarType copy_dtype = c10::ScalarType::Float);
+            std::vector<torch::Tensor> copies = {}, kernels::Format copy_format = {});
 
   // The gradient each parameter's step reads (its copy's, where it has one); drop_grads()
   // forgets them all (set to none, as PyTorch's zero_grad does by default).
@@ -76,7 +62,7 @@ class FusedAdam {
 
  private:
   std::vector<torch::Tensor> params_, copies_, exp_avgs_, exp_avg_sqs_, steps_;
-  c10::ScalarType copy_values_;
+  kernels::Format copy_format_;
   FusedAdamOptions options_;
 };
 
