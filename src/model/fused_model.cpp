@@ -97,18 +97,10 @@ class FusedBlockImpl : public BlockLayers {
   Stream forward(const Stream& in, int64_t seq, double p, WeightCopies& weights) {
     const k::Format& f = format_;
     const k::Format product = k::product_format(f);  // a GEMM's output unrounded
-    // {r [N, d] f32, y [N, d] in f, which the GEMM ops read as it is}
+    // LayerNorm (adding the pending branch): {r [N, d] f32, y [N, d] in f, read by the GEMMs}
     auto h1 = drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias,
                                   fused_dropout_(p), f);
-    // Without flash, the float32 route's qkv rows stay float32 (the attention rounds them), and
-    // float32 rows get their bias as the attention splits them (no addmm copying it into the
-    // product); 16-bit rows, rounded by their GEMM, get it from the linear, detached: either
-    // way its gradient comes from the attention's merge of the rows' gradient.
-    const bool wide_rows = !k::traits(f.storage).half;
-    const Tensor linear_bias = flash_ ? qkv->bias : (wide_rows ? Tensor() : qkv->bias.detach());
-    const Tensor qkv_rows = fused_linear(h1[1], weights.get(qkv->weight), linear_bias, f,
-                                         flash_ ? k::values_format(f) : product);
-    const Tensor attn = attention_(qkv_rows, seq, qkv->bias, !wide_rows);
+    const Tensor attn = attention_(h1[1], seq, weights);  // qkv linear + causal attention
     const Tensor proj = fused_linear(attn, weights.get(out->weight), Tensor(), f, product);
     auto h2 =
         drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p), f);
@@ -118,22 +110,32 @@ class FusedBlockImpl : public BlockLayers {
   }
 
  private:
-  // qkv rows [N, 3d] (batch-major) → attention output rows [N, d] (in the run's storage
-  // without flash, its values with flash); bias: the qkv linear's, added here unless bias_in_rows
-  // (its gradient from here either way; unused with flash, where the linear has it).
-  Tensor attention_(const Tensor& qkv_rows, int64_t seq, const Tensor& bias,
-                    bool bias_in_rows) const {
-    // The fused causal softmax over explicit scores, heads split and merged by its kernel.
-    if (!flash_) return causal_attention(qkv_rows, seq, heads_, format_, 0, bias, bias_in_rows);
+  // h [N, d] (batch-major, in the run's format) → the qkv linear → attention output rows [N, d]
+  // (in the run's storage without flash, its values with flash).
+  Tensor attention_(const Tensor& h, int64_t seq, WeightCopies& weights) const {
+    const k::Format& f = format_;
+    const Tensor w = weights.get(qkv->weight);
+    if (!flash_) {
+      // The fused causal softmax over explicit scores, heads split and merged by its kernel.
+      // On the float32 route the qkv rows stay float32 (the attention rounds them), and float32
+      // rows get their bias as the attention splits them (no addmm copying it into the
+      // product); 16-bit rows, rounded by their GEMM, get it from the linear, detached: either
+      // way its gradient comes from the attention's merge of the rows' gradient.
+      const bool wide_rows = !k::traits(f.storage).half;
+      const Tensor rows =
+          fused_linear(h, w, wide_rows ? Tensor() : qkv->bias.detach(), f, k::product_format(f));
+      return causal_attention(rows, seq, heads_, f, 0, qkv->bias, !wide_rows);
+    }
     // Flash: LibTorch's CPU flash kernel (blockwise, no [B, H, S, S] tensor) on q, k, v views
     // [B, H, S, hd] of the rows [B, S, 3, H, hd]; in float32 on the float32 GEMM route (its
     // bfloat16 blocks would run LibTorch's reference GEMM; autograd then keeps float32 q, k, v).
+    const Tensor qkv_rows = fused_linear(h, w, qkv->bias, f, k::values_format(f));
     const int64_t n = qkv_rows.size(0), d = qkv_rows.size(1) / 3, hd = d / heads_, b = n / seq;
     const auto parts = qkv_rows.view({b, seq, 3, heads_, hd}).unbind(2);
     const Tensor q = parts[0].transpose(1, 2), k = parts[1].transpose(1, 2),
                  v = parts[2].transpose(1, 2);
     Tensor o;
-    if (q.scalar_type() != k::dtype_of(format_.storage)) {
+    if (q.scalar_type() != k::dtype_of(f.storage)) {
       o = at::scaled_dot_product_attention(q.to(torch::kFloat), k.to(torch::kFloat),
                                            v.to(torch::kFloat), {}, 0.0, true)
               .to(q.scalar_type());

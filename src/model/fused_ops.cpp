@@ -28,18 +28,9 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
     TORCH_CHECK(out_format == k::values_format(f) || out_format == k::product_format(f),
                 "fused_linear: an output in ", k::format_name(out_format), " for a run in ",
                 k::format_name(f), "; it is the run's values or the GEMM's product");
-    const bool up = upcast_(f);
-    const auto out = k::dtype_of(out_format.storage);
     State st{{}, present_(b), b.scalar_type()};
     const Tensor x_up = keep_input_(x, f, "fused_linear: x", &st.in);
-    Tensor y;
-    if (!present_(b)) {
-      y = gemm_(x_up, up_(w, f).t(), out);  // [N, out]
-    } else if (up) {
-      y = torch::addmm(b.to(torch::kFloat), x_up, w.t().to(torch::kFloat)).to(out);
-    } else {
-      y = torch::addmm(b.to(x.scalar_type()), x, w.t());
-    }
+    const Tensor y = linear_(x_up, w, b, f, k::dtype_of(out_format.storage));  // [N, out]
     ctx->save_for_backward({x_up, w});
     keep_(ctx, st);
     return y;
@@ -52,9 +43,7 @@ struct FusedLinear : torch::autograd::Function<FusedLinear> {
     const State st = kept_<State>(ctx);
     // The float32 route reads the output gradient in float32 (exact for a rounded one).
     const Tensor dy = dense_(grads[0], x.scalar_type());  // [N, out]
-    Tensor dx =
-        ctx->needs_input_grad(0) ? gemm_(dy, up_(w, st.in.format), st.in.storage) : Tensor();
-    Tensor dw = gemm_(dy.t(), x, w.scalar_type());  // [out, in]
+    auto [dx, dw] = linear_grads_(dy, x, w, st.in, ctx->needs_input_grad(0));
     // A bias given detached (the attention sums the qkv bias's gradient as it merges its rows)
     // needs none here.
     Tensor db =
@@ -142,7 +131,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     // writes, without a conversion either way.
     State st;
     const Tensor x_up = keep_input_(x, f, "linear_relu_dropout: x", &st.in);
-    Tensor out = gemm_(x_up, up_(w, f).t(), stored_(f));  // [N, f]
+    Tensor out = linear_(x_up, w, Tensor(), f, stored_(f));  // [N, f]
     const auto a =
         k::bias_relu_dropout_args(out, b, k::format_of(stored_(f), values_(f), b.scalar_type()),
                                   k::math::dropout_args(p, static_cast<uint64_t>(key)));
@@ -164,9 +153,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     Tensor partials = torch::empty({k::num_chunks(out.size(0)), out.size(1)},
                                    out.options().dtype(k::dtype_of(st.format.acc)));
     run_(k::bias_relu_dropout_grad_args(dout, out, da, partials, st.format, st.scale), out);
-    const k::Format& f = st.in.format;
-    Tensor dx = ctx->needs_input_grad(0) ? gemm_(da, up_(w, f), st.in.storage) : Tensor();
-    Tensor dw = gemm_(da.t(), x, w.scalar_type());  // [f, in]
+    auto [dx, dw] = linear_grads_(da, x, w, st.in, ctx->needs_input_grad(0));
     return {dx, dw, chunk_sums_(partials), Tensor(), Tensor(), Tensor()};
   }
 };
@@ -180,7 +167,7 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     const Tensor x_up = keep_input_(x, f, "head_cross_entropy: x", &in);
     // [N, V] in f.storage: the kernel rounds the GEMM's product to f's values as it reads it and
     // leaves the gradient in f (the backward GEMMs' operand, no conversion either way).
-    Tensor logits = gemm_(x_up, up_(w, f).t(), stored_(f));
+    Tensor logits = linear_(x_up, w, Tensor(), f, stored_(f));
     const int64_t n = logits.size(0), v = logits.size(1);
     const auto acc_opts = logits.options().dtype(b.scalar_type());
     Tensor partials = torch::empty({k::num_chunks(n)}, acc_opts);
@@ -210,8 +197,7 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
                       : g.is_cpu() || dt != torch::kHalf ? dlogits * g
                                                          : (dlogits.to(torch::kFloat) * g).to(dt);
     const GemmInput in = kept_<GemmInput>(ctx);
-    Tensor dx = ctx->needs_input_grad(0) ? gemm_(dl, up_(w, in.format), in.storage) : Tensor();
-    Tensor dw = gemm_(dl.t(), x, w.scalar_type());  // [V, d]
+    auto [dx, dw] = linear_grads_(dl, x, w, in, ctx->needs_input_grad(0));
     // The bias's: the column sums the forward's kernel added as it wrote the gradient, scaled.
     Tensor db = chunk_sums_(bias_partials) * g;
     return {dx, dw, db, Tensor(), Tensor()};

@@ -218,5 +218,17 @@ TB_HOST_DEVICE float rounded_to(float x) {
   st(r, 0, x);
   return ld<float>(r, 0);
 }
+// The one rounding rule of both backends: a value of storage S holding R's values (FormatTypes'
+// S and R) is rounded to R where float32 storage holds 16-bit values, else left as it is.
+template <typename S, typename R>
+inline constexpr bool kRounds = std::is_same_v<S, float> && !std::is_same_v<R, float>;
+template <typename A, typename S, typename R>
+TB_HOST_DEVICE A rounded_as(A x) {
+  if constexpr (kRounds<S, R>) {
+    return static_cast<A>(rounded_to<R>(static_cast<float>(x)));
+  } else {
+    return x;
+  }
+}
 
 }  // namespace trainbench::kernels::math

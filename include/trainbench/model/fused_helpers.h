@@ -3,6 +3,8 @@
 // format, what a node keeps of its format and its input's dtype, and bias gradients as column sums.
 #pragma once
 
+#include <array>
+
 #include <torch/autograd.h>
 
 #include "trainbench/kernels/fused_kernels.h"
@@ -86,6 +88,23 @@ inline Tensor keep_input_(const Tensor& x, const k::Format& f, const char* what,
   check_input_(x, f, what);
   *in = GemmInput{f, x.scalar_type()};
   return up_(x, f);
+}
+
+// A linear's GEMMs in the run's format, the one place its route shows. Forward: x_up (as
+// keep_input_ left it) times w^T, plus b where given (folded into addmm in the GEMM's dtype: the
+// float32 route's float32), the product in the dtype `out`.
+inline Tensor linear_(const Tensor& x_up, const Tensor& w, const Tensor& b, const k::Format& f,
+                      c10::ScalarType out) {
+  if (!present_(b)) return gemm_(x_up, up_(w, f).t(), out);  // [N, out]
+  if (upcast_(f)) return torch::addmm(b.to(torch::kFloat), x_up, w.t().to(torch::kFloat)).to(out);
+  return torch::addmm(b.to(x_up.scalar_type()), x_up, w.t());
+}
+// Backward, from dy [N, out] in x_up's dtype: {dx in the input's own dtype (undefined unless
+// want_dx), dw [out, in] in w's}.
+inline std::array<Tensor, 2> linear_grads_(const Tensor& dy, const Tensor& x_up, const Tensor& w,
+                                           const GemmInput& in, bool want_dx) {
+  return {want_dx ? gemm_(dy, up_(w, in.format), in.storage) : Tensor(),
+          gemm_(dy.t(), x_up, w.scalar_type())};
 }
 
 // Column partial sums [chunks, width] → [width].

@@ -104,15 +104,16 @@ void round_row_(const float* x, float* y, int64_t n, const float* add = nullptr)
   }
 }
 
-// Float32 storage of R's values (R != float; else R = S: nothing is rounded). bfloat16 rounds
-// inside a kernel's loop (integer ops that vectorize), float16 in F16C passes over the row.
+// Float32 storage of R's values (R != float; else R = S: nothing is rounded), by the rule both
+// backends share (fused_math.h rounded_as): bfloat16 rounds inside a kernel's loop (integer ops
+// that vectorize), float16 in F16C passes over the row (round_row_) instead.
 template <typename A, typename S, typename R>
 struct Rounding {
-  static constexpr bool kOn = std::is_same_v<S, float> && !std::is_same_v<R, float>;
+  static constexpr bool kOn = m::kRounds<S, R>;
   static constexpr bool kHalves = kOn && std::is_same_v<R, Half>;
   static A in_loop(A v) {
-    if constexpr (kOn && !kHalves) return static_cast<A>(m::rounded_to<R>(v));
-    return v;
+    if constexpr (kHalves) return v;
+    return m::rounded_as<A, S, R>(v);
   }
 };
 

@@ -293,7 +293,7 @@ void column_sums_(const ColumnSumsArgs& a, int64_t c0, int64_t c1) {
 template <typename G, typename C, typename R>
 void adam_(const AdamArgs& a, int64_t c0, int64_t c1) {
   if (a.found_inf != nullptr && *a.found_inf != 0) return;
-  constexpr bool kRoute = std::is_same_v<C, float> && !std::is_same_v<R, float>;
+  constexpr bool kRoute = m::kRounds<C, R>;  // the float32 route's copy
   const m::AdamCoefs k = m::adam_coefs(a, *a.step);
   const float scale = a.grad_scale != nullptr ? *a.grad_scale : 1.0f;
   const int64_t w = a.cols;

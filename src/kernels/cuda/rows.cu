@@ -43,16 +43,7 @@ __device__ A block_max(A v, A* shm) {
 }
 
 // R: the 16-bit type float32 storage holds (the format's values), else R = S: rounded as read and
-// as stored (cpu/rows.cpp says why).
-template <typename A, typename S, typename R>
-__device__ A rounded_(A x) {
-  if constexpr (std::is_same_v<S, float> && !std::is_same_v<R, float>) {
-    return m::rounded_to<R>(x);
-  } else {
-    return x;
-  }
-}
-
+// as stored by the rule both backends share (fused_math.h rounded_as; cpu/rows.cpp says why).
 template <typename A, typename Sb, typename So, typename R>
 __global__ void drop_add_ln_kernel(DropAddLnArgs a) {
   __shared__ A shm[32];
@@ -71,7 +62,7 @@ __global__ void drop_add_ln_kernel(DropAddLnArgs a) {
     sum += x[c];
   }
   if (!gamma) {
-    for (int64_t c = threadIdx.x; c < d; c += blockDim.x) st(y, c, rounded_<A, So, R>(x[c]));
+    for (int64_t c = threadIdx.x; c < d; c += blockDim.x) st(y, c, m::rounded_as<A, So, R>(x[c]));
     return;
   }
   const A mean0 = block_sum(sum, shm) / static_cast<A>(d);
@@ -84,7 +75,7 @@ __global__ void drop_add_ln_kernel(DropAddLnArgs a) {
     static_cast<A*>(a.rstd)[r] = rstd;
   }
   for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-    st(y, c, rounded_<A, So, R>(m::layer_norm_value(x[c], mean, rstd, gamma[c], beta[c])));
+    st(y, c, m::rounded_as<A, So, R>(m::layer_norm_value(x[c], mean, rstd, gamma[c], beta[c])));
   }
 }
 
@@ -108,7 +99,7 @@ __global__ void drop_add_ln_grad_kernel(DropAddLnGradArgs a) {
       rstd = static_cast<const A*>(a.rstd)[r];
       A s1 = 0, s2 = 0;
       for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-        const A xhat = (ro[o + c] - mean) * rstd, dyv = rounded_<A, So, R>(ld<A>(dy, o + c));
+        const A xhat = (ro[o + c] - mean) * rstd, dyv = m::rounded_as<A, So, R>(ld<A>(dy, o + c));
         s1 += dyv * gamma[c];
         s2 += dyv * gamma[c] * xhat;
         pb[d + c] += dyv * xhat;
@@ -119,7 +110,7 @@ __global__ void drop_add_ln_grad_kernel(DropAddLnGradArgs a) {
     }
     for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
       A g = dro[o + c];
-      const A dyv = rounded_<A, So, R>(ld<A>(dy, o + c));
+      const A dyv = m::rounded_as<A, So, R>(ld<A>(dy, o + c));
       if (gamma) {
         g += m::layer_norm_grad(dyv, gamma[c], (ro[o + c] - mean) * rstd, rstd, c1, c2);
       } else {
@@ -141,8 +132,8 @@ __global__ void bias_relu_dropout_kernel(BiasReluDropoutArgs a) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const A f = m::dropout_factor<A>(a.drop, static_cast<uint64_t>(i));
-    const A y = m::bias_relu_dropout(rounded_<A, S, R>(ld<A>(x, i)), bias[i % a.cols], f);
-    st(x, i, rounded_<A, S, R>(y));
+    const A y = m::bias_relu_dropout(m::rounded_as<A, S, R>(ld<A>(x, i)), bias[i % a.cols], f);
+    st(x, i, m::rounded_as<A, S, R>(y));
   }
 }
 
@@ -154,10 +145,10 @@ __global__ void bias_relu_dropout_grad_kernel(BiasReluDropoutGradArgs a) {
   for (int64_t c = threadIdx.x; c < f; c += blockDim.x) {
     A acc = 0;
     for (int64_t r = chunk * kChunkRows; r < r_end; ++r) {
-      const A dout = rounded_<A, S, R>(ld<A>(static_cast<const S*>(a.dout), r * f + c));
+      const A dout = m::rounded_as<A, S, R>(ld<A>(static_cast<const S*>(a.dout), r * f + c));
       const A g = m::bias_relu_dropout_grad(dout, ld<A>(static_cast<const S*>(a.out), r * f + c),
                                             static_cast<A>(a.scale));
-      st(static_cast<S*>(a.da), r * f + c, rounded_<A, S, R>(g));
+      st(static_cast<S*>(a.da), r * f + c, m::rounded_as<A, S, R>(g));
       acc += g;
     }
     pb[c] = acc;
@@ -186,7 +177,7 @@ __global__ void causal_softmax_kernel(CausalSoftmaxArgs a) {
   const int64_t o = row.offset;
   S* x = static_cast<S*>(a.x);
   const A scale = static_cast<A>(a.scale);
-  const auto score = [&](int64_t j) { return rounded_<A, S, R>(ld<A>(x, o + j)) * scale; };
+  const auto score = [&](int64_t j) { return m::rounded_as<A, S, R>(ld<A>(x, o + j)) * scale; };
   A mx = -1e30;
   for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) mx = max(mx, score(j));
   mx = block_max(mx, shm);
@@ -194,7 +185,7 @@ __global__ void causal_softmax_kernel(CausalSoftmaxArgs a) {
   for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) sum += m::exp_nonpos(score(j) - mx);
   const A inv = A(1) / block_sum(sum, shm);
   for (int64_t j = threadIdx.x; j < row.len; j += blockDim.x) {
-    st(x, o + j, j < valid ? rounded_<A, S, R>(m::exp_nonpos(score(j) - mx) * inv) : A(0));
+    st(x, o + j, j < valid ? m::rounded_as<A, S, R>(m::exp_nonpos(score(j) - mx) * inv) : A(0));
   }
 }
 
@@ -206,13 +197,13 @@ __global__ void causal_softmax_grad_kernel(CausalSoftmaxGradArgs a) {
   const int64_t o = row.offset;
   const S* p = static_cast<const S*>(a.p);
   S* dp = static_cast<S*>(a.dp);
-  const auto grad_in = [&](int64_t j) { return rounded_<A, S, R>(ld<A>(dp, o + j)); };
+  const auto grad_in = [&](int64_t j) { return m::rounded_as<A, S, R>(ld<A>(dp, o + j)); };
   A dot = 0;
   for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) dot += ld<A>(p, o + j) * grad_in(j);
   dot = block_sum(dot, shm);
   for (int64_t j = threadIdx.x; j < row.len; j += blockDim.x) {
     const A g = j < valid ? m::softmax_grad(ld<A>(p, o + j), grad_in(j), dot) : A(0);
-    st(dp, o + j, rounded_<A, S, R>(static_cast<A>(a.scale) * g));
+    st(dp, o + j, m::rounded_as<A, S, R>(static_cast<A>(a.scale) * g));
   }
 }
 
@@ -232,10 +223,10 @@ __global__ void heads_kernel(HeadsArgs a) {
     if (a.to_heads) {
       A v = ld<A>(static_cast<const Src*>(a.row_data), i);
       if (a.bias != nullptr) v += static_cast<const A*>(a.bias)[col];
-      st(static_cast<Dst*>(a.head_data[p]), ho, rounded_<A, Dst, R>(v));
+      st(static_cast<Dst*>(a.head_data[p]), ho, m::rounded_as<A, Dst, R>(v));
     } else {
       const A v = ld<A>(static_cast<const Src*>(a.head_data[p]), ho);
-      st(static_cast<Dst*>(a.row_data), i, rounded_<A, Dst, R>(v));
+      st(static_cast<Dst*>(a.row_data), i, m::rounded_as<A, Dst, R>(v));
     }
   }
 }
@@ -250,7 +241,9 @@ __global__ void head_cross_entropy_kernel(HeadCrossEntropyArgs a) {
   const A* bias = static_cast<const A*>(a.bias);
   A* pb = a.bias_partials != nullptr ? static_cast<A*>(a.bias_partials) + chunk * v : nullptr;
   const A inv_rows = A(1) / static_cast<A>(a.rows);
-  const auto logit = [&](int64_t i, int64_t c) { return rounded_<A, S, R>(ld<A>(z, i)) + bias[c]; };
+  const auto logit = [&](int64_t i, int64_t c) {
+    return m::rounded_as<A, S, R>(ld<A>(z, i)) + bias[c];
+  };
   A loss = 0;
   const int64_t r_end = min(a.rows, (chunk + 1) * kChunkRows);
   if (pb != nullptr) {
@@ -271,7 +264,7 @@ __global__ void head_cross_entropy_kernel(HeadCrossEntropyArgs a) {
     const A inv = A(1) / sum;
     for (int64_t c = threadIdx.x; c < v; c += blockDim.x) {
       const A e = m::exp_nonpos(logit(o + c, c) - mx);
-      st(z, o + c, rounded_<A, S, R>(m::cross_entropy_grad(e * inv, c == target, inv_rows)));
+      st(z, o + c, m::rounded_as<A, S, R>(m::cross_entropy_grad(e * inv, c == target, inv_rows)));
       if (pb != nullptr) pb[c] += ld<A>(z, o + c);  // the column's own thread, every row
     }
   }
