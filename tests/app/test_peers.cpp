@@ -318,20 +318,22 @@ TEST(Peers, PytorchPeerTrainsTheSameLossesAsBench) {
 // compile time.
 TEST(Peers, TorchCompileTrainsEagersLosses) {
   testing::TempDir dir;
-  const std::string flags = tiny_flags(dir, 20, 1) + " --dropout 0";
+  // One layer, 10 steps: torch.compile's compile is most of the test's time, and it grows with
+  // the graph; the assertion is the same step for step.
+  const std::string flags = tiny_flags(dir, 10, 1) + " --dropout 0 --num_layer 1";
   for (const char* compile : {"0", "1"}) {
     const auto r = testing::run_command(kPython + kPeers + "/pytorch_run.py" + flags +
                                         " --compile " + compile + " --save_dir " + (dir / "py"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  const auto eager = testing::window_values(dir / "py_handcraft_layer2_float32");
-  const auto compiled = testing::window_values(dir / "py_handcraft_layer2_float32_compiled");
-  ASSERT_EQ(eager.size(), 20u);
-  ASSERT_EQ(compiled.size(), 20u);
+  const auto eager = testing::window_values(dir / "py_handcraft_layer1_float32");
+  const auto compiled = testing::window_values(dir / "py_handcraft_layer1_float32_compiled");
+  ASSERT_EQ(eager.size(), 10u);
+  ASSERT_EQ(compiled.size(), 10u);
   for (size_t i = 0; i < eager.size(); ++i) {
     EXPECT_NEAR(compiled[i], eager[i], 1e-4 * std::max(1.0, eager[i])) << "step " << i + 1;
   }
-  const auto summary = read_json_file(dir / "py_handcraft_layer2_float32_compiled/summary.json");
+  const auto summary = read_json_file(dir / "py_handcraft_layer1_float32_compiled/summary.json");
   EXPECT_EQ(summary["compile_backend"], "torch.compile");
   EXPECT_GT(summary["compile_seconds"].get<double>(), 0.0);
   EXPECT_EQ(summary["manifest"]["implementation"], "torch.compile");
