@@ -6,10 +6,11 @@
 // One null contract for every backend: a pointer marked "or null" below may be null and the
 // kernels test it; every other pointer is required (a caller with no bias passes zeros).
 //
-// Adding a kernel: its Args struct here and its name in TB_FUSED_KERNELS, its builder from
-// tensors in kernel_args.cpp (declared in fused_kernels.h), its math in fused_math.h, its rows
-// in cpu/rows.cpp, its CUDA kernel and launch in cuda/rows.cu, and the autograd function that
-// calls run() in model/fused_ops.cpp (+ its declaration in fused_ops.h).
+// Adding a kernel: its Args struct here (with formats(): the Formats it holds) and its name in
+// TB_FUSED_KERNELS, its builder from tensors in kernel_args.cpp (declared in fused_kernels.h),
+// its math in fused_math.h, its rows and rows_for dispatch in cpu/rows.cpp, its CUDA kernel and
+// launch in cuda/rows.cu, and the autograd function that calls run() in model/fused_ops.cpp
+// (+ its declaration in fused_ops.h).
 #pragma once
 
 #include <array>
