@@ -103,45 +103,45 @@ CausalSoftmaxGradArgs causal_softmax_grad_args(const at::Tensor& p, const at::Te
 HeadsArgs heads_args(const at::Tensor& rows, const std::vector<at::Tensor>& parts, int64_t seq,
                      int64_t heads, bool to_heads, Format dst_format, int64_t block,
                      const at::Tensor& bias, const at::Tensor& partials) {
-  HeadsArgs a;
-  TORCH_CHECK(!parts.empty() && parts.size() <= std::size(a.head_data),
+  // The checks first, each one line; then the Args in one expression, as every builder's.
+  TORCH_CHECK(!parts.empty() && parts.size() <= std::size(HeadsArgs{}.head_data),
               "fused heads: 1 to 3 parts, got ", parts.size());
-  a.rows = rows.size(0);
-  a.seq = seq;
-  a.heads = heads;
-  a.parts = static_cast<int64_t>(parts.size());
-  a.hd = rows.size(1) / (a.parts * heads);
-  TORCH_CHECK(parts[0].numel() == rows.size(0) * heads * a.hd, "fused heads: ", parts[0].numel(),
+  const auto n_parts = static_cast<int64_t>(parts.size());
+  const int64_t hd = rows.size(1) / (n_parts * heads);
+  TORCH_CHECK(parts[0].numel() == rows.size(0) * heads * hd, "fused heads: ", parts[0].numel(),
               " elements a part for rows ", rows.sizes());
-  a.row_data = out_(rows);
-  for (size_t i = 0; i < parts.size(); ++i) a.head_data[i] = out_(parts[i]);
   const auto src = (to_heads ? rows : parts[0]).scalar_type();
   const auto dst = (to_heads ? parts[0] : rows).scalar_type();
   TORCH_CHECK(dst == dtype_of(dst_format.storage), "fused heads: ", dst, " ",
               to_heads ? "heads" : "rows", " for ", format_name(dst_format),
               "; the destination is stored as its format says");
-  (to_heads ? a.rows_format : a.heads_format) = format_of(src);
-  (to_heads ? a.heads_format : a.rows_format) = dst_format;
-  a.to_heads = to_heads;
-  a.block = block;
-  if (in_(bias) != nullptr) {
-    TORCH_CHECK(to_heads && bias.is_contiguous() && bias.numel() == rows.size(1) &&
-                    bias.scalar_type() == acc_dtype_of(rows.scalar_type()),
-                "fused heads: a bias of ", rows.size(1), " ", acc_dtype_of(rows.scalar_type()),
-                " values, read with the rows; got ", bias.numel(), " ", bias.scalar_type());
-    a.bias = in_(bias);
-  }
-  if (in_(partials) != nullptr) {
-    // HeadsAcc (storage.h): float64 where either side is, else float32.
-    const auto acc = acc_dtype_of(c10::promoteTypes(rows.scalar_type(), parts[0].scalar_type()));
-    TORCH_CHECK(!to_heads && partials.is_contiguous() &&
-                    partials.numel() == num_chunks(rows.size(0)) * rows.size(1) &&
-                    partials.scalar_type() == acc,
-                "fused heads: column partials are [chunks, ", rows.size(1), "] ", acc,
-                " of merged rows; got ", partials.sizes(), " ", partials.scalar_type());
-    a.partials = out_(partials);
-  }
-  return a;
+  const auto acc = acc_dtype_of(rows.scalar_type());
+  TORCH_CHECK(in_(bias) == nullptr || (to_heads && bias.is_contiguous() &&
+                                       bias.numel() == rows.size(1) && bias.scalar_type() == acc),
+              "fused heads: a bias of ", rows.size(1), " ", acc,
+              " values, read with the rows; got ", bias.numel(), " ", bias.scalar_type());
+  // HeadsAcc (storage.h): float64 where either side is, else float32.
+  const auto sums = acc_dtype_of(c10::promoteTypes(rows.scalar_type(), parts[0].scalar_type()));
+  TORCH_CHECK(
+      in_(partials) == nullptr || (!to_heads && partials.is_contiguous() &&
+                                   partials.numel() == num_chunks(rows.size(0)) * rows.size(1) &&
+                                   partials.scalar_type() == sums),
+      "fused heads: column partials are [chunks, ", rows.size(1), "] ", sums,
+      " of merged rows; got ", partials.sizes(), " ", partials.scalar_type());
+  const auto part = [&](size_t i) { return i < parts.size() ? out_(parts[i]) : nullptr; };
+  return HeadsArgs{.rows = rows.size(0),
+                   .seq = seq,
+                   .heads = heads,
+                   .hd = hd,
+                   .parts = n_parts,
+                   .row_data = out_(rows),
+                   .head_data = {part(0), part(1), part(2)},
+                   .bias = in_(bias),
+                   .partials = out_(partials),
+                   .rows_format = to_heads ? format_of(src) : dst_format,
+                   .heads_format = to_heads ? dst_format : format_of(src),
+                   .to_heads = to_heads,
+                   .block = block};
 }
 
 HeadCrossEntropyArgs head_cross_entropy_args(const at::Tensor& logits, const at::Tensor& bias,
