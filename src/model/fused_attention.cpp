@@ -74,7 +74,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // as the FF hidden's do), so the GEMMs on either side read them without a conversion.
     if (block <= 0) block = causal_block_for(stored, seq, qkv.is_cuda());
     // fused_ops.h: 16-bit GEMMs whole
-    block = k::traits(k::storage_type_of(stored)).half ? seq : std::min(block, seq);
+    block = k::traits(f.storage).half ? seq : std::min(block, seq);
     Tensor prob = causal_scores(q, kk, stored, block);
     const auto a = k::causal_softmax_args(prob, bh * seq, seq, block, f, scale);
     run_(a, prob);

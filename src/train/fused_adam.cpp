@@ -73,12 +73,13 @@ void FusedAdam::step(const c10::optional<torch::Tensor>& grad_scale,
                      options_.beta1, options_.beta2, 0.0, options_.eps, false, false, grad_scale,
                      found_inf);
   } else {
+    const torch::Tensor scale = grad_scale.value_or(torch::Tensor()),
+                        inf = found_inf.value_or(torch::Tensor());  // undefined: 1 and 0
     for (size_t i = 0; i < params_.size(); ++i) {
       if (params_[i].numel() == 0) continue;
       const torch::Tensor g = grads[i].contiguous();
       k::run(k::adam_args(params_[i], exp_avgs_[i], exp_avg_sqs_[i], steps_[i], g, copies_[i],
-                          copy_format_, grad_scale.value_or(torch::Tensor()),
-                          found_inf.value_or(torch::Tensor()), options_),
+                          copy_format_, scale, inf, options_),
              params_[i].device().type());
     }
   }
