@@ -67,8 +67,8 @@ const char* const kExitCodes =
     "143 SIGTERM,\n129 SIGHUP) after writing its results and a checkpoint: bench --resume "
     "RUN_DIR continues it.\n";
 
-}  // namespace
-
+// The known flag closest to an unknown `name` (an edit distance of at most 2, or one that
+// starts with it), or "" when none is close: "num_layers" → "num_layer".
 std::string closest_flag(const std::string& name) {
   // Levenshtein distance, two rows.
   auto distance = [](const std::string& a, const std::string& b) {
@@ -113,29 +113,6 @@ std::string closest_flag(const std::string& name) {
   }
   return best;
 }
-
-nlohmann::json flag_table_json() {
-  RunConfig quick;
-  apply_preset(quick, Preset::kQuick);
-  const nlohmann::json reference_values = RunConfig{}, quick_values = quick;
-  nlohmann::json flags = nlohmann::json::array();
-  for (const FlagSpec& f : flag_table()) {
-    static const char* const kKinds[] = {"int", "number", "text", "switch"};
-    flags.push_back({{"name", f.name},
-                     {"kind", kKinds[static_cast<int>(f.kind)]},
-                     {"group", name_of(f.group)},
-                     {"help", f.help},
-                     {"choices", f.choices},
-                     {"default", reference_values.at(f.name)},
-                     {"quick", quick_values.at(f.name)}});
-  }
-  return {{"schema_version", kSchemaVersion},
-          {"flags", flags},
-          {"summary", summary_fields_json()},
-          {"tensorboard", tensorboard_scalars_json()}};
-}
-
-namespace {
 
 // --help shows the values a run would take: the reference defaults, or a preset's
 // (`bench --preset quick --help`).
@@ -237,6 +214,27 @@ cxxopts::ParseResult parse_(cxxopts::Options& options, int argc, const char* con
 }
 
 }  // namespace
+
+nlohmann::json flag_table_json() {
+  RunConfig quick;
+  apply_preset(quick, Preset::kQuick);
+  const nlohmann::json reference_values = RunConfig{}, quick_values = quick;
+  nlohmann::json flags = nlohmann::json::array();
+  for (const FlagSpec& f : flag_table()) {
+    static const char* const kKinds[] = {"int", "number", "text", "switch"};
+    flags.push_back({{"name", f.name},
+                     {"kind", kKinds[static_cast<int>(f.kind)]},
+                     {"group", name_of(f.group)},
+                     {"help", f.help},
+                     {"choices", f.choices},
+                     {"default", reference_values.at(f.name)},
+                     {"quick", quick_values.at(f.name)}});
+  }
+  return {{"schema_version", kSchemaVersion},
+          {"flags", flags},
+          {"summary", summary_fields_json()},
+          {"tensorboard", tensorboard_scalars_json()}};
+}
 
 CliResult parse_cli(int argc, const char* const* argv) {
   cxxopts::Options options("bench",

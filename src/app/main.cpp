@@ -22,7 +22,6 @@
 #include "trainbench/report/progress.h"
 #include "trainbench/report/report.h"
 #include "trainbench/report/results.h"
-#include "trainbench/train/trainer.h"
 
 namespace {
 

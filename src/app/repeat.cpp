@@ -123,12 +123,13 @@ std::string differences_(const nlohmann::json& recorded, const nlohmann::json& m
   return keys;
 }
 
-}  // namespace
-
+// "RUN_DIR/rep-K".
 std::string repetition_dir(const std::string& run_dir, int64_t k) {
   return run_dir + "/rep-" + std::to_string(k);
 }
 
+// The command line of repetition K's process: `self`, the preset and every flag that differs
+// from it, --repeat 1, --run_folder RUN_DIR/rep-K (and --overwrite as given).
 std::vector<std::string> repetition_args(const RunConfig& cfg, const std::string& self,
                                          const std::string& run_dir, int64_t k) {
   RunConfig base;
@@ -144,8 +145,6 @@ std::vector<std::string> repetition_args(const RunConfig& cfg, const std::string
   if (cfg.overwrite) args.insert(args.end(), {"--overwrite", "1"});
   return args;
 }
-
-namespace {
 
 // The planned repetitions' folders: the names of those with a summary.json, every one's status
 // ("killed": metrics but no summary, "not run": neither), the completed ones' summaries and the
@@ -215,8 +214,13 @@ nlohmann::json step_time_ms_(const std::vector<nlohmann::json>& done) {
                         {"max", summarize(maxs).max}};
 }
 
-}  // namespace
-
+// summary.json of a folder of `planned` repetitions, from their own summary.json files:
+// status (completed when every one completed; else the first other status, or "incomplete"
+// while some have not run), repetitions {planned, completed, folders, statuses}, statistics
+// {sequences_per_s, tokens_per_s, step_time_ms_median, mfu, final_train_bpb, final_valid_bpb:
+// count, mean, median, stddev, cv, min, max, samples} over the completed ones, and the run
+// fields the tables read (sequences_per_s, tokens_per_s, mfu, ...: their medians; step_time_ms
+// {median of medians, min, max}; peak_memory_bytes: the largest).
 nlohmann::json aggregate_repetitions(const std::string& run_dir, int64_t planned) {
   const RepetitionFolders reps = read_repetitions_(run_dir, planned);
   const std::vector<nlohmann::json>& done = reps.done;
@@ -248,8 +252,6 @@ nlohmann::json aggregate_repetitions(const std::string& run_dir, int64_t planned
   };
 }
 
-namespace {
-
 // Readies the run folder: kept where --repetition K adds one to the repetitions of this same
 // configuration; else a folder of another configuration's repetitions is refused (ConfigError)
 // without --overwrite 1, and check_run_dir refuses or clears it, its rep-* folders too.
@@ -278,16 +280,9 @@ void prepare_run_folder_(const RunConfig& cfg, const std::string& dir, const nlo
 // The parent's config.json: the flags, with the folder and "repetition": 0 (it holds them all).
 nlohmann::json write_config_(const std::string& dir, nlohmann::json mine) {
   mine["run_dir"] = dir;
-  mine["schema_version"] = kSchemaVersion;
   mine["repetition"] = 0;  // the folder holds them all
-  write_json_atomic(run_file(dir, RunFile::kConfig), mine);
+  write_run_json(dir, RunFile::kConfig, mine);
   return mine;
-}
-
-// The aggregate as the folder's summary.json (with its schema_version).
-void write_summary_(const std::string& dir, nlohmann::json& summary) {
-  summary["schema_version"] = kSchemaVersion;
-  write_json_atomic(run_file(dir, RunFile::kSummary), summary);
 }
 
 // "repetition K of N: STATUS, S seq/s", once repetition k has written its summary.json.
@@ -336,7 +331,7 @@ RepeatResult run_repetitions(const RunConfig& cfg, const std::string& self) {
     const int code = run_child_(repetition_args(cfg, self, dir, k));
     out.summary = aggregate_repetitions(dir, cfg.repeat);
     log_outcome_(dir, k, cfg.repeat, out.summary["repetitions"]["statuses"]);
-    write_summary_(dir, out.summary);
+    write_run_json(dir, RunFile::kSummary, out.summary);
     if (code != 0) {
       out.exit_code = code;
       if (k < last) warn_rest_not_run_(k, last, code);
@@ -346,7 +341,7 @@ RepeatResult run_repetitions(const RunConfig& cfg, const std::string& self) {
   if (g_signal.load() != 0 && out.exit_code == 0) out.exit_code = 128 + g_signal.load();
   if (out.summary.is_null()) {
     out.summary = aggregate_repetitions(dir, cfg.repeat);
-    write_summary_(dir, out.summary);
+    write_run_json(dir, RunFile::kSummary, out.summary);
   }
   return out;
 }

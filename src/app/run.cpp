@@ -128,8 +128,8 @@ void Run::prepare_data_() {
   progress_ = std::make_unique<Progress>(cfg_.steps, rank0_());
 }
 
-nlohmann::json Run::summary_(const StepStats& stats) const {
-  const double seq_s = stats.count ? global_batch_() * 1e3 / stats.median_ms : NAN;
+nlohmann::json Run::summary_(const SampleSummary& stats) const {
+  const double seq_s = stats.count ? global_batch_() * 1e3 / stats.median : NAN;
   const PeakFlops& peak = setup_.peak;
   const LossScaler& scaler = setup_.trainer->scaler();
   // The fatal path reads the clock without the device (a faulted GPU may never answer); before
@@ -147,9 +147,8 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
       {"steps_done", step_},
       {"resumed_from_step", or_null(start > 0, start)},
       {"steps_timed", stats.count},
-      {"step_time_ms",
-       or_null(stats.count > 0,
-               {{"median", stats.median_ms}, {"min", stats.min_ms}, {"max", stats.max_ms}})},
+      {"step_time_ms", or_null(stats.count > 0,
+                               {{"median", stats.median}, {"min", stats.min}, {"max", stats.max}})},
       {"step_time_ms_samples", timed_ms_},
       {"world_size", world_()},
       {"global_batch_size", global_batch_()},
@@ -198,13 +197,13 @@ nlohmann::json Run::summary_(const StepStats& stats) const {
 void Run::record_fatal_(const std::string& error) {
   fatal_ = true;
   fail_(error);
-  nlohmann::json summary = summary_(step_stats(timed_ms_));
+  nlohmann::json summary = summary_(summarize(timed_ms_));
   summary["error_message"] = error_;
   writer_->write_summary(summary);
 }
 
 RunResult Run::finish_() {
-  const StepStats stats = step_stats(timed_ms_);
+  const SampleSummary stats = summarize(timed_ms_);
   speed_ =
       judge_speed(stats, timed_ms_, interference_, setup_.peak,
                   global_batch_() * cfg_.seq_len * setup_.flops_per_token / world_(), rank0_());

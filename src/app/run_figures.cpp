@@ -140,12 +140,12 @@ void add_probe_rates(nlohmann::json& profile, const RunSetup& setup) {
   }
 }
 
-SpeedJudgement judge_speed(const StepStats& stats, const std::vector<double>& step_ms,
+SpeedJudgement judge_speed(const SampleSummary& stats, const std::vector<double>& step_ms,
                            const std::vector<StepInterference>& interference, const PeakFlops& peak,
                            double flops_per_step, bool warn) {
   SpeedJudgement j;
   if (stats.count == 0) return j;
-  j.achieved_flops_per_s = flops_per_step * 1e3 / stats.median_ms;
+  j.achieved_flops_per_s = flops_per_step * 1e3 / stats.median;
   if (peak.flops_per_s > 0) {
     const double mfu = j.achieved_flops_per_s / peak.flops_per_s;
     j.peak_unreliable = mfu > 1.0;
@@ -169,14 +169,14 @@ SpeedJudgement judge_speed(const StepStats& stats, const std::vector<double>& st
 }
 
 nlohmann::json dist_summary(DistContext& dist, const GradSync& sync, LanguageModel& model,
-                            const StepStats& stats, const std::vector<double>& comm_ms) {
+                            const SampleSummary& stats, const std::vector<double>& comm_ms) {
   const int world = dist.world_size();
-  const StepStats comm = step_stats(comm_ms);
+  const SampleSummary comm = summarize(comm_ms);
   double comm_total_s = 0;
   for (double ms : comm_ms) comm_total_s += ms / 1e3;
   torch::Tensor per_rank = torch::zeros({world, 3}, torch::kFloat64);
-  per_rank[dist.rank()][0] = stats.median_ms;
-  per_rank[dist.rank()][1] = comm.median_ms;
+  per_rank[dist.rank()][0] = stats.median;
+  per_rank[dist.rank()][1] = comm.median;
   per_rank[dist.rank()][2] = comm_total_s;
   dist.allreduce({per_rank});
   const auto fp = static_cast<int64_t>(parameter_fingerprint(model.parameters()));
@@ -195,8 +195,8 @@ nlohmann::json dist_summary(DistContext& dist, const GradSync& sync, LanguageMod
   j["per_rank_communication_seconds"] = wait_s;
   // Exposed communication: the wait for the all-reduces after backward (overlapped transfer
   // time is hidden in the backward pass and not counted).
-  j["communication_ms"] = comm.median_ms;
-  j["communication_share"] = stats.median_ms > 0 ? comm.median_ms / stats.median_ms : 0.0;
+  j["communication_ms"] = comm.median;
+  j["communication_share"] = stats.median > 0 ? comm.median / stats.median : 0.0;
   j["grad_buckets"] = sync.num_buckets();
   j["replicas_identical"] = lo.item<int64_t>() == hi.item<int64_t>();
   char hex[17];

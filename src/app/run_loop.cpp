@@ -251,7 +251,7 @@ void Run::tensorboard_window_(double seq_s) {
   tb_->scalar(tb_tag::kTrainBpb, step_, final_train_loss_ / std::log(2.0), now);
   tb_->scalar(tb_tag::kSeqPerS, step_, seq_s, now);
   tb_->scalar(tb_tag::kTokensPerS, step_, tokens_s, now);
-  tb_->scalar(tb_tag::kStepMs, step_, step_stats(win_.step_s).median_ms * 1e3, now);
+  tb_->scalar(tb_tag::kStepMs, step_, summarize(win_.step_s).median * 1e3, now);
   if (setup_.peak.flops_per_s > 0) {  // per device, as summary.json's mfu
     tb_->scalar(tb_tag::kMfuPercent, step_,
                 100 * tokens_s * setup_.flops_per_token / world_() / setup_.peak.flops_per_s, now);

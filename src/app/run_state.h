@@ -158,7 +158,7 @@ class Run {
 
   // summary.json, in one place. Timing figures (step times, speeds, MFU) cover this session's
   // timed steps; total_seconds covers the whole run, earlier sessions included.
-  nlohmann::json summary_(const StepStats& stats) const;
+  nlohmann::json summary_(const SampleSummary& stats) const;
   // summary.json's time-to-target fields (summary_fields.h): null where no target was set, the
   // *_to_target ones null where it was not reached.
   nlohmann::json target_json_() const;

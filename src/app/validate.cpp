@@ -4,7 +4,6 @@
 #include "trainbench/app/validate.h"
 
 #include <filesystem>
-#include <vector>
 
 #include <torch/cuda.h>
 

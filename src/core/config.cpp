@@ -2,11 +2,7 @@
 #include "trainbench/core/config.h"
 
 #include <algorithm>
-#include <cmath>
-#include <filesystem>
-#include <sstream>
 #include <type_traits>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 

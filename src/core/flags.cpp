@@ -1,13 +1,11 @@
 // The flag table (see flags.h) and what is derived from it for one flag at a time.
 #include "trainbench/core/flags.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
-#include <type_traits>
 
 #include "trainbench/core/choices.h"
 

@@ -1,34 +1,29 @@
-// Synchronized clock and step-time statistics.
+// Synchronized clock and UTC time stamps.
 #include "trainbench/core/timing.h"
 
-#include <algorithm>
 #include <chrono>
+#include <ctime>
 
 #include <c10/core/Device.h>
 #include <torch/cuda.h>
 
 namespace trainbench {
 
-void device_synchronize(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);
-}
-
 double synchronized_now_s(const torch::Device& device) {
-  device_synchronize(device);
+  if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
-StepStats step_stats(std::vector<double> step_ms) {
-  StepStats s;
-  s.count = static_cast<int64_t>(step_ms.size());
-  if (step_ms.empty()) return s;
-  std::sort(step_ms.begin(), step_ms.end());
-  const size_t n = step_ms.size();
-  s.median_ms = n % 2 ? step_ms[n / 2] : 0.5 * (step_ms[n / 2 - 1] + step_ms[n / 2]);
-  s.min_ms = step_ms.front();
-  s.max_ms = step_ms.back();
-  return s;
+std::string utc_now(const char* format) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), format, &tm);
+  return buf;
 }
+
+std::string utc_now_iso8601() { return utc_now("%Y-%m-%dT%H:%M:%SZ"); }
 
 }  // namespace trainbench

@@ -8,13 +8,11 @@
 
 #include <array>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <random>
 
 #include "trainbench/core/atomic_file.h"
 #include "trainbench/core/errors.h"
-#include "trainbench/core/log.h"
 
 namespace trainbench {
 

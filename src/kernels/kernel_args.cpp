@@ -184,10 +184,7 @@ AdamArgs adam_args(const at::Tensor& param, const at::Tensor& exp_avg, const at:
                   .found_inf = scalar(found_inf),
                   .grad_format = format_of(grad.scalar_type()),
                   .copy_format = copy.defined() ? copy_format : Format{},
-                  .lr = options.lr,
-                  .beta1 = options.beta1,
-                  .beta2 = options.beta2,
-                  .eps = options.eps};
+                  .options = options};
 }
 
 }  // namespace trainbench::kernels

@@ -1,7 +1,6 @@
 // FLOP accounting and the peak used for MFU.
 #include "trainbench/measure/flops.h"
 
-#include <algorithm>
 #include <vector>
 
 #include "trainbench/core/cpu_isa.h"
@@ -57,8 +56,7 @@ const std::vector<GpuPeak>& gpu_table_() {
   return table;
 }
 
-}  // namespace
-
+// Dense peak of a known GPU for a dtype (float32 means TF32 tensor cores); 0 when unknown.
 double gpu_peak_flops(const std::string& device_name, Precision dtype) {
   for (const GpuPeak& g : gpu_table_()) {
     if (device_name.find(g.name_part) == std::string::npos) continue;
@@ -69,6 +67,8 @@ double gpu_peak_flops(const std::string& device_name, Precision dtype) {
   }
   return 0;
 }
+
+}  // namespace
 
 PeakFlops resolve_peak_flops(const RunPlan& plan, const std::string& device_name,
                              const GemmProbe& probe) {

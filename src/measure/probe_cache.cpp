@@ -5,16 +5,16 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
 #include "trainbench/core/atomic_file.h"
 #include "trainbench/core/cpu_isa.h"
-#include "trainbench/measure/cpu_noise.h"
 #include "trainbench/core/log.h"
 #include "trainbench/core/run_files.h"
+#include "trainbench/core/timing.h"
+#include "trainbench/measure/cpu_noise.h"
 
 namespace trainbench {
 
@@ -23,15 +23,6 @@ namespace {
 std::string cpu_model_name_() {
   const std::string name = cpuinfo_field("model name");
   return name.empty() ? "unknown cpu" : name;
-}
-
-std::string utc_iso_now_() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // Whether other work took more than kDisturbedShare of the cores' time while the probe ran
@@ -61,6 +52,31 @@ nlohmann::json read_cache_(const std::string& file) {
   }
   log_warn("GEMM probe cache '" + file + "' is not one bench wrote; measuring (and replacing it)");
   return nlohmann::json::object();
+}
+
+// A probe back from GemmProbe::to_json().
+GemmProbe probe_from_json(const nlohmann::json& j) {
+  GemmProbe p;
+  p.dtype = choice_of<Precision>("dtype", j.at("dtype").get<std::string>());
+  p.trials = j.value("trials", 0);
+  p.seconds = j.value("seconds", 0.0);
+  p.injected = j.value("injected", false);
+  for (const auto& r : j.at("routes")) {
+    RouteRate rate;
+    // probe_gemm measures the native route first, then the float32 route.
+    rate.route = p.routes.empty() ? GemmRoute::kNative : GemmRoute::kFloat32;
+    const std::string name = r.at("gemm_path").get<std::string>();
+    const auto path = parse_choice<GemmPath>(name);
+    if (!path) throw std::runtime_error("unknown gemm_path '" + name + "'");
+    rate.path = *path;
+    rate.flops_per_s = r.at("flops_per_s").get<double>();
+    rate.peak_flops_per_s = r.at("peak_flops_per_s").get<double>();
+    rate.gemm_flops_per_s = r.at("gemm_flops_per_s").get<double>();
+    rate.rows = r.value("rows", int64_t{0});
+    rate.products = r.value("products", nlohmann::json::array());
+    p.routes.push_back(std::move(rate));
+  }
+  return p;
 }
 
 }  // namespace
@@ -101,30 +117,6 @@ std::string probe_cache_key(const RunPlan& plan, int threads) {
     key += part;
   }
   return key;
-}
-
-GemmProbe probe_from_json(const nlohmann::json& j) {
-  GemmProbe p;
-  p.dtype = choice_of<Precision>("dtype", j.at("dtype").get<std::string>());
-  p.trials = j.value("trials", 0);
-  p.seconds = j.value("seconds", 0.0);
-  p.injected = j.value("injected", false);
-  for (const auto& r : j.at("routes")) {
-    RouteRate rate;
-    // probe_gemm measures the native route first, then the float32 route.
-    rate.route = p.routes.empty() ? GemmRoute::kNative : GemmRoute::kFloat32;
-    const std::string name = r.at("gemm_path").get<std::string>();
-    const auto path = parse_choice<GemmPath>(name);
-    if (!path) throw std::runtime_error("unknown gemm_path '" + name + "'");
-    rate.path = *path;
-    rate.flops_per_s = r.at("flops_per_s").get<double>();
-    rate.peak_flops_per_s = r.at("peak_flops_per_s").get<double>();
-    rate.gemm_flops_per_s = r.at("gemm_flops_per_s").get<double>();
-    rate.rows = r.value("rows", int64_t{0});
-    rate.products = r.value("products", nlohmann::json::array());
-    p.routes.push_back(std::move(rate));
-  }
-  return p;
 }
 
 ProbeOutcome cached_or_measured_probe(const RunPlan& plan, int threads) {
@@ -177,7 +169,7 @@ ProbeOutcome cached_or_measured_probe(const RunPlan& plan, int threads) {
     }
   }
   out.probe.seconds = seconds;  // what the probe cost, every attempt
-  const std::string now = utc_iso_now_();
+  const std::string now = utc_now_iso8601();
   out.record["measured_at"] = now;
   out.record["attempts"] = attempts;
   out.record["disturbed"] = disturbed;

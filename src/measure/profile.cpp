@@ -85,59 +85,15 @@ const std::vector<std::pair<const char*, const char*>>& rules_() {
   return rules;
 }
 
-}  // namespace
-
+// The category of one profiler event name ("aten::addmm" → "gemm", the fused model's
+// "fused::drop_add_layer_norm" → "normalisation", bench's "trainbench::optimizer" scope →
+// "optimizer", ...); "other" for what no rule names.
 std::string op_category(const std::string& name) {
   for (const auto& [part, category] : rules_()) {
     if (name.find(part) != std::string::npos) return category;
   }
   return "other";
 }
-
-const std::vector<std::string>& profile_categories() {
-  static const std::vector<std::string> categories = {
-      "gemm", "attention", "normalisation", "pointwise", "copy",
-      "loss", "optimizer", "data",          "other",     "untraced"};
-  return categories;
-}
-
-StepProfiler::StepProfiler() = default;
-
-StepProfiler::~StepProfiler() {
-  if (running_) prof::disableProfiler();
-}
-
-void StepProfiler::start(bool cuda) {
-  // Kineto looks for a GPU as it starts and logs an ERROR line where there is none
-  // ("gpuGetDeviceCount failed with code 35"): on such a machine its log is off, unless the
-  // user set KINETO_LOG_LEVEL.
-  if (!at::hasCUDA()) setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
-  // Input shapes: the GEMM ops' products (set_gemm_product).
-  const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true);
-  std::set<ActivityType> activities{ActivityType::CPU};
-  if (cuda) activities.insert(ActivityType::CUDA);
-  prof::prepareProfiler(config, activities);
-  prof::enableProfiler(config, activities);
-  running_ = true;
-}
-
-void set_gemm_product(ProfileEvent& e, const std::vector<int64_t>* shapes, size_t count) {
-  // The operands: mm(a, b), bmm(a, b); addmm(c, a, b), baddbmm(c, a, b).
-  const bool add = e.name == "aten::addmm" || e.name == "aten::baddbmm";
-  const bool batched = e.name == "aten::bmm" || e.name == "aten::baddbmm";
-  if (!(add || batched || e.name == "aten::mm")) return;
-  const size_t a = add ? 1 : 0, rank = batched ? 3 : 2;
-  if (count < a + 2 || shapes[a].size() != rank || shapes[a + 1].size() != rank) return;
-  const std::vector<int64_t>&x = shapes[a], &y = shapes[a + 1];
-  e.batch = batched ? x[0] : 1;
-  e.m = x[rank - 2];
-  e.k = x[rank - 1];
-  e.n = y[rank - 1];
-  e.flops = 2.0 * static_cast<double>(e.batch) * static_cast<double>(e.m) *
-            static_cast<double>(e.k) * static_cast<double>(e.n);
-}
-
-namespace {
 
 // One open host event of the walk: its end, resolved category, direct children's time.
 struct Frame {
@@ -270,6 +226,47 @@ std::vector<nlohmann::json> gemm_rows_(const std::map<GemmShape, Product>& produ
 }
 
 }  // namespace
+
+const std::vector<std::string>& profile_categories() {
+  static const std::vector<std::string> categories = {
+      "gemm", "attention", "normalisation", "pointwise", "copy",
+      "loss", "optimizer", "data",          "other",     "untraced"};
+  return categories;
+}
+
+StepProfiler::~StepProfiler() {
+  if (running_) prof::disableProfiler();
+}
+
+void StepProfiler::start(bool cuda) {
+  // Kineto looks for a GPU as it starts and logs an ERROR line where there is none
+  // ("gpuGetDeviceCount failed with code 35"): on such a machine its log is off, unless the
+  // user set KINETO_LOG_LEVEL.
+  if (!at::hasCUDA()) setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
+  // Input shapes: the GEMM ops' products (set_gemm_product).
+  const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true);
+  std::set<ActivityType> activities{ActivityType::CPU};
+  if (cuda) activities.insert(ActivityType::CUDA);
+  prof::prepareProfiler(config, activities);
+  prof::enableProfiler(config, activities);
+  running_ = true;
+}
+
+void set_gemm_product(ProfileEvent& e, const std::vector<int64_t>* shapes, size_t count) {
+  // The operands: mm(a, b), bmm(a, b); addmm(c, a, b), baddbmm(c, a, b).
+  const bool add = e.name == "aten::addmm" || e.name == "aten::baddbmm";
+  const bool batched = e.name == "aten::bmm" || e.name == "aten::baddbmm";
+  if (!(add || batched || e.name == "aten::mm")) return;
+  const size_t a = add ? 1 : 0, rank = batched ? 3 : 2;
+  if (count < a + 2 || shapes[a].size() != rank || shapes[a + 1].size() != rank) return;
+  const std::vector<int64_t>&x = shapes[a], &y = shapes[a + 1];
+  e.batch = batched ? x[0] : 1;
+  e.m = x[rank - 2];
+  e.k = x[rank - 1];
+  e.n = y[rank - 1];
+  e.flops = 2.0 * static_cast<double>(e.batch) * static_cast<double>(e.m) *
+            static_cast<double>(e.k) * static_cast<double>(e.n);
+}
 
 nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps, double wall_s) {
   sort_events_(events);

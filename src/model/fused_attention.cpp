@@ -32,8 +32,8 @@ void heads_(const Tensor& rows, const std::vector<Tensor>& parts, int64_t seq, i
 
 struct CausalAttention : torch::autograd::Function<CausalAttention> {
   struct State {
-    k::Format format;  // the scores' and probabilities' (and their gradients')
-    c10::ScalarType qkv_dtype = torch::kFloat;  // the rows', their gradient's
+    k::Format format;      // the scores' and probabilities' (and their gradients')
+    k::Format qkv_format;  // the rows', their gradient's: f, or on the float32 route f's values
     double scale = 1;
     int64_t block = 0, seq = 0, heads = 0;
     bool has_bias = false;
@@ -41,7 +41,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
   // qkv [N, 3 * H * hd] (fused_ops.h), bias [3 * H * hd] or empty → [N, H * hd] in the GEMMs'
   // dtype.
   static Tensor forward(AutogradContext* ctx, const Tensor& qkv_in, const Tensor& bias, int64_t seq,
-                        int64_t heads, const k::Format& f, int64_t block, bool bias_in_rows) {
+                        int64_t heads, const k::Format& f, int64_t block) {
     RECORD_FUNCTION("fused::causal_attention", std::vector<c10::IValue>());
     TORCH_CHECK(qkv_in.dim() == 2 && seq > 0 && heads > 0 && qkv_in.size(0) % seq == 0 &&
                     qkv_in.size(1) % (3 * heads) == 0,
@@ -49,14 +49,14 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
                 seq, " and ", heads, " heads");
     const Tensor qkv = qkv_in.contiguous();
     check_input_(qkv, f, "causal_attention: qkv rows");
+    const k::Format qkv_format = qkv.scalar_type() == stored_(f) ? f : k::values_format(f);
     const auto stored = stored_(f);  // the GEMMs' dtype (f.values: the values they hold)
-    TORCH_CHECK(!present_(bias) || bias_in_rows || qkv.scalar_type() == torch::kFloat ||
-                    qkv.scalar_type() == torch::kDouble,
-                "causal_attention: a bias with ", qkv.scalar_type(),
-                " qkv rows; it is added to float32 or float64 rows only (16-bit rows are rounded "
-                "already: their linear adds it, and bias_in_rows says so)");
+    // 16-bit rows were rounded by their GEMM, which added the bias (given it detached): only its
+    // gradient comes from here; float32 and float64 rows get it as the heads are split.
+    const bool add_bias = !k::traits(qkv_format.storage).half;
     TORCH_CHECK(!present_(bias) || (bias.numel() == qkv.size(1) && bias.dim() == 1),
                 "causal_attention: a qkv bias of ", qkv.size(1), " values; got ", bias.sizes());
+    if (present_(bias)) reads_acc_(f, bias, "causal_attention: qkv bias");
     const int64_t n = qkv.size(0), d = qkv.size(1) / 3, hd = d / heads, bh = n / seq * heads;
     const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
     // q, k, v [BH, S, hd] in the GEMMs' dtype, split from the rows in one pass (on the float32
@@ -65,7 +65,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const std::vector<Tensor> qkv_heads{torch::empty({bh, seq, hd}, opts),
                                         torch::empty({bh, seq, hd}, opts),
                                         torch::empty({bh, seq, hd}, opts)};
-    heads_(qkv, qkv_heads, seq, heads, true, f, 0, bias_in_rows ? Tensor() : bias);
+    heads_(qkv, qkv_heads, seq, heads, true, f, 0, add_bias ? bias : Tensor());
     const Tensor &q = qkv_heads[0], &kk = qkv_heads[1], &v = qkv_heads[2];
     // The scores, then in place the probabilities: [BH, S, S] with zeros above the mask, or
     // with float32/float64 GEMMs the flat layout of the blocks at or below the diagonal
@@ -79,7 +79,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const auto a = k::causal_softmax_args(prob, bh * seq, seq, block, f, scale);
     run_(a, prob);
     ctx->save_for_backward({q, kk, v, prob});
-    keep_(ctx, State{a.format, qkv.scalar_type(), scale, block, seq, heads, present_(bias)});
+    keep_(ctx, State{a.format, qkv_format, scale, block, seq, heads, present_(bias)});
     // The output [BH, S, hd] (in blocks of rows with the blocks) into rows [N, d] in the GEMMs'
     // dtype, rounded to dtype as it moves (the output projection reads float32 rows on the
     // float32 route as they are).
@@ -94,7 +94,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     // q, k, v and the probabilities as the route's GEMMs read them.
     const Tensor &q = saved[0], &kk = saved[1], &v = saved[2], &prob = saved[3];
     const State st = kept_<State>(ctx);
-    const auto dt = k::dtype_of(st.format.values), stored = prob.scalar_type();
+    const auto stored = prob.scalar_type();
     const int64_t seq = st.seq, heads = st.heads, block = st.block;
     // The output gradient into [BH, S, hd] in the GEMMs' dtype, rounded to dtype as it moves
     // (on the float32 route the output projection's float32 input gradient): one pass.
@@ -105,17 +105,16 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     run_(k::causal_softmax_grad_args(prob, ds, q.size(0) * seq, seq, block, st.format, st.scale),
          prob);
     // dq, dk, dv into the qkv rows' layout and dtype, rounded to dtype as they move.
-    const auto qkv_dtype = st.qkv_dtype;
     Tensor dqkv = torch::empty({dout_rows.size(0), 3 * dout_rows.size(1)},
-                               dout_rows.options().dtype(qkv_dtype));
+                               dout_rows.options().dtype(k::dtype_of(st.qkv_format.storage)));
     const auto [dq, dk, dv] = causal_grads(ds, prob, q, kk, dout, block);
     // The bias's gradient: the qkv linear's, as its backward would have summed it (the column
     // sums of dqkv), added by the pass that writes the rows.
     const Tensor partials = st.has_bias
                                 ? torch::empty({k::num_chunks(dqkv.size(0)), dqkv.size(1)},
-                                               dqkv.options().dtype(k::acc_dtype_of(qkv_dtype)))
+                                               dqkv.options().dtype(k::dtype_of(st.format.acc)))
                                 : Tensor();
-    heads_(dqkv, {dq, dk, dv}, seq, heads, false, k::format_of(qkv_dtype, dt), block, {}, partials);
+    heads_(dqkv, {dq, dk, dv}, seq, heads, false, st.qkv_format, block, {}, partials);
     Tensor d_bias = partials.defined() ? chunk_sums_(partials) : Tensor();
     return {dqkv, d_bias, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
@@ -124,8 +123,8 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
 }  // namespace
 
 Tensor causal_attention(const Tensor& qkv, int64_t seq, int64_t heads, const k::Format& f,
-                        int64_t block, const Tensor& bias, bool bias_in_rows) {
-  return CausalAttention::apply(qkv, opt_(bias, qkv), seq, heads, f, block, bias_in_rows);
+                        int64_t block, const Tensor& bias) {
+  return CausalAttention::apply(qkv, opt_(bias, qkv), seq, heads, f, block);
 }
 
 }  // namespace trainbench

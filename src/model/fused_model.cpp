@@ -7,7 +7,6 @@
 // (ModelOptions::format: the dtype's values, on the float32 GEMM route in float32 storage), and
 // each weight is cast to it once per step, or, with --fused_adam 1, kept in it by the optimizer
 // (WeightCopies below).
-#include <cmath>
 #include <unordered_map>
 
 #include "trainbench/kernels/fused_kernels.h"
@@ -124,7 +123,7 @@ class FusedBlockImpl : public BlockLayers {
       const bool wide_rows = !k::traits(f.storage).half;
       const Tensor rows =
           fused_linear(h, w, wide_rows ? Tensor() : qkv->bias.detach(), f, k::product_format(f));
-      return causal_attention(rows, seq, heads_, f, 0, qkv->bias, !wide_rows);
+      return causal_attention(rows, seq, heads_, f, 0, qkv->bias);
     }
     // Flash: LibTorch's CPU flash kernel (blockwise, no [B, H, S, S] tensor) on q, k, v views
     // [B, H, S, hd] of the rows [B, S, 3, H, hd]; in float32 on the float32 GEMM route (its

@@ -2,8 +2,6 @@
 // kernels on the tensors' device; the attention's are in fused_attention.cpp.
 #include "trainbench/model/fused_ops.h"
 
-#include <cmath>
-
 #include <ATen/record_function.h>
 #include <torch/autograd.h>
 
@@ -62,13 +60,13 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
                                const Tensor& branch_in, const Tensor& bias, const Tensor& gamma,
                                const Tensor& beta, double p, int64_t key, const k::Format& f) {
     RECORD_FUNCTION("fused::drop_add_layer_norm", std::vector<c10::IValue>());
-    const auto y_dtype = stored_(f);
     const Tensor resid = contig_(resid_in), branch = branch_in.contiguous();
+    if (present_(resid)) reads_acc_(f, resid, "drop_add_layer_norm: resid");
+    if (present_(bias)) reads_acc_(f, bias, "drop_add_layer_norm: bias");
     const int64_t d = branch.size(-1), n = branch.numel() / d;
-    const auto acc = present_(resid) ? resid.scalar_type() : k::acc_dtype_of(branch.scalar_type());
-    const auto acc_opts = branch.options().dtype(acc);
+    const auto acc_opts = branch.options().dtype(k::dtype_of(f.acc));
     Tensor resid_out = torch::empty({n, d}, acc_opts);
-    Tensor y = torch::empty({n, d}, branch.options().dtype(y_dtype));
+    Tensor y = torch::empty({n, d}, branch.options().dtype(stored_(f)));
     Tensor mean, rstd;
     if (present_(gamma)) {
       mean = torch::empty({n}, acc_opts);
@@ -76,11 +74,9 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     }
     // The bias is required (kernel_args.h): zeros stand for an absent one ([d], negligible).
     const Tensor bias_or_zero = present_(bias) ? bias : torch::zeros({d}, acc_opts);
-    const auto a =
-        k::drop_add_ln_args(resid, branch, bias_or_zero, gamma, beta, resid_out, y, mean, rstd,
-                            k::format_of(branch.scalar_type(), branch.scalar_type(), acc),
-                            k::format_of(y_dtype, values_(f), acc),
-                            k::math::dropout_args(p, static_cast<uint64_t>(key)));
+    const auto a = k::drop_add_ln_args(resid, branch, bias_or_zero, gamma, beta, resid_out, y, mean,
+                                       rstd, k::format_of(branch.scalar_type()), f,
+                                       k::math::dropout_args(p, static_cast<uint64_t>(key)));
     run_(a, branch);
     ctx->save_for_backward({resid_out, opt_(mean, branch), opt_(rstd, branch), gamma});
     keep_(ctx, State{a.drop, present_(resid), present_(bias), a.branch_format, a.out_format});
@@ -132,9 +128,8 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     State st;
     const Tensor x_up = keep_input_(x, f, "linear_relu_dropout: x", &st.in);
     Tensor out = linear_(x_up, w, Tensor(), f, stored_(f));  // [N, f]
-    const auto a =
-        k::bias_relu_dropout_args(out, b, k::format_of(stored_(f), values_(f), b.scalar_type()),
-                                  k::math::dropout_args(p, static_cast<uint64_t>(key)));
+    const auto a = k::bias_relu_dropout_args(out, b, reads_acc_(f, b, "linear_relu_dropout: bias"),
+                                             k::math::dropout_args(p, static_cast<uint64_t>(key)));
     run_(a, out);
     ctx->save_for_backward({x_up, w, out});
     st.format = a.format;
@@ -169,11 +164,11 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
     // leaves the gradient in f (the backward GEMMs' operand, no conversion either way).
     Tensor logits = linear_(x_up, w, Tensor(), f, stored_(f));
     const int64_t n = logits.size(0), v = logits.size(1);
-    const auto acc_opts = logits.options().dtype(b.scalar_type());
+    const auto acc_opts = logits.options().dtype(k::dtype_of(f.acc));
     Tensor partials = torch::empty({k::num_chunks(n)}, acc_opts);
     Tensor bias_partials = torch::empty({k::num_chunks(n), v}, acc_opts);
     run_(k::head_cross_entropy_args(logits, b, targets, partials, bias_partials,
-                                    k::format_of(stored_(f), values_(f), b.scalar_type())),
+                                    reads_acc_(f, b, "head_cross_entropy: bias")),
          logits);
     ctx->save_for_backward({x_up, w, logits, bias_partials});
     keep_(ctx, in);

@@ -1,10 +1,8 @@
 // TorchScript twin of the handcraft model: generated source + shared parameters.
 #include "trainbench/model/scripted_model.h"
 
-#include <cerrno>
+#include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include <torch/csrc/jit/ir/ir.h>

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 
 #include <ATen/Parallel.h>
@@ -18,6 +17,7 @@
 #include <torch/version.h>
 
 #include "trainbench/core/cpu_isa.h"
+#include "trainbench/core/timing.h"
 #include "trainbench/measure/cpu_noise.h"
 #include "trainbench_build_facts.h"  // generated at configure: TB_BUILD_TYPE
 
@@ -35,6 +35,41 @@ std::string field_after_(const std::string& text, const std::string& key, const 
   if (at == std::string::npos) return "";
   const size_t begin = at + key.size();
   return text.substr(begin, text.find_first_of(stops, begin) - begin);
+}
+
+// The machine beside the device: CPU identity and instruction sets, memory, OS and kernel, the
+// load when the run started and the command line (what pyperf records with a result).
+void machine_facts_(nlohmann::json& j) {
+  const CpuIsa hw = hardware_isa();
+  j["cpu"] = {{"vendor", cpuinfo_field("vendor_id")},
+              {"family", cpuinfo_field("cpu family")},
+              {"model", cpuinfo_field("model\t")},
+              {"stepping", cpuinfo_field("stepping")},
+              {"model_name", cpuinfo_field("model name")},
+              {"isa", isa_names(hw)},
+              {"online_cpus", online_cpus()}};
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    if (line.rfind("MemTotal:", 0) == 0) {
+      j["memory_bytes"] = static_cast<int64_t>(std::stod(line.substr(9)) * 1024);
+    }
+  }
+  std::ifstream os_release("/etc/os-release");
+  for (std::string line; std::getline(os_release, line);) {
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+      j["os"] = v;
+    }
+  }
+  struct utsname u {};
+  if (uname(&u) == 0) j["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  double load[3] = {0, 0, 0};
+  if (getloadavg(load, 3) == 3) j["load_average"] = {load[0], load[1], load[2]};
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  nlohmann::json args = nlohmann::json::array();
+  for (std::string arg; std::getline(cmdline, arg, '\0');) args.push_back(arg);
+  j["command_line"] = args;
 }
 
 }  // namespace
@@ -103,57 +138,7 @@ double available_memory_bytes() {
   return avail;
 }
 
-std::string utc_now(const char* format) {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof(buf), format, &tm);
-  return buf;
-}
-
-std::string utc_now_iso8601() { return utc_now("%Y-%m-%dT%H:%M:%SZ"); }
-
 std::string build_type() { return TB_BUILD_TYPE; }
-
-namespace {
-
-// The machine beside the device: CPU identity and instruction sets, memory, OS and kernel, the
-// load when the run started and the command line (what pyperf records with a result).
-void machine_facts_(nlohmann::json& j) {
-  const CpuIsa hw = hardware_isa();
-  j["cpu"] = {{"vendor", cpuinfo_field("vendor_id")},
-              {"family", cpuinfo_field("cpu family")},
-              {"model", cpuinfo_field("model\t")},
-              {"stepping", cpuinfo_field("stepping")},
-              {"model_name", cpuinfo_field("model name")},
-              {"isa", isa_names(hw)},
-              {"online_cpus", online_cpus()}};
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string line; std::getline(meminfo, line);) {
-    if (line.rfind("MemTotal:", 0) == 0) {
-      j["memory_bytes"] = static_cast<int64_t>(std::stod(line.substr(9)) * 1024);
-    }
-  }
-  std::ifstream os_release("/etc/os-release");
-  for (std::string line; std::getline(os_release, line);) {
-    if (line.rfind("PRETTY_NAME=", 0) == 0) {
-      std::string v = line.substr(12);
-      v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
-      j["os"] = v;
-    }
-  }
-  struct utsname u {};
-  if (uname(&u) == 0) j["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
-  double load[3] = {0, 0, 0};
-  if (getloadavg(load, 3) == 3) j["load_average"] = {load[0], load[1], load[2]};
-  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
-  nlohmann::json args = nlohmann::json::array();
-  for (std::string arg; std::getline(cmdline, arg, '\0');) args.push_back(arg);
-  j["command_line"] = args;
-}
-
-}  // namespace
 
 std::string libtorch_version() { return TORCH_VERSION; }
 

@@ -6,12 +6,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <iomanip>
 #include <sstream>
 
 #include "trainbench/core/config.h"
 #include "trainbench/core/log.h"
-#include "trainbench/report/env_info.h"
+#include "trainbench/core/timing.h"
+#include "trainbench/report/report_columns.h"
 
 namespace trainbench {
 namespace {
@@ -20,16 +20,9 @@ double now_s_() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::string fmt_(double v, int precision) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(precision) << v;
-  return os.str();
-}
-
 // "-" for a figure that is missing or not finite (an interrupted run's speed), as bench report.
 std::string num_or_dash_(const nlohmann::json& v, int precision, double scale = 1.0) {
-  return v.is_number() && std::isfinite(v.get<double>()) ? fmt_(v.get<double>() * scale, precision)
-                                                         : "-";
+  return v.is_number() && std::isfinite(v.get<double>()) ? fixed_text(v, precision, scale) : "-";
 }
 
 // A switch as the command line writes it: 0 or 1 (config.json holds true/false).
@@ -56,8 +49,6 @@ std::string format_duration(double seconds) {
 Progress::Progress(int64_t total_steps, bool live)
     : total_(total_steps), live_(live), tty_(live && isatty(STDERR_FILENO)), start_s_(now_s_()) {}
 
-std::string clock_utc() { return utc_now("%H:%M:%SZ"); }
-
 void Progress::clear_() {
   if (drawn_) std::fprintf(stderr, "\r\033[K");
   drawn_ = false;
@@ -81,17 +72,18 @@ void Progress::update(int64_t step, double loss, double tokens_per_s, double ste
 void Progress::window(int64_t step, double loss, double sequences_per_s, double tokens_per_s,
                       double step_s) {
   clear_();
-  log_info(clock_utc() + "  step " + std::to_string(step) + "/" + std::to_string(total_) +
-           "  loss " + fmt_(loss, 4) + "  " + fmt_(sequences_per_s, 1) + " seq/s  " +
-           fmt_(tokens_per_s, 0) + " tok/s" + (step < total_ ? "  " + eta_(step, step_s) : ""));
+  log_info(utc_now("%H:%M:%SZ") + "  step " + std::to_string(step) + "/" + std::to_string(total_) +
+           "  loss " + fixed_text(loss, 4) + "  " + fixed_text(sequences_per_s, 1) + " seq/s  " +
+           fixed_text(tokens_per_s, 0) + " tok/s" +
+           (step < total_ ? "  " + eta_(step, step_s) : ""));
 }
 
 void Progress::early_step(int64_t step, double loss, double step_s, bool warmup) {
   if (!live_) return;
   clear_();
   log_info("step " + std::to_string(step) + "/" + std::to_string(total_) +
-           (warmup ? " (warm-up)" : "") + "  loss " + fmt_(loss, 4) + "  " + fmt_(step_s, 3) +
-           " s/step");
+           (warmup ? " (warm-up)" : "") + "  loss " + fixed_text(loss, 4) + "  " +
+           fixed_text(step_s, 3) + " s/step");
 }
 
 std::string Progress::eta_(int64_t step, double step_s) const {
@@ -105,7 +97,7 @@ void Progress::projection(int64_t steps_left, double step_s, bool cpu) {
   if (!live_) return;
   const double seconds = static_cast<double>(steps_left) * step_s;
   std::string line = "projected: " + format_duration(seconds) + " for the " +
-                     std::to_string(steps_left) + " steps left at " + fmt_(step_s, 3) +
+                     std::to_string(steps_left) + " steps left at " + fixed_text(step_s, 3) +
                      " s/step (evaluations not included)";
   if (cpu && seconds > kSlowRunSeconds) {
     line +=

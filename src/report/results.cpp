@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -14,7 +13,6 @@
 #include "trainbench/core/config.h"
 #include "trainbench/core/errors.h"
 #include "trainbench/core/run_files.h"
-#include "trainbench/report/run_lock.h"
 
 namespace trainbench {
 
@@ -49,8 +47,9 @@ void check_run_dir(const std::string& dir, bool overwrite) {
                     "' already holds results; choose another --save_dir or pass --overwrite 1");
 }
 
-void write_json_atomic(const std::string& path, const nlohmann::json& value) {
-  write_file_atomic(path, value.dump(2) + "\n");
+void write_run_json(const std::string& dir, RunFile file, nlohmann::json& value) {
+  value["schema_version"] = kSchemaVersion;
+  write_file_atomic(run_file(dir, file), value.dump(2) + "\n");
 }
 
 nlohmann::json read_json_file(const std::string& path) {
@@ -93,16 +92,6 @@ ResultWriter::~ResultWriter() {
   if (metrics_fd_ >= 0) ::close(metrics_fd_);
 }
 
-void ResultWriter::write_config(nlohmann::json config) {
-  config["schema_version"] = kSchemaVersion;
-  write_json_atomic(run_file(dir_, RunFile::kConfig), config);
-}
-
-void ResultWriter::write_env(nlohmann::json env) {
-  env["schema_version"] = kSchemaVersion;
-  write_json_atomic(run_file(dir_, RunFile::kEnv), env);
-}
-
 void ResultWriter::append_metric(nlohmann::json line) {
   line["schema_version"] = kSchemaVersion;
   const std::string text = line.dump() + "\n";
@@ -114,11 +103,6 @@ void ResultWriter::append_metric(nlohmann::json line) {
     throw RunError("cannot append to '" + dir_ +
                    "/metrics.jsonl': " + (n < 0 ? std::strerror(errno) : "short write"));
   }
-}
-
-void ResultWriter::write_summary(nlohmann::json summary) {
-  summary["schema_version"] = kSchemaVersion;
-  write_json_atomic(run_file(dir_, RunFile::kSummary), summary);
 }
 
 }  // namespace trainbench

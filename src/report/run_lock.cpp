@@ -6,15 +6,17 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "trainbench/core/errors.h"
 #include "trainbench/core/log.h"
 #include "trainbench/core/run_files.h"
-#include "trainbench/report/env_info.h"
+#include "trainbench/core/timing.h"
 
 namespace trainbench {
 
@@ -51,9 +53,14 @@ RunFolderLock RunFolderLock::acquire(const std::string& dir, bool create) {
   if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     if (err == EWOULDBLOCK) {
-      std::ifstream in(path);
+      // The holder names itself just after its flock: a refusal in between waits for the name
+      // (up to half a second).
       std::string holder;
-      std::getline(in, holder);
+      for (int i = 0; i < 50 && holder.empty(); ++i) {
+        if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        std::ifstream in(path);
+        std::getline(in, holder);
+      }
       throw ConfigError("run folder '" + dir + "' is in use by " +
                         (holder.empty() ? std::string("another bench process") : holder) +
                         "; wait for it to end, or choose another --save_dir");

@@ -7,7 +7,6 @@
 #include <limits>
 #include <sstream>
 
-#include "trainbench/core/timing.h"
 #include "trainbench/measure/stats.h"
 #include "trainbench/report/report_columns.h"
 
@@ -43,10 +42,10 @@ Aggregate aggregate(const SpeedTable& t, const std::string& dtype, const std::st
   a.values = v;
   if (v.empty()) return a;
   const size_t n = v.size();
-  const StepStats st = step_stats(v);  // median, min and max of any list (core/timing.h)
-  a.median = st.median_ms;
-  a.min = st.min_ms;
-  a.max = st.max_ms;
+  const SampleSummary st = summarize(v);
+  a.median = st.median;
+  a.min = st.min;
+  a.max = st.max;
   double mean = 0, sq = 0;
   for (double x : v) mean += x / static_cast<double>(n);
   for (double x : v) sq += (x - mean) * (x - mean) / static_cast<double>(n);
@@ -54,9 +53,41 @@ Aggregate aggregate(const SpeedTable& t, const std::string& dtype, const std::st
   return a;
 }
 
+namespace {
+
+// A speed in three significant figures or whole numbers: 1093, 98.1, 3.53.
 std::string speed_text(double v) {
   return fixed_text(nlohmann::json(v), v >= 100 ? 0 : v >= 10 ? 1 : 2);
 }
+
+std::vector<std::string> split_(const std::string& s, const std::string& sep) {
+  std::vector<std::string> out;
+  for (size_t at = 0;;) {
+    const size_t next = s.find(sep, at);
+    out.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    if (next == std::string::npos) return out;
+    at = next + sep.size();
+  }
+}
+
+// The times to target of a cell's completed runs that had a target: seconds, infinity for a
+// run that did not reach it (MLPerf's rule: a run that does not converge takes forever).
+std::vector<double> target_times_(const SpeedTable& t, const std::string& dtype,
+                                  const std::string& label, std::vector<double>* steps = nullptr) {
+  std::vector<double> v;
+  const auto it = t.cells.find({dtype, label});
+  if (it == t.cells.end()) return v;
+  for (const RunRecord* r : it->second) {
+    if (r->status != "completed" || !r->target.is_object()) continue;
+    const nlohmann::json time = r->target.value("time_to_target_s", nlohmann::json());
+    v.push_back(time.is_number() ? time.get<double>() : std::numeric_limits<double>::infinity());
+    const nlohmann::json step = r->target.value("steps_to_target", nlohmann::json());
+    if (steps && step.is_number()) steps->push_back(step.get<double>());
+  }
+  return v;
+}
+
+}  // namespace
 
 std::string p_text(double p) { return p < 0.001 ? "<0.001" : fixed_text(nlohmann::json(p), 3); }
 
@@ -98,20 +129,6 @@ bool within_spread(const SpeedTable& t, const std::string& dtype, const std::str
   return a.count > 1 && b.count > 1 && a.min <= b.max && b.min <= a.max;
 }
 
-namespace {
-
-std::vector<std::string> split_(const std::string& s, const std::string& sep) {
-  std::vector<std::string> out;
-  for (size_t at = 0;;) {
-    const size_t next = s.find(sep, at);
-    out.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
-    if (next == std::string::npos) return out;
-    at = next + sep.size();
-  }
-}
-
-}  // namespace
-
 std::string shorten_labels(std::vector<RunRecord>& runs) {
   const std::string framework = runs[0].label.substr(0, runs[0].label.find(' '));
   const bool one_framework = std::all_of(runs.begin(), runs.end(), [&](const RunRecord& r) {
@@ -144,27 +161,6 @@ std::string shorten_labels(std::vector<RunRecord>& runs) {
   }
   return common;
 }
-
-namespace {
-
-// The times to target of a cell's completed runs that had a target: seconds, infinity for a
-// run that did not reach it (MLPerf's rule: a run that does not converge takes forever).
-std::vector<double> target_times_(const SpeedTable& t, const std::string& dtype,
-                                  const std::string& label, std::vector<double>* steps = nullptr) {
-  std::vector<double> v;
-  const auto it = t.cells.find({dtype, label});
-  if (it == t.cells.end()) return v;
-  for (const RunRecord* r : it->second) {
-    if (r->status != "completed" || !r->target.is_object()) continue;
-    const nlohmann::json time = r->target.value("time_to_target_s", nlohmann::json());
-    v.push_back(time.is_number() ? time.get<double>() : std::numeric_limits<double>::infinity());
-    const nlohmann::json step = r->target.value("steps_to_target", nlohmann::json());
-    if (steps && step.is_number()) steps->push_back(step.get<double>());
-  }
-  return v;
-}
-
-}  // namespace
 
 std::string target_table(const SpeedTable& t, const std::string& baseline) {
   std::ostringstream rows;

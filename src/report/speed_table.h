@@ -34,8 +34,6 @@ struct Aggregate {
 };
 Aggregate aggregate(const SpeedTable& t, const std::string& dtype, const std::string& label);
 
-// A speed in three significant figures or whole numbers: 1093, 98.1, 3.53.
-std::string speed_text(double v);
 // A p-value in three decimals, "<0.001" below.
 std::string p_text(double p);
 // A cell of the speed table: the median of the completed repetitions ("98.1", with n= and the

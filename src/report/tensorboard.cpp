@@ -85,6 +85,12 @@ tensorboard::Event hparams_event_(const std::string& tag, int64_t step, double w
   return e;
 }
 
+// TFRecord's mask of the CRC-32C of `n` bytes.
+uint32_t masked_crc32c(const void* data, size_t n) {
+  const uint32_t c = crc32c(data, n);
+  return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
 }  // namespace
 
 uint32_t crc32c(const void* data, size_t n, const CpuIsa& isa) {
@@ -99,11 +105,6 @@ uint32_t crc32c(const void* data, size_t n, const CpuIsa& isa) {
 uint32_t crc32c(const void* data, size_t n) {
   static const CpuIsa isa = hardware_isa();
   return crc32c(data, n, isa);
-}
-
-uint32_t masked_crc32c(const void* data, size_t n) {
-  const uint32_t c = crc32c(data, n);
-  return ((c >> 15) | (c << 17)) + 0xa282ead8u;
 }
 
 std::string tfrecord(const std::string& payload) {

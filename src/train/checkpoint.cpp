@@ -124,6 +124,38 @@ std::string damage_(const std::string& path) {
   return "";
 }
 
+// Restores trainer and the default RNG from a checkpoint; returns its step.
+int64_t load_checkpoint(const std::string& path, Trainer& trainer) {
+  torch::serialize::InputArchive archive, model, optimizer;
+  try {
+    archive.load_from(path);
+    archive.read("model", model);
+    archive.read("optimizer", optimizer);
+  } catch (const c10::Error& e) {
+    throw RunError("cannot read checkpoint '" + path + "': " + e.what_without_backtrace());
+  }
+  trainer.model().load(model);
+  if (FusedAdam* fused = trainer.fused_adam()) {
+    fused->load(optimizer);
+  } else {
+    trainer.optimizer().load(optimizer);
+  }
+  c10::IValue step, scale, tracker, skipped;
+  archive.read("step", step);
+  archive.read("scaler_scale", scale);
+  archive.read("scaler_growth_tracker", tracker);
+  archive.read("scaler_skipped", skipped);
+  torch::Tensor rng;
+  archive.read("rng_cpu", rng, /*is_buffer=*/true);
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(rng);
+  }
+  trainer.restore(step.toInt(), scale.toDouble(), tracker.toInt(), skipped.toInt());
+  return step.toInt();
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& run_dir, int64_t step, Trainer& trainer, int64_t keep) {
@@ -193,37 +225,6 @@ std::pair<std::string, int64_t> load_newest_whole_checkpoint(const std::string& 
   }
   throw ConfigError("--resume: '" + run_dir + "' holds no checkpoint that reads whole (" + skipped +
                     "); start the run again");
-}
-
-int64_t load_checkpoint(const std::string& path, Trainer& trainer) {
-  torch::serialize::InputArchive archive, model, optimizer;
-  try {
-    archive.load_from(path);
-    archive.read("model", model);
-    archive.read("optimizer", optimizer);
-  } catch (const c10::Error& e) {
-    throw RunError("cannot read checkpoint '" + path + "': " + e.what_without_backtrace());
-  }
-  trainer.model().load(model);
-  if (FusedAdam* fused = trainer.fused_adam()) {
-    fused->load(optimizer);
-  } else {
-    trainer.optimizer().load(optimizer);
-  }
-  c10::IValue step, scale, tracker, skipped;
-  archive.read("step", step);
-  archive.read("scaler_scale", scale);
-  archive.read("scaler_growth_tracker", tracker);
-  archive.read("scaler_skipped", skipped);
-  torch::Tensor rng;
-  archive.read("rng_cpu", rng, /*is_buffer=*/true);
-  {
-    auto gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(rng);
-  }
-  trainer.restore(step.toInt(), scale.toDouble(), tracker.toInt(), skipped.toInt());
-  return step.toInt();
 }
 
 std::vector<std::string> resume_config_differences(const nlohmann::json& saved,

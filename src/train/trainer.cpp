@@ -1,7 +1,6 @@
 // Trainer: one training step and evaluation. The step is what the benchmark times.
 #include "trainbench/train/trainer.h"
 
-#include <cmath>
 #include <limits>
 
 #include <ATen/record_function.h>

@@ -191,7 +191,7 @@ TEST(FusedOps, AQkvBiasAddedAsTheHeadsAreSplitIsTheBiasAddedFirst) {
 }
 
 // 16-bit rows on the native route: the linear adds the qkv bias (rounded once with the product)
-// and is given it detached; the attention, told the rows hold it, adds nothing and returns its
+// and is given it detached; the attention adds nothing to 16-bit rows and returns its
 // gradient from the merge of the rows' gradient. Against the linear computing that gradient
 // itself: the output and every gradient bit for bit (the same column sums, in the same order).
 TEST(FusedOps, AQkvBiasInTheRowsHasItsGradientFromTheAttentionsMerge) {
@@ -206,8 +206,7 @@ TEST(FusedOps, AQkvBiasInTheRowsHasItsGradientFromTheAttentionsMerge) {
     const auto run = [&](bool in_rows) {
       const Tensor rows =
           fused_linear(x, w, in_rows ? bias.detach() : bias, run_format(dt), run_format(dt));
-      const Tensor out =
-          causal_attention(rows, s, h, run_format(dt), 0, in_rows ? bias : Tensor(), in_rows);
+      const Tensor out = causal_attention(rows, s, h, run_format(dt), 0, in_rows ? bias : Tensor());
       out.backward(g);
       std::vector<Tensor> r{out.detach(), x.grad().clone(), w.grad().clone(), bias.grad().clone()};
       for (const Tensor& t : {x, w, bias}) t.mutable_grad() = Tensor();
@@ -235,13 +234,7 @@ TEST(FusedOps, CausalAttentionRefusesRowsThatAreNotQkvOfItsHeads) {
               causal_attention(rows, 4, 2, run_format(torch::kBFloat16));
             }).find("causal_attention: qkv rows in Float for a run in bfloat16 (BFloat16 only)"),
             std::string::npos);
-  // A bias: only to float32 or float64 rows (16-bit rows are rounded: their linear adds it),
-  // and only of the rows' width in their accumulation dtype.
-  const Tensor rows16 = rows.to(torch::kBFloat16);
-  EXPECT_NE(error_of([&] {
-              causal_attention(rows16, 4, 2, run_format(torch::kBFloat16), 0, torch::zeros({24}));
-            }).find("a bias with BFloat16 qkv rows; it is added to float32 or float64 rows only"),
-            std::string::npos);
+  // A bias only of the rows' width.
   EXPECT_NE(error_of([&] {
               causal_attention(rows, 4, 2, f32, 0, torch::zeros({23}));
             }).find("a qkv bias of 24 values; got [23]"),

@@ -30,8 +30,4 @@ CliResult parse_cli(int argc, const char* const* argv);
 // {scalar's key: its tag} (report/tensorboard.h)}.
 nlohmann::json flag_table_json();
 
-// The known flag closest to an unknown `name` (an edit distance of at most 2, or one that
-// starts with it), or "" when none is close: "num_layers" → "num_layer".
-std::string closest_flag(const std::string& name);
-
 }  // namespace trainbench

@@ -8,30 +8,12 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "trainbench/core/config.h"
 
 namespace trainbench {
-
-// "RUN_DIR/rep-K".
-std::string repetition_dir(const std::string& run_dir, int64_t k);
-
-// The command line of repetition K's process: `self`, the preset and every flag that differs
-// from it, --repeat 1, --run_folder RUN_DIR/rep-K (and --overwrite as given).
-std::vector<std::string> repetition_args(const RunConfig& cfg, const std::string& self,
-                                         const std::string& run_dir, int64_t k);
-
-// summary.json of a folder of `planned` repetitions, from their own summary.json files:
-// status (completed when every one completed; else the first other status, or "incomplete"
-// while some have not run), repetitions {planned, completed, folders, statuses}, statistics
-// {sequences_per_s, tokens_per_s, step_time_ms_median, mfu, final_train_bpb, final_valid_bpb:
-// count, mean, median, stddev, cv, min, max, samples} over the completed ones, and the run
-// fields the tables read (sequences_per_s, tokens_per_s, mfu, ...: their medians; step_time_ms
-// {median of medians, min, max}; peak_memory_bytes: the largest).
-nlohmann::json aggregate_repetitions(const std::string& run_dir, int64_t planned);
 
 struct RepeatResult {
   std::string run_dir;

@@ -9,12 +9,12 @@
 #include <torch/types.h>
 #include <nlohmann/json.hpp>
 
-#include "trainbench/core/timing.h"
 #include "trainbench/dist/dist.h"
 #include "trainbench/dist/grad_sync.h"
 #include "trainbench/measure/cpu_noise.h"
 #include "trainbench/measure/flops.h"
 #include "trainbench/measure/gemm_probe.h"
+#include "trainbench/measure/stats.h"
 #include "trainbench/model/model.h"
 
 namespace trainbench {
@@ -75,13 +75,13 @@ struct SpeedJudgement {
   double achieved_flops_per_s = 0;  // one process's model FLOP rate at the median step
   nlohmann::json noise;             // null without timed steps
 };
-SpeedJudgement judge_speed(const StepStats& stats, const std::vector<double>& step_ms,
+SpeedJudgement judge_speed(const SampleSummary& stats, const std::vector<double>& step_ms,
                            const std::vector<StepInterference>& interference, const PeakFlops& peak,
                            double flops_per_step, bool warn);
 
 // The multi-process part of summary.json: per-rank step and communication times, gathered with
 // one all-reduce, and whether every replica holds the same parameters.
 nlohmann::json dist_summary(DistContext& dist, const GradSync& sync, LanguageModel& model,
-                            const StepStats& stats, const std::vector<double>& comm_ms);
+                            const SampleSummary& stats, const std::vector<double>& comm_ms);
 
 }  // namespace trainbench

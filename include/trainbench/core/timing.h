@@ -1,8 +1,8 @@
-// Clock reads that follow the device: synchronize first, then read a steady clock.
+// Clock reads: a steady clock that follows the device (synchronize first, then read), and the
+// time of day in UTC for logs and records.
 #pragma once
 
-#include <cstdint>
-#include <vector>
+#include <string>
 
 // Declared, not included: the files that only read the clock or the host facts stay torch-free.
 namespace c10 {
@@ -11,20 +11,13 @@ struct Device;
 
 namespace trainbench {
 
-// Waits for all queued work on `device` (a no-op on CPU, where ops are synchronous).
-void device_synchronize(const c10::Device& device);
-
-// Seconds on a monotonic clock, read after device_synchronize(device).
+// Seconds on a monotonic clock, read after all queued work on `device` is done (no wait on
+// CPU, where ops are synchronous).
 double synchronized_now_s(const c10::Device& device);
 
-struct StepStats {
-  double median_ms = 0;
-  double min_ms = 0;
-  double max_ms = 0;
-  int64_t count = 0;
-};
-
-// Median (mean of the middle two for an even count), min and max of step times in ms.
-StepStats step_stats(std::vector<double> step_ms);
+// The time now in UTC, as strftime's `format` writes it.
+std::string utc_now(const char* format);
+// ISO-8601 UTC timestamp, e.g. 2026-11-30T10:23:40Z.
+std::string utc_now_iso8601();
 
 }  // namespace trainbench

@@ -199,11 +199,12 @@ struct AdamCoefs {
   float beta1, beta2, c1, c2, step_size, bc2_sqrt, eps;
 };
 TB_HOST_DEVICE AdamCoefs adam_coefs(const AdamArgs& a, float t) {
-  const double bc1 = 1 - pow_(a.beta1, t), bc2 = 1 - pow_(a.beta2, t);
-  return {static_cast<float>(a.beta1),     static_cast<float>(a.beta2),
-          static_cast<float>(1 - a.beta1), static_cast<float>(1 - a.beta2),
-          static_cast<float>(a.lr / bc1),  static_cast<float>(sqrt_(bc2)),
-          static_cast<float>(a.eps)};
+  const AdamOptions& o = a.options;
+  const double bc1 = 1 - pow_(o.beta1, t), bc2 = 1 - pow_(o.beta2, t);
+  return {static_cast<float>(o.beta1),     static_cast<float>(o.beta2),
+          static_cast<float>(1 - o.beta1), static_cast<float>(1 - o.beta2),
+          static_cast<float>(o.lr / bc1),  static_cast<float>(sqrt_(bc2)),
+          static_cast<float>(o.eps)};
 }
 // One element: updates the moments m, v with gradient g and returns the new parameter.
 TB_HOST_DEVICE float adam_param(float p, float g, float& m, float& v, const AdamCoefs& k) {

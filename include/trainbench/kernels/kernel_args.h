@@ -55,7 +55,7 @@ constexpr bool operator==(const Format& a, const Format& b) {
   return a.storage == b.storage && a.values == b.values && a.acc == b.acc;
 }
 
-// Every Format a kernel holds (format_of refuses the rest): first the kRunFormats a run
+// Every Format a kernel holds (format_of refuses the rest): first the five a run
 // reaches (its dtype's own storage; on the float32 GEMM route float32 storage of its 16-bit
 // values), then float64, the tests' reference. The kernels are instantiated per entry
 // (storage.h with_format): a run's formats in bench and in the tests, float64 in the test
@@ -69,7 +69,6 @@ inline constexpr Format kFormats[] = {
     {StorageType::kF64, StorageType::kF64, StorageType::kF64},
 };
 inline constexpr int kNumFormats = static_cast<int>(sizeof(kFormats) / sizeof(kFormats[0]));
-inline constexpr int kRunFormats = kNumFormats - 1;
 
 // Rows per chunk of a column reduction (bias, gamma and beta gradients): each chunk writes its
 // own partial sums, which are then added in chunk order, so the result does not depend on the
@@ -226,13 +225,7 @@ struct ColumnSumsArgs {
 // tensors; the CUDA heads launch, from the merged rows it wrote).
 inline ColumnSumsArgs column_sums_args(int64_t rows, int64_t cols, const void* x, void* partials,
                                        Format format) {
-  ColumnSumsArgs a;
-  a.rows = rows;
-  a.cols = cols;
-  a.x = x;
-  a.partials = partials;
-  a.format = format;
-  return a;
+  return {.rows = rows, .cols = cols, .x = x, .partials = partials, .format = format};
 }
 
 // Adam's hyperparameters (train/fused_adam.h FusedAdamOptions), as AdamArgs takes them.
@@ -258,7 +251,7 @@ struct AdamArgs {
   const float* grad_scale = nullptr;  // [], or null: 1
   const float* found_inf = nullptr;   // [], or null: 0
   Format grad_format, copy_format;
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  AdamOptions options;
   auto formats() const { return std::array{grad_format, copy_format}; }
 };
 

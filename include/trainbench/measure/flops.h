@@ -42,9 +42,6 @@ struct PeakFlops {
   nlohmann::json probe;    // gemm_probe: GemmProbe::to_json() (every route measured); else null
 };
 
-// Dense peak of a known GPU for a dtype (float32 means TF32 tensor cores); 0 when unknown.
-double gpu_peak_flops(const std::string& device_name, Precision dtype);
-
 // The peak of a run: --peak_tflops, the GPU table, or on the CPU the fastest product over every
 // route the probe measured for the dtype (one peak per dtype and machine, whatever the run's
 // route; gemm_path names the route that set it); probe.to_json() goes to summary.json's

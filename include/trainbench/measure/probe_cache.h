@@ -25,9 +25,6 @@ std::string probe_cache_file(const RunConfig& cfg);
 // model_gemm_products at the rows the probe times).
 std::string probe_cache_key(const RunPlan& plan, int threads);
 
-// A probe back from GemmProbe::to_json().
-GemmProbe probe_from_json(const nlohmann::json& j);
-
 // Attempts the probe gets before a disturbed measurement is used (and not stored).
 inline constexpr int kProbeAttempts = 3;
 

@@ -17,11 +17,6 @@
 
 namespace trainbench {
 
-// The category of one profiler event name ("aten::addmm" → "gemm", the fused model's
-// "fused::drop_add_layer_norm" → "normalisation", bench's "trainbench::optimizer" scope →
-// "optimizer", ...); "other" for what no rule names.
-std::string op_category(const std::string& event_name);
-
 // The categories in summary.json's "profile", in report order, "untraced" last.
 const std::vector<std::string>& profile_categories();
 
@@ -58,7 +53,7 @@ nlohmann::json profile_breakdown(std::vector<ProfileEvent> events, int64_t steps
 
 class StepProfiler {
  public:
-  StepProfiler();
+  StepProfiler() = default;
   ~StepProfiler();
   StepProfiler(const StepProfiler&) = delete;
   StepProfiler& operator=(const StepProfiler&) = delete;

@@ -33,6 +33,13 @@ inline Tensor contig_(const Tensor& t) { return present_(t) ? t.contiguous() : T
 // stored as stored_(f), holding values_(f)'s values.
 inline c10::ScalarType stored_(const k::Format& f) { return k::dtype_of(f.storage); }
 inline c10::ScalarType values_(const k::Format& f) { return k::dtype_of(f.values); }
+// f for a kernel that reads t in f's accumulation dtype (a bias, the residual stream): any other
+// dtype is refused in one line. what: "op: bias".
+inline const k::Format& reads_acc_(const k::Format& f, const Tensor& t, const char* what) {
+  TORCH_CHECK(t.scalar_type() == k::dtype_of(f.acc), what, " in ", t.scalar_type(),
+              " for a run in ", k::format_name(f), " (", k::dtype_of(f.acc), " only)");
+  return f;
+}
 // The float32 GEMM route: a bfloat16/float16 product is a float32 GEMM of the same values,
 // rounded once to them.
 inline bool upcast_(const k::Format& f) { return f.storage != f.values; }

@@ -70,15 +70,13 @@ torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& w
 // of `block` query rows at or below the diagonal (causal_gemm.h; 0: the block for the GEMM
 // dtype, causal_block_for; >= S: the whole products); 16-bit GEMMs take the whole products (in
 // blocks the key and value gradients would add their blocks' products in 16 bits). bias: the qkv
-// linear's [3*H*hd] (accumulation dtype), or undefined: added to the rows as they are split
-// (before any rounding, so only where qkv is a float32 or float64 product: the linear then runs
-// without its bias), its gradient the column sums of the rows' gradient, which the pass merging
-// dq, dk, dv into rows adds as it writes them. bias_in_rows: the linear added the bias already
-// (16-bit rows, rounded by their GEMM; it was given the bias detached): nothing is added, only
-// its gradient comes from here.
+// linear's [3*H*hd] (accumulation dtype), or undefined: added to float32 or float64 rows as they
+// are split (before any rounding: the linear then runs without it); 16-bit rows, rounded by
+// their GEMM, hold it already (the linear was given it detached). Either way its gradient is the
+// column sums of the rows' gradient, which the pass merging dq, dk, dv into rows adds.
 torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t seq, int64_t heads,
                                const kernels::Format& f, int64_t block = 0,
-                               const torch::Tensor& bias = {}, bool bias_in_rows = false);
+                               const torch::Tensor& bias = {});
 
 // Mean cross-entropy of x w^T + b against targets: x [N, d], w [V, d], b [V] accumulation
 // dtype, targets [N] int64 → scalar in the accumulation dtype. The logits buffer [N, V]

@@ -34,11 +34,6 @@ int available_cores();
 // this process's cgroup has a lower limit. 0 when unknown.
 double available_memory_bytes();
 
-// The time now in UTC, as strftime's `format` writes it.
-std::string utc_now(const char* format);
-// ISO-8601 UTC timestamp, e.g. 2026-11-30T10:23:40Z.
-std::string utc_now_iso8601();
-
 // What sources a binary or a tree holds (scripts/source_id.sh is the one definition): the
 // revision (`git describe`, "-dirty" where the compiled sources differ from that commit,
 // "unknown" outside git), 16 hex digits of SHA-256 over the source files, and the hash of the

@@ -42,9 +42,6 @@ class Progress {
   double start_s_ = 0;
 };
 
-// The time of day in UTC for log lines: "14:35:28Z".
-std::string clock_utc();
-
 // A duration for people: "42s", "3m 10s", "2h 05m", "1d 22h"; "?" when unknown.
 std::string format_duration(double seconds);
 

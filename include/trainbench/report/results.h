@@ -16,9 +16,10 @@ namespace trainbench {
 // folder without overwrite: ConfigError (nothing is touched).
 void check_run_dir(const std::string& dir, bool overwrite);
 
-// Writes `value` to `path` atomically; the file either keeps its old contents or has the new.
-// Throws RunError on any I/O failure.
-void write_json_atomic(const std::string& path, const nlohmann::json& value);
+// Sets value's "schema_version" to kSchemaVersion and writes it to run_file(dir, file)
+// atomically; the file either keeps its old contents or has the new. Throws RunError on any I/O
+// failure.
+void write_run_json(const std::string& dir, RunFile file, nlohmann::json& value);
 
 // Reads a JSON file; throws RunError naming the file when it is missing or malformed.
 nlohmann::json read_json_file(const std::string& path);
@@ -37,11 +38,11 @@ class ResultWriter {
   // Resumed: the run's wall time up to the checkpoint it continues from (the last kept metrics
   // line's elapsed_s), so elapsed_s goes on from there instead of starting again at 0.
   double elapsed_before() const { return elapsed_before_; }
-  void write_config(nlohmann::json config);
-  void write_env(nlohmann::json env);
+  void write_config(nlohmann::json config) { write_run_json(dir_, RunFile::kConfig, config); }
+  void write_env(nlohmann::json env) { write_run_json(dir_, RunFile::kEnv, env); }
   // One JSON object per line, flushed at once so a crash loses nothing already logged.
   void append_metric(nlohmann::json line);
-  void write_summary(nlohmann::json summary);
+  void write_summary(nlohmann::json summary) { write_run_json(dir_, RunFile::kSummary, summary); }
 
  private:
   std::string dir_;

@@ -69,12 +69,11 @@ inline constexpr TensorBoardScalar kTensorBoardScalars[] = {
 // {key: tag} of every row of kTensorBoardScalars.
 nlohmann::json tensorboard_scalars_json();
 
-// CRC-32C (Castagnoli) of `n` bytes, and TFRecord's mask of it: SSE4.2's CRC32 instruction on a
-// CPU with the sets `isa` (core/cpu_isa.h; this CPU's where not given); throws RunError with
-// the one-line way out where it lacks SSE4.2.
+// CRC-32C (Castagnoli) of `n` bytes: SSE4.2's CRC32 instruction on a CPU with the sets `isa`
+// (core/cpu_isa.h; this CPU's where not given); throws RunError with the one-line way out where
+// it lacks SSE4.2.
 uint32_t crc32c(const void* data, size_t n, const CpuIsa& isa);
 uint32_t crc32c(const void* data, size_t n);
-uint32_t masked_crc32c(const void* data, size_t n);
 
 // One TFRecord around `payload`.
 std::string tfrecord(const std::string& payload);

@@ -26,9 +26,6 @@ std::string latest_checkpoint(const std::string& run_dir);
 std::pair<std::string, int64_t> load_newest_whole_checkpoint(const std::string& run_dir,
                                                              Trainer& trainer);
 
-// Restores trainer and the default RNG from a checkpoint; returns its step.
-int64_t load_checkpoint(const std::string& path, Trainer& trainer);
-
 // The keys of two resolved configs that differ, ignoring those that may change on resume
 // (steps, logging and evaluation cadence, checkpointing, threads, output paths).
 std::vector<std::string> resume_config_differences(const nlohmann::json& saved,

@@ -15,7 +15,6 @@
 
 #ifndef TB_ROWS_ISA
 #define TB_ROWS_ISA avx2
-#define TB_ROWS_AVX2 1
 #endif
 
 #include "row_io.h"
