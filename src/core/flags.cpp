@@ -217,7 +217,7 @@ std::vector<FlagSpec> make_table_() {
       resumable(switch_flag(
           "cuda_graph", G::kPrecision, &C::cuda_graph,
           "1: capture the whole step as one CUDA graph after warm-up and replay it (CUDA; needs "
-          "--fused_adam 1, --compile none, --warmup_steps >= 3)")),
+          "--fused_adam 1, --compile none or fused, --warmup_steps >= 3)")),
   };
 }
 

@@ -25,11 +25,6 @@ std::string cuda_graph_config_error(const RunPlan& plan) {
     return "--cuda_graph: 1 is not allowed with --compile torchscript (the TorchScript executor "
            "re-optimizes its graph during the first runs); use --compile none or --cuda_graph 0";
   }
-  if (cfg.compile == CompilePath::kFused) {
-    return "--cuda_graph: 1 is not allowed with --compile fused (its dropout keys are drawn on "
-           "the host each step and a replay would repeat the captured masks); use --compile "
-           "none or --cuda_graph 0";
-  }
   if (cfg.dropout_impl == DropoutImpl::kParallel) {
     return "--cuda_graph: 1 is not allowed with --dropout_impl parallel (a CPU-only kernel); use "
            "--dropout_impl auto|native";

@@ -18,6 +18,12 @@ uint64_t dropout_key() {
   return gen.get<at::CPUGeneratorImpl>()->random64();
 }
 
+uint64_t seed_key() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return splitmix64(gen.current_seed());
+}
+
 torch::Tensor parallel_dropout_mask(const torch::Tensor& like, double p, uint64_t key) {
   TORCH_CHECK(p >= 0 && p < 1, "dropout probability ", p, " is outside [0, 1)");
   torch::Tensor mask = torch::empty(like.sizes(), like.options().requires_grad(false));

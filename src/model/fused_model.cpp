@@ -9,6 +9,7 @@
 // (WeightCopies below).
 #include <unordered_map>
 
+#include "trainbench/core/hash.h"
 #include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/model/dropout.h"
 #include "trainbench/model/fused_ops.h"
@@ -20,10 +21,38 @@ namespace {
 using torch::Tensor;
 namespace k = kernels;
 
-// Dropout with probability p as the fused kernels take it: a fresh key per call (p == 0: off).
-FusedDropout fused_dropout_(double p) {
-  return p > 0 ? FusedDropout{p, dropout_key()} : FusedDropout{};
-}
+// The fused ops' dropout keys. The ops of a training pass take base, base + g, base + 2g, ...
+// in order (base: seed_key(), the seed's hash; g = 2^64 / phi), and the kernels move each by
+// the pass count, which they read where they run (FusedDropout::step): no key comes from the
+// host per step, so a captured CUDA graph's replays draw new masks, and the CPU and the GPU
+// draw the same bits.
+class StepKeys {
+ public:
+  // A pass with dropout p (0, evaluation: none, and no count): the count moves on by one, on
+  // the rows' device.
+  void start(double p, const torch::Device& device) {
+    site_ = 0;
+    if (p == 0) return;
+    base_ = seed_key();
+    if (!count_.defined()) count_ = torch::full({}, done_, torch::dtype(torch::kLong));
+    if (count_.device() != device) count_ = count_.to(device);
+    count_.add_(1);
+  }
+  FusedDropout next(double p) {
+    return p > 0 ? FusedDropout{p, base_ + kGoldenGamma * site_++, count_.const_data_ptr<int64_t>()}
+                 : FusedDropout{};
+  }
+  // A resume: the passes done so far (one a training step).
+  void resume_at(int64_t done) {
+    done_ = done;
+    count_ = Tensor();
+  }
+
+ private:
+  uint64_t base_ = 0, site_ = 0;
+  int64_t done_ = 0;
+  Tensor count_;  // [] int64: the pass count the kernels read
+};
 
 // A weight as the GEMMs read it: rounded to the run's values once per step and held in its
 // storage (float32 on the float32 route, so that each GEMM does not convert it again).
@@ -93,18 +122,17 @@ class FusedBlockImpl : public BlockLayers {
   };
 
   // Returns the stream after this block; seq: tokens per sequence of the rows.
-  Stream forward(const Stream& in, int64_t seq, double p, WeightCopies& weights) {
+  Stream forward(const Stream& in, int64_t seq, double p, WeightCopies& weights, StepKeys& keys) {
     const k::Format& f = format_;
     const k::Format product = k::product_format(f);  // a GEMM's output unrounded
     // LayerNorm (adding the pending branch): {r [N, d] f32, y [N, d] in f, read by the GEMMs}
-    auto h1 = drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias,
-                                  fused_dropout_(p), f);
+    auto h1 =
+        drop_add_layer_norm(in.resid, in.branch, in.bias, ln1->weight, ln1->bias, keys.next(p), f);
     const Tensor attn = attention_(h1[1], seq, weights);  // qkv linear + causal attention
     const Tensor proj = fused_linear(attn, weights.get(out->weight), Tensor(), f, product);
-    auto h2 =
-        drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, fused_dropout_(p), f);
+    auto h2 = drop_add_layer_norm(h1[0], proj, out->bias, ln2->weight, ln2->bias, keys.next(p), f);
     const Tensor hidden =
-        linear_relu_dropout(h2[1], weights.get(ff1->weight), ff1->bias, fused_dropout_(p), f);
+        linear_relu_dropout(h2[1], weights.get(ff1->weight), ff1->bias, keys.next(p), f);
     return {h2[0], fused_linear(hidden, weights.get(ff2->weight), Tensor(), f, product), ff2->bias};
   }
 
@@ -183,6 +211,7 @@ class FusedModel : public ByteModelBase {
     }
     return weights_.make(gemm_weights, parameters());
   }
+  void resume_at(int64_t steps) override { keys_.resume_at(steps); }
 
  protected:
   Tensor body(const Tensor& x) override { return x; }  // unused: forward is the fused one
@@ -195,14 +224,17 @@ class FusedModel : public ByteModelBase {
     const Tensor shifted = embed_shifted(bytes, embed_->weight, pos_).transpose(0, 1).contiguous();
     const double p = is_training() ? options_.dropout : 0.0;
     FusedBlockImpl::Stream st{Tensor(), shifted.view({b * s, d}), Tensor()};
-    for (const auto& block : *blocks) st = block->as<FusedBlockImpl>()->forward(st, s, p, weights_);
+    keys_.start(p, bytes.device());
+    for (const auto& block : *blocks)
+      st = block->as<FusedBlockImpl>()->forward(st, s, p, weights_, keys_);
     // The last FF branch joins the stream with dropout; no LayerNorm follows.
-    return drop_add_layer_norm(st.resid, st.branch, st.bias, Tensor(), Tensor(), fused_dropout_(p),
+    return drop_add_layer_norm(st.resid, st.branch, st.bias, Tensor(), Tensor(), keys_.next(p),
                                options_.format)[1];
   }
 
   torch::nn::ModuleList blocks{nullptr};
   WeightCopies weights_;
+  StepKeys keys_;
 };
 
 }  // namespace

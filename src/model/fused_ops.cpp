@@ -58,7 +58,7 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
   };
   static variable_list forward(AutogradContext* ctx, const Tensor& resid_in,
                                const Tensor& branch_in, const Tensor& bias, const Tensor& gamma,
-                               const Tensor& beta, double p, int64_t key, const k::Format& f) {
+                               const Tensor& beta, FusedDropout drop, const k::Format& f) {
     RECORD_FUNCTION("fused::drop_add_layer_norm", std::vector<c10::IValue>());
     const Tensor resid = contig_(resid_in), branch = branch_in.contiguous();
     if (present_(resid)) reads_acc_(f, resid, "drop_add_layer_norm: resid");
@@ -75,8 +75,7 @@ struct DropAddLn : torch::autograd::Function<DropAddLn> {
     // The bias is required (kernel_args.h): zeros stand for an absent one ([d], negligible).
     const Tensor bias_or_zero = present_(bias) ? bias : torch::zeros({d}, acc_opts);
     const auto a = k::drop_add_ln_args(resid, branch, bias_or_zero, gamma, beta, resid_out, y, mean,
-                                       rstd, k::format_of(branch.scalar_type()), f,
-                                       k::math::dropout_args(p, static_cast<uint64_t>(key)));
+                                       rstd, k::format_of(branch.scalar_type()), f, drop.args());
     run_(a, branch);
     ctx->save_for_backward({resid_out, opt_(mean, branch), opt_(rstd, branch), gamma});
     keep_(ctx, State{a.drop, present_(resid), present_(bias), a.branch_format, a.out_format});
@@ -120,7 +119,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     double scale = 1;  // the dropout's
   };
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
-                        double p, int64_t key, const k::Format& f) {
+                        FusedDropout drop, const k::Format& f) {
     RECORD_FUNCTION("fused::linear_relu_dropout", std::vector<c10::IValue>());
     // The hidden in f.storage (the kernel rounds the GEMM's output to f's values as it reads it
     // and its result as it stores it): the FF-out GEMMs read it, and the gradient the kernel
@@ -129,7 +128,7 @@ struct LinearReluDropout : torch::autograd::Function<LinearReluDropout> {
     const Tensor x_up = keep_input_(x, f, "linear_relu_dropout: x", &st.in);
     Tensor out = linear_(x_up, w, Tensor(), f, stored_(f));  // [N, f]
     const auto a = k::bias_relu_dropout_args(out, b, reads_acc_(f, b, "linear_relu_dropout: bias"),
-                                             k::math::dropout_args(p, static_cast<uint64_t>(key)));
+                                             drop.args());
     run_(a, out);
     ctx->save_for_backward({x_up, w, out});
     st.format = a.format;
@@ -201,11 +200,17 @@ struct HeadCrossEntropy : torch::autograd::Function<HeadCrossEntropy> {
 
 }  // namespace
 
+k::DropoutArgs FusedDropout::args() const {
+  k::DropoutArgs a = k::math::dropout_args(p, key);
+  a.step = step;
+  return a;
+}
+
 std::vector<Tensor> drop_add_layer_norm(const Tensor& resid, const Tensor& branch,
                                         const Tensor& bias, const Tensor& gamma, const Tensor& beta,
                                         FusedDropout drop, const k::Format& f) {
   return DropAddLn::apply(opt_(resid, branch), branch, opt_(bias, branch), opt_(gamma, branch),
-                          opt_(beta, branch), drop.p, static_cast<int64_t>(drop.key), f);
+                          opt_(beta, branch), drop, f);
 }
 
 Tensor fused_linear(const Tensor& x, const Tensor& w, const Tensor& b, const k::Format& f,
@@ -215,7 +220,7 @@ Tensor fused_linear(const Tensor& x, const Tensor& w, const Tensor& b, const k::
 
 Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, FusedDropout drop,
                            const k::Format& f) {
-  return LinearReluDropout::apply(x, w, b, drop.p, static_cast<int64_t>(drop.key), f);
+  return LinearReluDropout::apply(x, w, b, drop, f);
 }
 
 Tensor head_cross_entropy(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& targets,

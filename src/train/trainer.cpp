@@ -108,6 +108,7 @@ void Trainer::apply_gradients_() {
 
 void Trainer::restore(int64_t steps_done, double scale, int64_t growth_tracker, int64_t skipped) {
   steps_done_ = steps_done;
+  model_->resume_at(steps_done);
   scaler_.restore(scale, growth_tracker, skipped);
 }
 

@@ -52,8 +52,8 @@ TEST(GpuFlags, BadValuesAndCombinationsNameTheFlagValueAndAllowed) {
        "host, which a captured graph would freeze); use --fused_adam 1 or --cuda_graph 0"},
       {{"--cuda_graph", "1", "--fused_adam", "1", "--compile", "1"},
        "--cuda_graph: 1 is not allowed with --compile torchscript"},
-      {{"--cuda_graph", "1", "--fused_adam", "1", "--compile", "fused"},
-       "--cuda_graph: 1 is not allowed with --compile fused"},
+      {{"--cuda_graph", "1", "--fused_adam", "1", "--compile", "fused", "--device", "cpu"},
+       "--cuda_graph: 1 needs a CUDA device (this run is on cpu)"},  // fused is captured
       {{"--cuda_graph", "1", "--fused_adam", "1", "--dropout_impl", "parallel"},
        "--cuda_graph: 1 is not allowed with --dropout_impl parallel (a CPU-only kernel); use "
        "--dropout_impl auto|native"},

@@ -30,5 +30,29 @@ TEST(CudaGraph, CapturedRunMatchesTheEagerRunWithin1e3Over50Steps) {
   }
 }
 
+// The fused path captured (--compile fused): its dropout keys follow a step count on the
+// device (model/fused_model.cpp), so with dropout the replays draw eager's masks step for step
+// (a graph that froze the first step's masks would leave eager's losses from the second step).
+TEST(CudaGraph, TheFusedStepCapturedWithDropoutTrainsEagersLosses) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  for (const char* dtype : {"float32", "bfloat16", "float16"}) {
+    RunConfig c = testing::tiny_config();
+    c.device = DeviceChoice::kCuda;
+    c.dtype = choice_of<Precision>("dtype", dtype);
+    c.compile = CompilePath::kFused;
+    c.dropout = 0.1;
+    c.fused_adam = 1;
+    c.warmup_steps = 3;
+    const auto eager = testing::train_losses(c, 30, torch::kCUDA);
+    c.cuda_graph = 1;
+    const auto graphed = testing::train_losses(c, 30, torch::kCUDA);
+    ASSERT_EQ(graphed.size(), eager.size());
+    for (size_t i = 0; i < eager.size(); ++i) {
+      EXPECT_NEAR(graphed[i], eager[i], 1e-4 * std::max(1.0, eager[i]))
+          << dtype << " step " << i + 1;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trainbench

@@ -58,6 +58,37 @@ TEST(KernelRun, DropAddLnWithoutResidualOrLayerNormIsBranchPlusBias) {
   EXPECT_TRUE(torch::equal(y, want.to(torch::kBFloat16)));
 }
 
+// A step count given to the dropout (DropoutArgs::step, read where the kernel runs) moves the
+// key by step * 2^64 / phi: the masks of step 7 are those of the moved key given as it is, and
+// not those of step 0. Through DropAddLn (p = 0.5, so about half the elements differ) and the
+// bias + ReLU + dropout rows.
+TEST(KernelRun, ADropoutStepMovesTheKeyItsMasksAreDrawnWith) {
+  const torch::Tensor branch = torch::randn({33, 40}), bias = torch::randn({40});
+  const k::Format f = k::format_of(torch::kFloat);
+  const auto drop_add = [&](k::DropoutArgs d) {
+    torch::Tensor resid_out = torch::empty({33, 40}), y = torch::empty({33, 40});
+    k::run(k::drop_add_ln_args({}, branch, bias, {}, {}, resid_out, y, {}, {}, f, f, d),
+           c10::DeviceType::CPU);
+    return y;
+  };
+  const auto relu = [&](k::DropoutArgs d) {
+    torch::Tensor x = branch.clone();
+    k::run(k::bias_relu_dropout_args(x, bias, f, d), c10::DeviceType::CPU);
+    return x;
+  };
+  const int64_t step = 7;
+  k::DropoutArgs counted = k::math::dropout_args(0.5, 9), moved = counted, zero = counted;
+  counted.step = &step;
+  moved.key += 7 * 0x9e3779b97f4a7c15ull;
+  const int64_t none = 0;
+  zero.step = &none;
+  EXPECT_TRUE(torch::equal(drop_add(counted), drop_add(moved)));
+  EXPECT_TRUE(torch::equal(drop_add(zero), drop_add(k::math::dropout_args(0.5, 9))));
+  EXPECT_GT(drop_add(counted).ne(drop_add(zero)).sum().item<int64_t>(), 33 * 40 / 4);
+  EXPECT_TRUE(torch::equal(relu(counted), relu(moved)));
+  EXPECT_FALSE(torch::equal(relu(counted), relu(zero)));
+}
+
 // The CPU rows convert a 16-bit row into a float buffer and back (kernels/cpu/rows.cpp: 8
 // values per vector instruction, then one at a time): through DropAddLn without residual,
 // LayerNorm or dropout (resid_out = 0 + (branch + bias) in float, y = the same rounded), every

@@ -136,6 +136,15 @@ TEST(FusedModel, DropoutIsDeterministicPerSeedAndOffInEvaluation) {
   EXPECT_TRUE(torch::equal(m->forward(bytes), m->forward(bytes)));
   m->train();
   EXPECT_FALSE(torch::equal(m->forward(bytes), m->forward(bytes)));
+  // The masks follow the pass count (fused_model.cpp StepKeys), not the generator's draws: the
+  // same seed draws the same masks pass for pass, and a model told it resumes after one pass
+  // draws the second pass's.
+  auto fresh = seeded_(c, "fused"), resumed = seeded_(c, "fused");
+  const torch::Tensor first = fresh->forward(bytes), second = fresh->forward(bytes);
+  torch::randn({7});  // a draw from the generator moves no mask
+  resumed->resume_at(1);
+  EXPECT_TRUE(torch::equal(resumed->forward(bytes), second));
+  EXPECT_FALSE(torch::equal(first, second));
 }
 
 }  // namespace

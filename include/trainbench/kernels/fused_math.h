@@ -57,7 +57,14 @@ template <typename A>
 TB_HOST_DEVICE A dropout_factor(uint64_t key, uint64_t index, uint32_t threshold, A scale) {
   return dropout_keep(key, index, threshold) ? scale : A(0);
 }
-// The factor of element `index` under a kernel's dropout arguments.
+// A kernel's dropout arguments with the key of the step they read (DropoutArgs::step): the key
+// moved by step * 2^64 / phi, read once, where the kernel runs.
+TB_HOST_DEVICE DropoutArgs at_step(DropoutArgs d) {
+  if (d.step != nullptr) d.key += static_cast<uint64_t>(*d.step) * 0x9e3779b97f4a7c15ull;
+  d.step = nullptr;
+  return d;
+}
+// The factor of element `index` under a kernel's dropout arguments (after at_step).
 template <typename A>
 TB_HOST_DEVICE A dropout_factor(const DropoutArgs& d, uint64_t index) {
   return dropout_factor(d.key, index, d.threshold, static_cast<A>(d.scale));

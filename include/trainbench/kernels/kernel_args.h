@@ -82,6 +82,10 @@ struct DropoutArgs {
   uint64_t key = 0;
   uint32_t threshold = 0;  // 0 keeps every element
   double scale = 1;
+  // The step the masks are drawn for, read where the kernel runs (a device scalar on CUDA, so
+  // that a captured graph's replays draw new masks), or null: the key as it is (fused_math.h
+  // at_step).
+  const int64_t* step = nullptr;
 };
 
 // r' = resid + dropout(branch + bias); y = LayerNorm(r') (gamma given) or r' itself; [N, d].

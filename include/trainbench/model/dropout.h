@@ -11,10 +11,13 @@
 
 namespace trainbench {
 
-// One draw from LibTorch's default CPU generator: the key of one dropout mask (here and in the
-// fused kernels, kernels/fused_math.h), so torch::manual_seed and a checkpoint's generator
-// state fix every mask.
+// One draw from LibTorch's default CPU generator: the key of one dropout mask, so
+// torch::manual_seed and a checkpoint's generator state fix every mask.
 uint64_t dropout_key();
+// The fused kernels' first key (kernels/fused_math.h, model/fused_model.cpp): the default CPU
+// generator's seed hashed, read without a draw (the ranks of a data-parallel run other than 0
+// seed theirs each step, dist.h rank_step_seed, and so draw other masks).
+uint64_t seed_key();
 
 // mask[i] = 1/(1-p) with probability 1-p, else 0; same shape, dtype and device as `like`.
 torch::Tensor parallel_dropout_mask(const torch::Tensor& like, double p, uint64_t key);

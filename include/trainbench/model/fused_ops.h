@@ -27,10 +27,13 @@ namespace trainbench {
 // and writes to f.values. A GEMM op's x is stored as f.storage or f.values (on the float32 route
 // a 16-bit x is copied to float32 once); x's gradient comes back in x's dtype.
 
-// Dropout as the fused kernels apply it: probability p, key from dropout_key() (p == 0: off).
+// Dropout as the fused kernels apply it: probability p (0: off), the op's key, and the step
+// counter the kernels move it by where they run (kernels::DropoutArgs::step; or null).
 struct FusedDropout {
   double p = 0;
   uint64_t key = 0;
+  const int64_t* step = nullptr;
+  kernels::DropoutArgs args() const;
 };
 
 // x w^T (+ b): x [N, in], w [out, in] (f.storage), b [out] accumulation dtype or undefined →

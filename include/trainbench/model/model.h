@@ -55,6 +55,9 @@ class LanguageModel : public torch::nn::Module {
   // backward leaves those weights' gradients in them. The fused model in bfloat16/float16 has
   // them; by default there are none.
   virtual std::vector<torch::Tensor> make_weight_copies() { return {}; }
+  // A resume after `steps` training steps: a model whose dropout masks follow a step count (the
+  // fused one's) counts on from there; by default nothing.
+  virtual void resume_at(int64_t /*steps*/) {}
 };
 
 // What both models share: byte embedding, learned positional encoding [seq_len, d], embedding

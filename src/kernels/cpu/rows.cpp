@@ -45,7 +45,7 @@ void drop_add_ln_(const DropAddLnArgs& a, int64_t c0, int64_t c1) {
   const A* bias = static_cast<const A*>(a.bias);
   const A* gamma = static_cast<const A*>(a.gamma);
   const A* beta = static_cast<const A*>(a.beta);
-  const DropoutArgs drop = a.drop;  // a local copy: no store below may alias it
+  const DropoutArgs drop = m::at_step(a.drop);  // a local copy: no store may alias it
   RowIo<A, Sb> branch_io(d);
   RowIo<A, So> y_io(d);
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
@@ -94,7 +94,7 @@ void drop_add_ln_grad_(const DropAddLnGradArgs& a, int64_t c0, int64_t c1) {
   const A* gamma = static_cast<const A*>(a.gamma);
   A* d_resid = static_cast<A*>(a.d_resid);
   Sb* d_branch_all = static_cast<Sb*>(a.d_branch);
-  const DropoutArgs drop = a.drop;  // a local copy: no store below may alias it
+  const DropoutArgs drop = m::at_step(a.drop);  // a local copy: no store may alias it
   RowIo<A, So> dy_io(d);
   RowIo<A, Sb> d_branch_io(d);
   RowBuf<float> dy_rounded(rounds ? d : 1);
@@ -159,7 +159,7 @@ void bias_relu_dropout_(const BiasReluDropoutArgs& a, int64_t c0, int64_t c1) {
   const int64_t f = a.cols;
   S* x_all = static_cast<S*>(a.a);
   const A* bias = static_cast<const A*>(a.bias);
-  const DropoutArgs drop = a.drop;  // a local copy: no store below may alias it
+  const DropoutArgs drop = m::at_step(a.drop);  // a local copy: no store may alias it
   RowIo<A, S> x_io(f);
   for (int64_t r = c0 * kChunkRows; r < min_(a.rows, c1 * kChunkRows); ++r) {
     const int64_t o = r * f;

@@ -48,6 +48,7 @@ template <typename A, typename Sb, typename So, typename R>
 __global__ void drop_add_ln_kernel(DropAddLnArgs a) {
   __shared__ A shm[32];
   const int64_t r = blockIdx.x, d = a.cols, o = r * d;
+  const DropoutArgs drop = m::at_step(a.drop);  // the step's key, read once
   const A* resid = static_cast<const A*>(a.resid);
   const A* bias = static_cast<const A*>(a.bias);
   const A* gamma = static_cast<const A*>(a.gamma);
@@ -57,7 +58,7 @@ __global__ void drop_add_ln_kernel(DropAddLnArgs a) {
   A sum = 0;
   for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
     const A v = ld<A>(static_cast<const Sb*>(a.branch), o + c) + bias[c];
-    const A f = m::dropout_factor<A>(a.drop, static_cast<uint64_t>(o + c));
+    const A f = m::dropout_factor<A>(drop, static_cast<uint64_t>(o + c));
     x[c] = m::dropped_add(resid ? resid[o + c] : A(0), v, f);
     sum += x[c];
   }
@@ -83,6 +84,7 @@ template <typename A, typename Sb, typename So, typename R>
 __global__ void drop_add_ln_grad_kernel(DropAddLnGradArgs a) {
   __shared__ A shm[32];
   const int64_t chunk = blockIdx.x, d = a.cols;
+  const DropoutArgs drop = m::at_step(a.drop);
   const So* dy = static_cast<const So*>(a.dy);
   const A* dro = static_cast<const A*>(a.d_resid_out);
   const A* ro = static_cast<const A*>(a.resid_out);
@@ -117,7 +119,7 @@ __global__ void drop_add_ln_grad_kernel(DropAddLnGradArgs a) {
         g += dyv;
       }
       if (a.d_resid) static_cast<A*>(a.d_resid)[o + c] = g;
-      const A db = g * m::dropout_factor<A>(a.drop, static_cast<uint64_t>(o + c));
+      const A db = g * m::dropout_factor<A>(drop, static_cast<uint64_t>(o + c));
       st(static_cast<Sb*>(a.d_branch), o + c, db);
       pb[c] += db;
     }
@@ -128,10 +130,11 @@ template <typename A, typename S, typename R>
 __global__ void bias_relu_dropout_kernel(BiasReluDropoutArgs a) {
   const int64_t n = a.rows * a.cols;
   S* x = static_cast<S*>(a.a);
+  const DropoutArgs drop = m::at_step(a.drop);
   const A* bias = static_cast<const A*>(a.bias);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const A f = m::dropout_factor<A>(a.drop, static_cast<uint64_t>(i));
+    const A f = m::dropout_factor<A>(drop, static_cast<uint64_t>(i));
     const A y = m::bias_relu_dropout(m::rounded_as<A, S, R>(ld<A>(x, i)), bias[i % a.cols], f);
     st(x, i, m::rounded_as<A, S, R>(y));
   }
