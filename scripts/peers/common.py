@@ -3,6 +3,7 @@ the flag set, FLOP accounting, bench's timing rules and noise check, and the res
 same contract as bench's); the reference epoch sampler is sampler.py, the TensorBoard event
 files board.py (both re-exported here)."""
 import argparse
+import ctypes
 import json
 import math
 import os
@@ -362,6 +363,58 @@ def noise_summary(step_s, other):
             "unstable": share > UNSTABLE_DISTURBED or cv > UNSTABLE_CV}
 
 
+class Energy:
+    """A GPU's energy counter as bench reads it (measure/energy.h): NVML's total energy through
+    ctypes (TB_NVML_LIB names another library). gpu: the CUDA device's UUID ("GPU-..."), True
+    for the machine's one GPU (a peer that cannot name its device), None for a CPU run.
+    joules(): the counter in joules, or None; source: "nvml: NAME" or "none: WHY"."""
+
+    def __init__(self, gpu=None):
+        self.read, self.source = None, "none: a CPU run (NVML's counter is a GPU's)"
+        if gpu:
+            self._open(gpu)
+
+    def _open(self, gpu):
+        name = os.environ.get("TB_NVML_LIB") or "libnvidia-ml.so.1"
+        try:
+            lib = ctypes.CDLL(name)
+            init, count, by_uuid, by_index = (lib.nvmlInit_v2, lib.nvmlDeviceGetCount_v2,
+                                              lib.nvmlDeviceGetHandleByUUID,
+                                              lib.nvmlDeviceGetHandleByIndex_v2)
+            energy, get_name, error = (lib.nvmlDeviceGetTotalEnergyConsumption,
+                                       lib.nvmlDeviceGetName, lib.nvmlErrorString)
+        except OSError:
+            self.source = f"none: {name} cannot be loaded (the NVIDIA driver's NVML)"
+            return
+        except AttributeError:
+            self.source = f"none: {name} lacks NVML's entry points"
+            return
+        error.restype = ctypes.c_char_p
+        dev, n, mj = ctypes.c_void_p(), ctypes.c_uint(), ctypes.c_ulonglong()
+        steps = [("init", lambda: init())]
+        if gpu is True:
+            steps += [("device count", lambda: count(ctypes.byref(n)) or (n.value != 1 and -1)),
+                      ("GPU 0", lambda: by_index(0, ctypes.byref(dev)))]
+        else:
+            steps += [(gpu, lambda: by_uuid(gpu.encode(), ctypes.byref(dev)))]
+        steps += [("total energy", lambda: energy(dev, ctypes.byref(mj)))]
+        for what, call in steps:
+            e = call()
+            if e == -1:
+                self.source = f"none: {n.value} GPUs, and this peer cannot tell which it runs on"
+                return
+            if e:
+                self.source = f"none: NVML {what}: {error(e).decode()}"
+                return
+        buf = ctypes.create_string_buffer(96)
+        get_name(dev, buf, 96)
+        self.source = "nvml: " + buf.value.decode()
+        self.read = lambda: mj.value / 1e3 if energy(dev, ctypes.byref(mj)) == 0 else None
+
+    def joules(self):
+        return self.read() if self.read else None
+
+
 class StepLog:
     """bench's timing rules for the peers: the training loop (run), warm-up kept apart, windows
     of log_every steps (metrics.jsonl + stderr, with window_steps and includes_warmup),
@@ -380,6 +433,7 @@ class StepLog:
         self.timed_loss, self.timed_steps = float("nan"), 0
         self.other = []  # per timed step: (other work's, steal) CPU seconds
         self.cpu = cpu_sample()
+        self.e0, self.joules = None, 0.0  # the energy counter before the step; timed steps'
         self.wsteps = []  # the window's step seconds
         self.train_s, self.eval_s = 0.0, 0.0  # every step's seconds; the evaluations' seconds
         self.hit = None  # the first evaluation at or below --target_bpb: its step, seconds
@@ -388,13 +442,16 @@ class StepLog:
         self.start = time.perf_counter()
 
     def before(self):
-        """Call just before a step's t0: the CPU sample the noise check compares against."""
+        """Call just before a step's t0: the CPU sample the noise check compares against, and
+        the energy counter."""
         self.cpu = cpu_sample()
+        self.e0 = self.energy.joules()
 
     def record(self, t0, t1, loss):
         """One step that ran from t0 to t1 (device synchronized); False once diverged."""
         a = self.a
         self.step += 1
+        e1 = self.energy.joules()
         after = cpu_sample()
         if self.step == 1:
             self.first_s, self.first_loss = t1 - t0, loss
@@ -411,6 +468,8 @@ class StepLog:
                 busy, steal = after[0] - self.cpu[0], after[1] - self.cpu[1]
                 self.other.append((max(0.0, busy - (after[2] - self.cpu[2])), max(0.0, steal)))
             self.wtl, self.wtn = self.wtl + loss, self.wtn + 1
+            ok = self.joules is not None and e1 is not None and self.e0 is not None
+            self.joules = self.joules + e1 - self.e0 if ok else None
         self.cpu = after
         self.wl, self.ws, self.wn = self.wl + loss, self.ws + t1 - t0, self.wn + 1
         self.ww = self.ww or warm
@@ -449,6 +508,7 @@ class StepLog:
     # Set by the peer where it knows them: the MFU peak, and a function for peak memory.
     peak_flops = None
     memory = staticmethod(peak_rss)
+    energy = Energy()  # a CPU run's: none
 
     def run(self, step, evaluate):
         """The training loop as bench runs it. step(): one training step, its (t0, t1, loss),
@@ -517,7 +577,12 @@ class StepLog:
             "tokens_per_s": seq * a.seq_len if seq else None, "flops_per_token": fpt,
             "mfu": None if unreliable else mfu, "peak_unreliable": unreliable,
             "peak_flops": peak_flops or None, "peak_flops_source": peak_source,
-            "peak_memory_bytes": memory_bytes, "warmup_seconds": self.warm_s,
+            "peak_memory_bytes": memory_bytes,
+            # as bench: the GPU's energy over the timed steps, and their tokens per joule
+            "energy_joules": self.joules if self.timed and self.joules is not None else None,
+            "tokens_per_joule": (len(self.timed) * a.batch_size * a.seq_len / self.joules
+                                 if self.timed and self.joules else None),
+            "energy_source": self.energy.source, "warmup_seconds": self.warm_s,
             # the first step less a typical step: the compiler's share of the warm-up
             "compile_seconds": (max(0.0, self.first_s - st["median"] / 1e3)
                                 if backend != "eager" and self.first_s and st["median"]

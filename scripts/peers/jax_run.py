@@ -159,6 +159,8 @@ def main():
     log = common.StepLog(a, res)
     peak, peak_src = common.mfu_peak(a, "jax_run")
     log.peak_flops = peak
+    if platform == "gpu":
+        log.energy = common.Energy(True)  # JAX names no device NVML knows: the one GPU only
     batches = common.validation_batches(train_end, len(data), a.seq_len, a.batch_size,
                                         a.eval_batches)
 

@@ -153,6 +153,8 @@ def main():
     log.peak_flops = peak
     if device.type == "cuda":
         log.memory = lambda: torch.cuda.max_memory_allocated(device)
+        uuid = str(torch.cuda.get_device_properties(device).uuid)
+        log.energy = common.Energy(uuid if uuid.startswith("GPU-") else "GPU-" + uuid)
 
     def step():
         t0 = sync_now()

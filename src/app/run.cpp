@@ -126,6 +126,7 @@ void Run::prepare_data_() {
       rank_share(validation_batches(setup_.split, cfg_.seq_len, global_batch_(), cfg_.eval_batches),
                  env_.rank, world_());
   progress_ = std::make_unique<Progress>(cfg_.steps, rank0_());
+  energy_ = EnergyCounter::open(gpu_uuid(device_));
 }
 
 nlohmann::json Run::summary_(const SampleSummary& stats) const {
@@ -168,6 +169,13 @@ nlohmann::json Run::summary_(const SampleSummary& stats) const {
       {"gemm_route", setup_.gemm_route},  // the probe's rates, the route chosen and why; or null
       {"noise", speed_.noise},
       {"peak_memory_bytes", peak_memory_bytes(device_)},
+      // This process's GPU over its timed steps (NVML; null where not read, energy_source says
+      // why): joules, and this process's tokens per joule.
+      {"energy_joules", or_null(stats.count > 0 && std::isfinite(timed_joules_), timed_joules_)},
+      {"tokens_per_joule",
+       or_null(stats.count > 0 && std::isfinite(timed_joules_) && timed_joules_ > 0,
+               static_cast<double>(stats.count * cfg_.batch_size * cfg_.seq_len) / timed_joules_)},
+      {"energy_source", energy_.source()},
       {"warmup_seconds", warmup_s_},
       // null for eager runs: nothing was compiled (0.0 would read as a compiler that took
       // no time)

@@ -76,6 +76,7 @@ void Run::before_step_() {
 Run::StepResult Run::run_step_() {
   StepResult r;
   const CpuSample cpu_before = cpu_sample();
+  const double joules_before = energy_.joules();  // NaN without a counter
   r.t0 = synchronized_now_s(device_);
   torch::Tensor batch;
   {
@@ -84,6 +85,7 @@ Run::StepResult Run::run_step_() {
   }
   r.loss = setup_.trainer->step(batch).item<double>();  // synchronizes on CUDA
   r.t1 = synchronized_now_s(device_);
+  r.joules = energy_.joules() - joules_before;
   r.interference = interference(cpu_before, cpu_sample());
   return r;
 }
@@ -110,6 +112,7 @@ void Run::account_(const StepResult& r) {
   if (kind == StepKind::kTimed) {
     timed_ms_.push_back(r.seconds() * 1e3);
     interference_.push_back(r.interference);
+    timed_joules_ += r.joules;
     if (sync_) comm_ms_.push_back(sync_->last_wait_s() * 1e3);
     win_.timed_loss_sum += r.loss;
     ++win_.timed_steps;

@@ -23,6 +23,7 @@
 #include "trainbench/data/batch_loader.h"
 #include "trainbench/dist/dist.h"
 #include "trainbench/dist/grad_sync.h"
+#include "trainbench/measure/energy.h"
 #include "trainbench/measure/profile.h"
 #include "trainbench/model/scripted_model.h"
 #include "trainbench/model/sdpa_backend.h"
@@ -97,6 +98,7 @@ class Run {
   // What one step measured: its wall time, its loss and the other work on the CPU meanwhile.
   struct StepResult {
     double t0 = 0, t1 = 0, loss = 0;
+    double joules = NAN;  // the GPU's energy counter across the step (measure/energy.h)
     StepInterference interference;
     double seconds() const { return t1 - t0; }
   };
@@ -187,6 +189,8 @@ class Run {
   int64_t step_ = 0, script_fusion_groups_ = 0;  // TorchScript's fusion groups (summary.json)
   std::vector<double> timed_ms_, comm_ms_;       // per timed step
   std::vector<StepInterference> interference_;   // per timed step: other work's CPU time
+  EnergyCounter energy_;                         // this process's GPU's, or none
+  double timed_joules_ = 0;                      // over the timed steps (NaN: not read)
   SpeedJudgement speed_;                         // MFU, its peak's reliability, noise
   Window win_;
   double run_start_ = 0, elapsed_before_ = 0, warmup_s_ = 0, compile_s_ = 0;

@@ -114,6 +114,24 @@ std::string device_name(const torch::Device& device) {
   return name.empty() ? "cpu" : name;
 }
 
+std::string gpu_uuid(const torch::Device& device) {
+#ifdef TB_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto& b = at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->uuid;
+    std::string s = "GPU-";
+    char hex[3];
+    for (int i = 0; i < 16; ++i) {
+      std::snprintf(hex, sizeof(hex), "%02x", static_cast<unsigned char>(b.bytes[i]));
+      s += hex;
+      if (i == 3 || i == 5 || i == 7 || i == 9) s += '-';  // 8-4-4-4-12
+    }
+    return s;
+  }
+#endif
+  (void)device;
+  return "";
+}
+
 int available_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);

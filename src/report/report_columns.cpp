@@ -108,8 +108,10 @@ nlohmann::json last_step_(const RunRecord& r) {
   return r.last_step > 0 ? nlohmann::json(r.last_step) : nlohmann::json();
 }
 
-// CSV text and communication-only columns, as the rows spell them.
-constexpr bool kQuoted = true, kBare = false, kComm = true;
+// CSV text, and the columns shown only where a run has their figure.
+constexpr bool kQuoted = true, kBare = false;
+bool has_comm_(const RunRecord& r) { return r.communication_ms.is_number(); }
+bool has_energy_(const RunRecord& r) { return r.tokens_per_joule.is_number(); }
 using R = RunRecord;
 
 constexpr ReportColumn kColumns[] = {
@@ -130,6 +132,8 @@ constexpr ReportColumn kColumns[] = {
     {"", "disturbed_step_percent", "%", nullptr, disturbed_percent_},
     {"", "unstable", "", nullptr, unstable_},
     {"peak MB", "peak_memory_bytes", "bytes", peak_mb_cell_, figure_<&R::peak_memory_bytes>},
+    {"tokens/J", "tokens_per_joule", "tokens/J", fixed_<&R::tokens_per_joule, 0>,
+     figure_<&R::tokens_per_joule>, kBare, has_energy_},
     {"warm-up s", "warmup_seconds", "s", fixed_<&R::warmup_seconds, 1>,
      figure_<&R::warmup_seconds>},
     {"compile s", "compile_seconds", "s", fixed_<&R::compile_seconds, 1>,
@@ -139,9 +143,9 @@ constexpr ReportColumn kColumns[] = {
     {"valid bpb", "final_valid_bpb", "bits/byte", fixed_<&R::final_valid_bpb, 4>,
      figure_<&R::final_valid_bpb>},
     {"comm ms/step", "communication_ms", "ms", fixed_<&R::communication_ms, 1>,
-     figure_<&R::communication_ms>, kBare, kComm},
+     figure_<&R::communication_ms>, kBare, has_comm_},
     {"comm share", "communication_percent", "%", communication_share_cell_,
-     percent_<&R::communication_share>, kBare, kComm},
+     percent_<&R::communication_share>, kBare, has_comm_},
     {"status", "status", "", status_cell_, text_<&R::status>},
     {"", "last_step", "", nullptr, last_step_},
     {"machine", "machine", "", or_dash_<&R::machine>, text_<&R::machine>, kQuoted},
@@ -160,12 +164,6 @@ static_assert(well_formed_(),
               "a column with a header has a markdown cell, a key shown in the cell before has "
               "none, every key has a value, and the first column has a header");
 
-// Whether any run has communication figures (their columns are shown only then).
-bool any_communication_(const std::vector<RunRecord>& runs) {
-  return std::any_of(runs.begin(), runs.end(),
-                     [](const RunRecord& r) { return r.communication_ms.is_number(); });
-}
-
 // A value as a CSV field: null is empty, free text quoted ("" for a quote inside).
 std::string csv_field_(const nlohmann::json& v, bool quoted) {
   if (v.is_null()) return "";
@@ -182,10 +180,9 @@ std::string csv_field_(const nlohmann::json& v, bool quoted) {
 std::span<const ReportColumn> report_columns() { return kColumns; }
 
 std::vector<const ReportColumn*> shown_columns(const std::vector<RunRecord>& runs) {
-  const bool comm = any_communication_(runs);
   std::vector<const ReportColumn*> shown;
   for (const ReportColumn& c : kColumns) {
-    if (comm || !c.communication) shown.push_back(&c);
+    if (!c.has || std::any_of(runs.begin(), runs.end(), c.has)) shown.push_back(&c);
   }
   return shown;
 }
@@ -226,7 +223,7 @@ std::string detail_csv(const std::vector<RunRecord>& runs) {
 nlohmann::ordered_json detail_json(const RunRecord& r) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const ReportColumn& c : kColumns) {
-    if (!c.communication || r.communication_ms.is_number()) j[c.key] = c.value(r);
+    if (!c.has || c.has(r)) j[c.key] = c.value(r);
   }
   return j;
 }

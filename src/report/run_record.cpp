@@ -190,6 +190,7 @@ RunRecord read_run(const std::string& dir) {
                             {&r.tokens_per_s, "tokens_per_s"},
                             {&r.mfu, "mfu"},
                             {&r.peak_memory_bytes, "peak_memory_bytes"},
+                            {&r.tokens_per_joule, "tokens_per_joule"},
                             {&r.final_valid_bpb, "final_valid_bpb"},
                             {&r.final_train_bpb, "final_train_bpb"},
                             {&r.warmup_seconds, "warmup_seconds"},

@@ -113,6 +113,10 @@ TEST_F(GpuFlagsRun, TheBackendThatRanIsRecordedInConfigAndSummary) {
   EXPECT_TRUE(read_json_file(r.run_dir + "/config.json")["sdpa_backend_used"].is_null());
   EXPECT_EQ(read_json_file(r.run_dir + "/config.json")["fused_adam"], false);
   EXPECT_EQ(read_json_file(r.run_dir + "/config.json")["cuda_graph"], false);
+  // No GPU, no energy counter: null figures and why (measure/energy.h).
+  EXPECT_TRUE(r.summary["energy_joules"].is_null());
+  EXPECT_TRUE(r.summary["tokens_per_joule"].is_null());
+  EXPECT_EQ(r.summary["energy_source"], "none: a CPU run (NVML's counter is a GPU's)");
 
   c.flash = 1;
   c.sdpa_backend = SdpaBackend::kMath;

@@ -26,6 +26,8 @@ nlohmann::json thread_env();
 
 // CPU model name from /proc/cpuinfo, or the CUDA device name.
 std::string device_name(const c10::Device& device);
+// A CUDA device's UUID as nvidia-smi -L and NVML write it ("GPU-8d2f0c1e-..."); "" for the CPU.
+std::string gpu_uuid(const c10::Device& device);
 
 // Cores this process may run on (its affinity mask).
 int available_cores();

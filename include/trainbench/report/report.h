@@ -25,7 +25,8 @@ struct RunRecord {
   std::string status;     // completed | interrupted | diverged | failed | killed | running
   int64_t last_step = 0;  // killed/running (no summary.json): the last step metrics.jsonl logged
   nlohmann::json sequences_per_s, tokens_per_s, mfu, peak_memory_bytes, final_valid_bpb;
-  nlohmann::json final_train_bpb;  // timed steps of the last window, bits per byte (or null)
+  nlohmann::json final_train_bpb;   // timed steps of the last window, bits per byte (or null)
+  nlohmann::json tokens_per_joule;  // the GPU's energy over the timed steps (null: not read)
   // Warm-up (excluded from timing) and the compiler's share of it (null for eager runs).
   nlohmann::json warmup_seconds, compile_seconds;
   // Multi-process runs: the exposed all-reduce wait per step (median, ms) and its share of the

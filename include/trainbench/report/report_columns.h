@@ -30,16 +30,15 @@ struct ReportColumn {
   nlohmann::json (*value)(const RunRecord&);
   // Free text (labels, machine names, revisions, folders) is quoted in the CSV.
   bool csv_quoted = false;
-  // Shown only when a run has communication figures (multi-process runs); a JSON run object
-  // has these keys only when its own run has them.
-  bool communication = false;
+  // Or null: a column shown only when a run has its figure (the communication of multi-process
+  // runs, a GPU's energy) says whether r has it; a JSON run object has its key only then.
+  bool (*has)(const RunRecord&) = nullptr;
 };
 
 // Every column, in the order all three formats show them.
 std::span<const ReportColumn> report_columns();
 
-// The columns a report of `runs` shows: the communication ones only when a run has their
-// figures.
+// The columns a report of `runs` shows: those with has() only when a run has their figure.
 std::vector<const ReportColumn*> shown_columns(const std::vector<RunRecord>& runs);
 
 // The markdown's number: v × scale in fixed notation with `precision` decimals; "-" where v is
