@@ -18,8 +18,8 @@
 #   runs     for each of DTYPES in turn: scripts/compare.sh at the reference shape (8 layers,
 #            d_model 512, batch 100, seq 256): bench eager, TorchScript, flash, fused, fused +
 #            flash, PyTorch eager, torch.compile (default and max-autotune: CUDA graphs) and
-#            flash, JAX; then bench's torch model and flash + fused Adam + CUDA graph, eager
-#            and fused; after each dtype report.md and report.json
+#            flash, JAX; then bench's torch model, flash + fused Adam + CUDA graph (eager and
+#            fused) and fused + flash with --adam_kernel multi; after each dtype report.md and report.json
 #            (`bench report`, MFU on bench's peak for the dtype: the GPU's datasheet figure,
 #            which the peers are given too) and runs.tar.gz (the run folders' small files)
 # 8 files in all, none in a folder (kept small so that it travels back from an offline GPU machine whole).
@@ -242,11 +242,12 @@ for dtype in "${dtypes[@]}"; do
   rm -rf "${runs:?}/$dtype"
   DTYPES=$dtype BENCH=$BENCH PYTHON=$PYTHON timeout "$(left)" bash scripts/compare.sh \
     "$runs/$dtype" "${common[@]}" >"$logs/compare_$dtype.log" 2>&1 || status=partial
-  # bench's torch model and the CUDA graph of eager and of the fused path (flash + fused Adam):
-  # the columns compare.sh lacks.
+  # The columns compare.sh lacks: bench's torch model, the CUDA graph of eager and of the fused
+  # path (flash + fused Adam), and fused + flash with the multi-tensor Adam beside compare.sh's.
   extra="--model torch --dtype $dtype"
   graph="--model handcraft --dtype $dtype --flash 1 --fused_adam 1 --cuda_graph 1"
-  [ "$REHEARSAL" = 1 ] || extra+="; $graph; $graph --compile fused"
+  multi="--model handcraft --dtype $dtype --compile fused --flash 1 --fused_adam 1 --adam_kernel multi"
+  [ "$REHEARSAL" = 1 ] || extra+="; $graph; $graph --compile fused; $multi"
   if [ "$(left)" -gt 10 ]; then
     MATRIX=$extra BENCH=$BENCH PYTHON=$PYTHON timeout "$(left)" bash scripts/sweep.sh \
       "$runs/$dtype/extra" --data "$runs/$dtype/corpus.bin" "${common[@]}" \

@@ -20,9 +20,9 @@ MFU = 0.18  # the runs' mean on the H200 at batch 100 (bench eager 12%, fused + 
 BENCH, SCRIPT, PEER, INDUCTOR, AUTOTUNE, JAX = 5, 5, 15, 25, 90, 30
 BUILD, TESTS, REPORT = 10, 15, 5  # carried binaries checked; the GPU tests; a report
 # Per dtype: compare.sh's 5 bench columns on a GPU + 4 PyTorch (eager, torch.compile in its
-# default mode and max-autotune, flash; + JAX but in float16), the torch model, and the CUDA
-# graph of eager and of the fused path (both with flash and fused Adam).
-RUNS = 5 + 4 + 3
+# default mode and max-autotune, flash; + JAX but in float16), the torch model, the CUDA graph
+# of eager and of the fused path (both with flash and fused Adam), and --adam_kernel multi.
+RUNS = 5 + 4 + 4
 
 
 def flops_per_token(layers=8, d=512, ff=2048, seq=256, vocab=256):

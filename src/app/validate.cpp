@@ -80,6 +80,11 @@ void check_run_shape_(const RunConfig& cfg) {
   if (cfg.stop_at_target && cfg.target_bpb == 0) {
     throw ConfigError("--stop_at_target: needs --target_bpb");
   }
+  if (cfg.adam_kernel == AdamKernel::kMulti && !cfg.fused_adam) {
+    throw ConfigError(
+        "--adam_kernel: 'multi' needs --fused_adam 1 (it launches bench's Adam "
+        "kernel); use --fused_adam 1 or --adam_kernel param");
+  }
   if (cfg.save_dir.empty()) throw ConfigError("--save_dir: empty; allowed: a folder path prefix");
   // More threads than this process may run on only slow a run.
   if (cfg.threads > available_cores()) {

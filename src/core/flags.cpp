@@ -214,6 +214,8 @@ std::vector<FlagSpec> make_table_() {
                   "1: Adam in one pass per parameter (bench's kernel), no host sync (CUDA and "
                   "CPU); with --compile fused in bfloat16/float16 that pass also writes the "
                   "16-bit weight copies the GEMMs read (no per-step cast)"),
+      resumable(choice_flag<AdamKernel>("adam_kernel", G::kPrecision, &C::adam_kernel,
+                                        "--fused_adam 1: ", "")),
       resumable(switch_flag(
           "cuda_graph", G::kPrecision, &C::cuda_graph,
           "1: capture the whole step as one CUDA graph after warm-up and replay it (CUDA; needs "

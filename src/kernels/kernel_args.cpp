@@ -1,5 +1,7 @@
 // Each kernel's Args from its tensors (fused_kernels.h): the one place the ops, the bit tests
 // and kernel_bench fill them.
+#include <algorithm>
+
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
@@ -185,6 +187,21 @@ AdamArgs adam_args(const at::Tensor& param, const at::Tensor& exp_avg, const at:
                   .grad_format = format_of(grad.scalar_type()),
                   .copy_format = copy.defined() ? copy_format : Format{},
                   .options = options};
+}
+
+AdamListArgs adam_list_args(std::span<const AdamArgs> items) {
+  TORCH_CHECK(!items.empty() && items.size() <= static_cast<size_t>(kAdamListSize),
+              "fused Adam: 1 to ", kAdamListSize, " parameters a pass, got ", items.size());
+  for (const AdamArgs& a : items) {
+    TORCH_CHECK(a.grad_format == items[0].grad_format && a.copy_format == items[0].copy_format,
+                "fused Adam: a pass takes parameters of one gradient and copy format (",
+                format_name(items[0].grad_format), ", ", format_name(items[0].copy_format),
+                "); got ", format_name(a.grad_format), ", ", format_name(a.copy_format));
+  }
+  AdamListArgs l;
+  l.count = static_cast<int32_t>(items.size());
+  std::copy(items.begin(), items.end(), l.items);
+  return l;
 }
 
 }  // namespace trainbench::kernels

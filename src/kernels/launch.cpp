@@ -99,7 +99,13 @@ void run_(const char* name, const Args& a, c10::DeviceType device) {
         "; this binary holds the formats of float32, bfloat16 and float16 runs" +
         (f64 == nullptr ? " (float64, the tests' reference, is in trainbench_tests)" : ""));
   }
-  at::parallel_for(0, num_chunks(a.rows), 1, [&](int64_t c0, int64_t c1) { rows(a, c0, c1); });
+  int64_t chunks = 0;  // chunks of kChunkRows rows, or an Args' own count (a list's)
+  if constexpr (requires { a.chunks(); }) {
+    chunks = a.chunks();
+  } else {
+    chunks = num_chunks(a.rows);
+  }
+  at::parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) { rows(a, c0, c1); });
 }
 
 }  // namespace

@@ -129,6 +129,7 @@ std::string label_of_(const nlohmann::json& config, const std::string& cfile) {
   }
   if (on("flash")) label += " flash";
   if (on("fused_adam")) label += " fused_adam";
+  if (config.value("adam_kernel", std::string()) == "multi") label += " adam-multi";
   if (on("cuda_graph")) label += " cuda_graph";
   // Data-parallel runs (speeds are global) get their own column, those with the all-reduce
   // after backward (--dist_overlap 0) another; batch stays per rank.

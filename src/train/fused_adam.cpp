@@ -9,11 +9,12 @@ namespace trainbench {
 namespace k = trainbench::kernels;
 
 FusedAdam::FusedAdam(std::vector<torch::Tensor> params, const FusedAdamOptions& options,
-                     std::vector<torch::Tensor> copies, k::Format copy_format)
+                     std::vector<torch::Tensor> copies, k::Format copy_format, bool multi_tensor)
     : params_(std::move(params)),
       copies_(std::move(copies)),
       copy_format_(copy_format),
-      options_(options) {
+      options_(options),
+      multi_tensor_(multi_tensor) {
   torch::NoGradGuard no_grad;
   copies_.resize(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -75,17 +76,40 @@ void FusedAdam::step(const c10::optional<torch::Tensor>& grad_scale,
   } else {
     const torch::Tensor scale = grad_scale.value_or(torch::Tensor()),
                         inf = found_inf.value_or(torch::Tensor());  // undefined: 1 and 0
+    std::vector<torch::Tensor> dense;  // the gradients as the kernels read them, kept alive
+    std::vector<k::AdamArgs> args;
     for (size_t i = 0; i < params_.size(); ++i) {
       if (params_[i].numel() == 0) continue;
-      const torch::Tensor g = grads[i].contiguous();
-      k::run(k::adam_args(params_[i], exp_avgs_[i], exp_avg_sqs_[i], steps_[i], g, copies_[i],
-                          copy_format_, scale, inf, options_),
-             params_[i].device().type());
+      dense.push_back(grads[i].contiguous());
+      args.push_back(k::adam_args(params_[i], exp_avgs_[i], exp_avg_sqs_[i], steps_[i],
+                                  dense.back(), copies_[i], copy_format_, scale, inf, options_));
+    }
+    const auto device = params_.empty() ? c10::DeviceType::CPU : params_[0].device().type();
+    if (multi_tensor_) {
+      run_lists_(args, device);
+    } else {
+      for (const k::AdamArgs& a : args) k::run(a, device);
     }
   }
   if (found_inf.has_value()) {
     // A skipped step must not count: subtract found_inf (0 or 1) on the device, no sync.
     at::_foreach_sub_(steps_, std::vector<torch::Tensor>(steps_.size(), found_inf->reshape({})));
+  }
+}
+
+void FusedAdam::run_lists_(const std::vector<k::AdamArgs>& args, c10::DeviceType device) {
+  // A pass per gradient and copy format, kAdamListSize parameters at most, in parameter order.
+  std::vector<bool> done(args.size(), false);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (done[i]) continue;
+    std::vector<k::AdamArgs> list;
+    for (size_t j = i; j < args.size() && list.size() < k::kAdamListSize; ++j) {
+      if (!done[j] && args[j].formats() == args[i].formats()) {
+        list.push_back(args[j]);
+        done[j] = true;
+      }
+    }
+    k::run(k::adam_list_args(list), device);
   }
 }
 

@@ -35,7 +35,7 @@ Trainer::Trainer(const RunPlan& plan)
     fused_adam_ = std::make_unique<FusedAdam>(
         model_->parameters(), o,
         plan.weight_copies() ? model_->make_weight_copies() : std::vector<torch::Tensor>{},
-        model_->options().format);
+        model_->options().format, cfg.adam_kernel == AdamKernel::kMulti);
   } else {
     optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
                                                       torch::optim::AdamOptions(cfg.lr));

@@ -46,6 +46,10 @@ TEST(GpuFlags, BadValuesAndCombinationsNameTheFlagValueAndAllowed) {
       {{"--sdpa_backend", "cudnn", "--flash", "1", "--device", "cpu"},
        "--sdpa_backend: 'cudnn' has no CPU kernel"},
       {{"--fused_adam", "2"}, "--fused_adam: 2 is not allowed; use 0|1"},
+      {{"--adam_kernel", "multi"},
+       "--adam_kernel: 'multi' needs --fused_adam 1 (it launches bench's Adam kernel); use "
+       "--fused_adam 1 or --adam_kernel param"},
+      {{"--adam_kernel", "many"}, "--adam_kernel: 'many' is not allowed"},
       {{"--cuda_graph", "2"}, "--cuda_graph: 2 is not allowed; use 0|1"},
       {{"--cuda_graph", "1"},
        "--cuda_graph: 1 needs --fused_adam 1 (torch::optim::Adam keeps its step count on the "

@@ -310,6 +310,33 @@ std::vector<Output> adam_run(const KernelCase& c, torch::Device dev) {
   return on_cpu(out);
 }
 
+// ---- ADAM_LIST (AdamListArgs): ADAM's case as three parameters of other shapes in one pass; each
+// parameter ends as ADAM leaves it alone (FusedAdam.AListStepIsThePerParameterSteps) -----------
+std::vector<Output> adam_list_run(const KernelCase& c, torch::Device dev) {
+  const auto [n, w, u1, u2] = c.shape;
+  const bool has_copy = c.v.bias;
+  const c10::ScalarType stored = c.v.store_f32 ? torch::kFloat : c.dtype;
+  torch::manual_seed(10);
+  const Tensor step = on(torch::full({}, 3.0f), dev), scale = on(torch::full({}, 8.0f), dev);
+  std::vector<Output> out;
+  std::vector<k::AdamArgs> items;
+  for (const auto& [rows, cols] : {std::pair{n, w}, {1, w + 1}, {n + 2, 3}}) {
+    Tensor param = on(torch::randn({rows, cols}), dev),
+           m = on(torch::randn({rows, cols}) * 0.1, dev),
+           v = on(torch::rand({rows, cols}) * 0.01, dev);
+    const Tensor grad = on((torch::randn({rows, cols}) * 8).to(c.dtype).to(stored), dev);
+    const Tensor copy = has_copy ? empty({rows, cols}, stored, dev) : Tensor();
+    items.push_back(
+        k::adam_args(param, m, v, step, grad, copy, k::format_of(stored, c.dtype), scale));
+    out.insert(out.end(),
+               {{"param", param, false}, {"exp_avg", m, false}, {"exp_avg_sq", v, false}});
+    if (has_copy) out.push_back({"copy", copy, false});
+    out.push_back({"grad", grad, true});  // kept alive until the run
+  }
+  k::run(k::adam_list_args(items), dev.type());
+  return on_cpu(out);
+}
+
 // ---- variants ---------------------------------------------------------------------------------
 const std::vector<KernelRow>& kernel_rows() {
   const std::vector<Shape> rows_cols = {{1, 3}, {257, 33}, {64, 512}};
@@ -404,6 +431,7 @@ const std::vector<KernelRow>& kernel_rows() {
        head_ce_run},
       {"COLUMN_SUMS", "ColumnSumsArgs", "n,w", rows_cols, one, both_16bit, column_sums_run},
       {"ADAM", "AdamArgs", "n,w", rows_cols, adam_copies, both_16bit, adam_run},
+      {"ADAM_LIST", "AdamListArgs", "n,w", rows_cols, adam_copies, both_16bit, adam_list_run},
   };
   return rows;
 }

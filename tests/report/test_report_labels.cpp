@@ -167,6 +167,10 @@ TEST(Report, BenchsReplacementsAreNamedBenchAndLibTorchRowsAreStock) {
   EXPECT_EQ(label(J{{"compile", "fused"}, {"keep_memory", "0"}}),
             "bench handcraft fused libtorch-allocator");
   EXPECT_EQ(label(J{{"compile", "none"}, {"fused_adam", true}}), "bench handcraft fused_adam");
+  EXPECT_EQ(label(J{{"compile", "none"}, {"fused_adam", true}, {"adam_kernel", "multi"}}),
+            "bench handcraft fused_adam adam-multi");
+  EXPECT_EQ(label(J{{"compile", "none"}, {"fused_adam", true}, {"adam_kernel", "param"}}),
+            "bench handcraft fused_adam");
   EXPECT_EQ(label(J{{"compile", "none"}, {"sdpa_backend", "math"}, {"flash", true}}),
             "libtorch handcraft sdpa-math flash");
   // The peers' --compile 1 is torch.compile / jax.jit: "compiled".

@@ -7,6 +7,7 @@
 
 #include <torch/cuda.h>
 
+#include "kernels/kernel_table.h"
 #include "test_util.h"
 #include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/train/fused_adam.h"
@@ -114,6 +115,77 @@ TEST(FusedAdam, AWeightCopyTakesItsGradientAndHoldsTheRoundedParameter) {
       EXPECT_FALSE(b[1].grad().defined());
     }
   }
+}
+
+// --adam_kernel multi: one pass per gradient and copy format (AdamListArgs) moves every
+// parameter, moment, count and weight copy to the bits of a pass per parameter, over 30
+// parameters (more than a list holds) of two formats (with a 16-bit copy and without), with a
+// loss scale and a skipped step. A list of two formats, or of more than kAdamListSize
+// parameters, is refused in one line.
+TEST(FusedAdam, AListStepIsThePerParameterSteps) {
+  const torch::Device device = kernel_device();
+  const auto make = [&] {
+    torch::manual_seed(8);
+    std::vector<torch::Tensor> params, copies;
+    for (int i = 0; i < 30; ++i) {
+      params.push_back(torch::randn({i % 4 + 1, 3 * i + 1}).to(device).requires_grad_());
+      copies.push_back(i % 3 == 0 ? params.back().detach().to(torch::kBFloat16).requires_grad_()
+                                  : torch::Tensor());
+    }
+    return std::pair{params, copies};
+  };
+  auto [pa, ca] = make();
+  auto [pb, cb] = make();
+  const k::Format bf16 = k::format_of(torch::kBFloat16);
+  FusedAdam per_param(pa, {}, ca, bf16), list(pb, {}, cb, bf16, /*multi_tensor=*/true);
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  const torch::Tensor scale = torch::full({}, 4.0, f32);
+  torch::manual_seed(13);
+  for (int step = 0; step < 4; ++step) {
+    for (size_t i = 0; i < pa.size(); ++i) {
+      const torch::Tensor g = torch::randn(pa[i].sizes()).to(device) * 4;
+      (ca[i].defined() ? ca[i] : pa[i]).mutable_grad() =
+          ca[i].defined() ? g.to(torch::kBFloat16) : g;
+      (cb[i].defined() ? cb[i] : pb[i]).mutable_grad() =
+          ca[i].defined() ? g.to(torch::kBFloat16) : g;
+    }
+    const torch::Tensor inf = torch::full({}, step == 2 ? 1.0 : 0.0, f32);
+    per_param.step(scale, inf);
+    list.step(scale, inf);
+  }
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
+    EXPECT_TRUE(torch::equal(per_param.exp_avg_sqs()[i], list.exp_avg_sqs()[i])) << i;
+    EXPECT_TRUE(torch::equal(per_param.steps()[i], list.steps()[i])) << i;
+    if (ca[i].defined()) {
+      EXPECT_TRUE(torch::equal(ca[i], cb[i])) << "copy " << i;
+    }
+  }
+  EXPECT_FLOAT_EQ(list.steps()[0].item<float>(), 3.0f);  // the skipped step did not count
+  const torch::Tensor p = torch::zeros({4}), g = torch::zeros({4}), one = torch::zeros({});
+  const k::AdamArgs plain = k::adam_args(p, p, p, one, g, {}, {}),
+                    half = k::adam_args(p, p, p, one, g.to(torch::kHalf), {}, {});
+  const std::vector<k::AdamArgs> two{plain, half}, many(k::kAdamListSize + 1, plain);
+  EXPECT_NE(testing::error_of([&] { k::adam_list_args(two); })
+                .find("fused Adam: a pass takes parameters of one gradient and copy format "
+                      "(float32, float32); got float16, float32"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              k::adam_list_args(many);
+            }).find("fused Adam: 1 to 24 parameters a pass, got 25"),
+            std::string::npos);
+}
+
+// A run with --adam_kernel multi trains the per-parameter run's losses bit for bit (the fused
+// model in bfloat16: parameters with weight copies and without).
+TEST(FusedAdam, AMultiTensorRunTrainsThePerParameterRunsLosses) {
+  RunConfig c = testing::tiny_config();
+  c.compile = CompilePath::kFused;
+  c.dtype = Precision::kBFloat16;
+  c.fused_adam = true;
+  const std::vector<double> per_param = testing::train_losses(c, 6);
+  c.adam_kernel = AdamKernel::kMulti;
+  EXPECT_EQ(testing::train_losses(c, 6), per_param);
 }
 
 TEST(FusedAdam, RefusesAWeightCopyOfAnotherTypeOrShape) {

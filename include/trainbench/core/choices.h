@@ -159,6 +159,17 @@ struct ChoiceTable<SdpaBackend> {
   }};
 };
 
+// --adam_kernel: how --fused_adam 1 runs its kernel (the same numbers either way).
+enum class AdamKernel { kParam, kMulti, kLast = kMulti };
+template <>
+struct ChoiceTable<AdamKernel> {
+  static constexpr std::array<ChoiceRow<AdamKernel>, 2> rows = {{
+      {AdamKernel::kParam, "param", "a pass per parameter"},
+      {AdamKernel::kMulti, "multi",
+       "a pass over the parameters of each format (on CUDA a launch per 24)"},
+  }};
+};
+
 // --dist_backend: the process group of a multi-process run (kAuto as given).
 enum class DistBackend { kAuto, kGloo, kNccl, kLast = kNccl };
 template <>
@@ -180,5 +191,6 @@ static_assert(choices_in_order<GemmRoute>(), "one row per GemmRoute, in order");
 static_assert(choices_in_order<DeviceChoice>(), "one row per DeviceChoice, in order");
 static_assert(choices_in_order<SdpaBackend>(), "one row per SdpaBackend, in order");
 static_assert(choices_in_order<DistBackend>(), "one row per DistBackend, in order");
+static_assert(choices_in_order<AdamKernel>(), "one row per AdamKernel, in order");
 
 }  // namespace trainbench

@@ -84,6 +84,7 @@ struct RunConfig {
   // GPU fast paths (rules in sdpa_backend.h, fused_adam.h, cuda_graph.h).
   SdpaBackend sdpa_backend = SdpaBackend::kAuto;  // with --flash 1
   bool fused_adam = false;                        // Adam in one pass (bench's kernel)
+  AdamKernel adam_kernel = AdamKernel::kParam;    // how fused Adam launches it
   bool cuda_graph = false;                        // the whole step captured once, then replayed
 };
 

@@ -5,6 +5,7 @@
 // build without CUDA refuses).
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,8 @@ ColumnSumsArgs column_sums_args(const at::Tensor& x, const at::Tensor& partials,
 // undefined for none, else it holds copy_format's values (the run's format: bfloat16 or float16,
 // stored as such or in float32 on the float32 GEMM route); grad_scale and found_inf: float32
 // [] or [1] tensors on the device, or undefined (1 and 0).
+// The parameters' AdamArgs in one pass (one gradient and copy format, at most kAdamListSize).
+AdamListArgs adam_list_args(std::span<const AdamArgs> items);
 AdamArgs adam_args(const at::Tensor& param, const at::Tensor& exp_avg, const at::Tensor& exp_avg_sq,
                    const at::Tensor& step, const at::Tensor& grad, const at::Tensor& copy = {},
                    Format copy_format = {}, const at::Tensor& grad_scale = {},

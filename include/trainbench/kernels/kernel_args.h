@@ -259,6 +259,23 @@ struct AdamArgs {
   auto formats() const { return std::array{grad_format, copy_format}; }
 };
 
+// Adam over several parameters of one gradient and copy format in one pass (--adam_kernel
+// multi), each item an AdamArgs: the CPU takes the chunks of kChunkRows rows of every item in
+// turn, CUDA one launch with a row of blocks per item. At most kAdamListSize items, so that a
+// CUDA kernel's 4 KiB of parameters hold them.
+inline constexpr int kAdamListSize = 24;
+struct AdamListArgs {
+  int32_t count = 0;
+  AdamArgs items[kAdamListSize];
+  int64_t chunks() const {  // the launcher's: every item's chunks
+    int64_t n = 0;
+    for (int32_t i = 0; i < count; ++i) n += num_chunks(items[i].rows);
+    return n;
+  }
+  auto formats() const { return items[0].formats(); }
+};
+static_assert(sizeof(AdamListArgs) <= 4096, "a CUDA kernel's parameters: 4 KiB");
+
 // Every kernel's Args: each backend's declarations and the entry run() (fused_kernels.h) are
 // made from this list.
 #define TB_FUSED_KERNELS(X)  \
@@ -271,6 +288,7 @@ struct AdamArgs {
   X(HeadsArgs)               \
   X(HeadCrossEntropyArgs)    \
   X(ColumnSumsArgs)          \
-  X(AdamArgs)
+  X(AdamArgs)                \
+  X(AdamListArgs)
 
 }  // namespace trainbench::kernels

@@ -32,9 +32,12 @@ class FusedAdam {
   // device) is created here, not lazily, so that a CUDA graph captured later finds it.
   // copies: empty, or one per parameter (undefined where none), holding the parameter's value
   // in copy_format, the model's (ModelOptions::format: bfloat16 or float16, stored as such or in
-  // float32 on the float32 GEMM route).
+  // float32 on the float32 GEMM route). multi_tensor (--adam_kernel multi): one pass over the
+  // parameters of each gradient and copy format (AdamListArgs), not one per parameter; the same
+  // numbers.
   FusedAdam(std::vector<torch::Tensor> params, const FusedAdamOptions& options = {},
-            std::vector<torch::Tensor> copies = {}, kernels::Format copy_format = {});
+            std::vector<torch::Tensor> copies = {}, kernels::Format copy_format = {},
+            bool multi_tensor = false);
 
   // The gradient each parameter's step reads (its copy's, where it has one); drop_grads()
   // forgets them all (set to none, as PyTorch's zero_grad does by default).
@@ -64,6 +67,8 @@ class FusedAdam {
   std::vector<torch::Tensor> params_, copies_, exp_avgs_, exp_avg_sqs_, steps_;
   kernels::Format copy_format_;
   FusedAdamOptions options_;
+  bool multi_tensor_ = false;
+  void run_lists_(const std::vector<kernels::AdamArgs>& args, c10::DeviceType device);
 };
 
 }  // namespace trainbench

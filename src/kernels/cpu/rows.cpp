@@ -320,6 +320,18 @@ void adam_(const AdamArgs& a, int64_t c0, int64_t c1) {
     }
   }
 }
+// A list (--adam_kernel multi): chunks c0..c1 of the items' chunks, each item's in turn.
+template <typename G, typename C, typename R>
+void adam_list_(const AdamListArgs& l, int64_t c0, int64_t c1) {
+  int64_t first = 0;  // the list's chunk where item i starts
+  for (int32_t i = 0; i < l.count && first < c1; ++i) {
+    const int64_t n = num_chunks(l.items[i].rows);
+    if (first + n > c0) {
+      adam_<G, C, R>(l.items[i], (c0 > first ? c0 : first) - first, min_(c1, first + n) - first);
+    }
+    first += n;
+  }
+}
 
 // ---- dispatch: each kernel's instantiation for its Args' formats ----------------------------
 // This build holds the formats a run reaches, or (TB_ROWS_F64: rows_f64.cpp, the test binary's)
@@ -429,17 +441,26 @@ Rows<HeadsArgs> rows_for(const HeadsArgs& a) {
 }
 // Adam: the gradient's storage; the weight copy's storage and values (no copy: float32's).
 // Never float64 (a float32 parameter's gradient and copy): none in the float64 build.
-Rows<AdamArgs> rows_for(const AdamArgs& a) {
-  Rows<AdamArgs> fn = nullptr;
-  with_format(a.grad_format, [&](auto g) {
+// pick: the row function of (G, C, R), the formats' types (a template lambda).
+template <typename Args, typename Pick>
+Rows<Args> adam_rows_(const Args& a, Pick pick) {
+  Rows<Args> fn = nullptr;
+  const auto f = a.formats();
+  with_format(f[0], [&](auto g) {
     using G = decltype(g);
-    with_format(a.copy_format, [&](auto c) {
+    with_format(f[1], [&](auto c) {
       using C = decltype(c);
       if constexpr (!kF64Build && kHeld<G, C>)
-        fn = &adam_<typename G::S, typename C::S, typename C::R>;
+        fn = pick.template operator()<typename G::S, typename C::S, typename C::R>();
     });
   });
   return fn;
+}
+Rows<AdamArgs> rows_for(const AdamArgs& a) {
+  return adam_rows_(a, []<typename G, typename C, typename R>() { return &adam_<G, C, R>; });
+}
+Rows<AdamListArgs> rows_for(const AdamListArgs& a) {
+  return adam_rows_(a, []<typename G, typename C, typename R>() { return &adam_list_<G, C, R>; });
 }
 
 }  // namespace trainbench::kernels::cpu::TB_ROWS_ISA

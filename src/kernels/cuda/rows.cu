@@ -5,6 +5,7 @@
 // layout and order of addition per chunk. No LibTorch header.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "rows.h"
@@ -274,9 +275,10 @@ __global__ void head_cross_entropy_kernel(HeadCrossEntropyArgs a) {
   if (threadIdx.x == 0) static_cast<A*>(a.partials)[chunk] = loss;
 }
 
-// One thread per element, grid-stride; G, C, R as the CPU rows' adam_.
+// One thread per element, grid-stride over blockIdx.x; G, C, R as the CPU rows' adam_. A list
+// (--adam_kernel multi): a row of blocks per item (blockIdx.y).
 template <typename G, typename C, typename R>
-__global__ void adam_kernel(AdamArgs a) {
+__device__ void adam_elements_(const AdamArgs& a) {
   if (a.found_inf != nullptr && *a.found_inf != 0) return;
   const m::AdamCoefs k = m::adam_coefs(a, *a.step);
   const float scale = a.grad_scale != nullptr ? *a.grad_scale : 1.0f;
@@ -294,6 +296,14 @@ __global__ void adam_kernel(AdamArgs a) {
     p[i] = pn;
     if (a.copy != nullptr) st(static_cast<C*>(a.copy), i, m::rounded_to<R>(pn));
   }
+}
+template <typename G, typename C, typename R>
+__global__ void adam_kernel(AdamArgs a) {
+  adam_elements_<G, C, R>(a);
+}
+template <typename G, typename C, typename R>
+__global__ void adam_list_kernel(AdamListArgs l) {
+  adam_elements_<G, C, R>(l.items[blockIdx.y]);
 }
 
 }  // namespace
@@ -327,23 +337,47 @@ unsigned grid_(int64_t blocks) { return static_cast<unsigned>(blocks < 65535 ? b
 cudaError_t launched_(bool held) { return held ? cudaGetLastError() : cudaErrorNotSupported; }
 }  // namespace
 
-cudaError_t launch(const AdamArgs& a, cudaStream_t stream) {
-  const int64_t blocks = (a.rows * a.cols + kThreads - 1) / kThreads;
-  if (blocks == 0) return cudaSuccess;  // an empty parameter: nothing to launch
+// Adam and its list: blocks for the largest item's elements, a row of them per item.
+template <typename Args>
+cudaError_t adam_launch_(const Args& a, cudaStream_t stream) {
+  constexpr bool kList = std::is_same_v<Args, AdamListArgs>;
+  int32_t count = 1;
+  if constexpr (kList) count = a.count;
+  int64_t blocks = 0;
+  for (int32_t i = 0; i < count; ++i) {
+    const AdamArgs& item = [&]() -> const AdamArgs& {
+      if constexpr (kList)
+        return a.items[i];
+      else
+        return a;
+    }();
+    blocks = std::max<int64_t>(blocks, (item.rows * item.cols + kThreads - 1) / kThreads);
+  }
+  if (blocks == 0) return cudaSuccess;  // empty parameters: nothing to launch
+  const dim3 grid(grid_(blocks), static_cast<unsigned>(count));
+  const auto f = a.formats();
   bool held = false;
-  with_format(a.grad_format, [&](auto g) {
+  with_format(f[0], [&](auto g) {
     using G = decltype(g);
-    with_format(a.copy_format, [&](auto c) {
+    with_format(f[1], [&](auto c) {
       using C = decltype(c);
       if constexpr (kHeld<G, C>) {
-        adam_kernel<typename G::S, typename C::S, typename C::R>
-            <<<grid_(blocks), kThreads, 0, stream>>>(a);
+        if constexpr (kList) {
+          adam_list_kernel<typename G::S, typename C::S, typename C::R>
+              <<<grid, kThreads, 0, stream>>>(a);
+        } else {
+          adam_kernel<typename G::S, typename C::S, typename C::R>
+              <<<grid, kThreads, 0, stream>>>(a);
+        }
         held = true;
       }
     });
   });
   return launched_(held);
 }
+
+cudaError_t launch(const AdamArgs& a, cudaStream_t stream) { return adam_launch_(a, stream); }
+cudaError_t launch(const AdamListArgs& a, cudaStream_t stream) { return adam_launch_(a, stream); }
 // DropAddLn(Grad): y in the branch's storage, in float32 storage (of the out format's values),
 // or, from a float32 branch, in any storage.
 #define TB_CUDA_DROP_ADD_LN_LAUNCH(Args, kernel, blocks)                                      \
