@@ -13,7 +13,7 @@
 #            CPU, the fused model against eager, fused Adam, CUDA graph replay, the loss scaler
 #            on device, the device profile)
 #   profile  profile.md: bfloat16 fused + fused Adam at the reference shape with and without
-#            flash, `--profile_steps 3` (on CUDA the GPU's kernels by the op that launched
+#            flash, and with flash and --adam_kernel multi, `--profile_steps 3` (on CUDA the GPU's kernels by the op that launched
 #            them, each category beside its bound; untraced: the GPU idle), `bench report` of both
 #   runs     for each of DTYPES in turn: scripts/compare.sh at the reference shape (8 layers,
 #            d_model 512, batch 100, seq 256): bench eager, TorchScript, flash, fused, fused +
@@ -193,17 +193,19 @@ if resumed profile; then
 elif [ "$(left)" -lt 60 ]; then
   stage_done profile "no time" "$t0"
 else
-  echo "== profile (bfloat16 fused, flash 1 and 0)" >&2
+  echo "== profile (bfloat16 fused, flash 1 and 0; flash 1 with --adam_kernel multi)" >&2
   status=ok
   rm -rf "$work/profile"
-  for flash in 1 0; do
+  for run in "p 1 param" "p 0 param" "m 1 multi"; do
+    read -r prefix flash adam <<<"$run"
     timeout 60 "$BENCH" "${shape[@]}" --dtype bfloat16 \
-      --compile fused --fused_adam 1 --flash "$flash" --steps "$((WARMUP + 5))" \
-      --warmup_steps "$WARMUP" --profile_steps 3 --log_every 10 --eval_every 0 \
-      --eval_batches 1 --tensorboard 0 --save_dir "$work/profile/p" \
-      >"$logs/profile_$flash.log" 2>&1 || status=failed
+      --compile fused --fused_adam 1 --adam_kernel "$adam" --flash "$flash" \
+      --steps "$((WARMUP + 5))" --warmup_steps "$WARMUP" --profile_steps 3 --log_every 10 \
+      --eval_every 0 --eval_batches 1 --tensorboard 0 --save_dir "$work/profile/$prefix" \
+      >"$logs/profile_${prefix}_$flash.log" 2>&1 || status=failed
   done
-  "$BENCH" report "$work"/profile/p_*/ >"$out/profile.md" 2>&1 || status=failed
+  "$BENCH" report "$work"/profile/p_*/ "$work"/profile/m_*/ >"$out/profile.md" 2>&1 ||
+    status=failed
   stage_done profile "$status" "$t0"
   echo "   profile: $status" >&2
 fi

@@ -44,8 +44,8 @@ def main():
         sys.exit(2)
     print("estimate of the real call (H200, 8 layers, batch 100, seq 256; seconds; fixed costs "
           f"fitted to the first H200 call, step time from FLOPs at {MFU:.0%} MFU)")
-    # The profile stage: two bench runs of warm-up + 3 profiled steps.
-    rows = [("machine", 2), ("build", BUILD), ("tests", TESTS), ("profile", 2 * BENCH + 5)]
+    # The profile stage: three bench runs of warm-up + 3 profiled steps.
+    rows = [("machine", 2), ("build", BUILD), ("tests", TESTS), ("profile", 3 * BENCH + 5)]
     step_flops = flops_per_token() * 100 * 256
     for d in dtypes:
         jax = d != "float16"

@@ -76,10 +76,12 @@ TEST(GpuCall, TheRehearsalLeavesEveryStagesFilesAndAResumeKeepsThem) {
                                           "report.md", "runs.tar.gz", "stages.tsv", "tests.txt"}));
   EXPECT_EQ(gpu_call_stages(dir / "out/stages.tsv"),
             "machine ok,build ok,tests ok,profile ok,runs_float32 ok");
-  // The profile stage's report: both runs, each category beside its bound.
+  // The profile stage's report: its three runs (the multi-tensor Adam's too), each category
+  // beside its bound.
   const std::string profile = testing::read_file(dir / "out/profile.md");
   EXPECT_NE(profile.find("x bound)"), std::string::npos) << profile;
   EXPECT_NE(profile.find("flash fused_adam bfloat16 |"), std::string::npos) << profile;
+  EXPECT_NE(profile.find("flash fused_adam adam-multi bfloat16 |"), std::string::npos) << profile;
   EXPECT_NE(profile.find("| time of | host ops | host ops |"), std::string::npos) << profile;
   EXPECT_EQ(testing::read_file(dir / "out/build.txt").rfind("carried binaries start here", 0), 0u);
   const std::string machine = testing::read_file(dir / "out/machine.txt");
