@@ -18,8 +18,10 @@
 #   runs     for each of DTYPES in turn: scripts/compare.sh at the reference shape (8 layers,
 #            d_model 512, batch 100, seq 256): bench eager, TorchScript, flash, fused, fused +
 #            flash, PyTorch eager, torch.compile (default and max-autotune: CUDA graphs) and
-#            flash, JAX; then bench's torch model, flash + fused Adam + CUDA graph (eager and
-#            fused) and fused + flash with --adam_kernel multi; after each dtype report.md and report.json
+#            flash, JAX; then bench's torch model, flash + fused Adam + CUDA graph, and fused +
+#            flash + fused Adam with each new item (scripts/gpu_items.py: --cuda_graph 1,
+#            --adam_kernel multi) whose GPU tests passed, one that failed named in tests.txt and
+#            left out; after each dtype report.md and report.json
 #            (`bench report`, MFU on bench's peak for the dtype: the GPU's datasheet figure,
 #            which the peers are given too) and runs.tar.gz (the run folders' small files)
 # 8 files in all, none in a folder (kept small so that it travels back from an offline GPU machine whole).
@@ -185,6 +187,14 @@ else
   stage_done tests skipped "$t0"
 fi
 
+# The new items the tests stage proved (scripts/gpu_items.py): one whose GPU test failed is named
+# in tests.txt and left out of the runs; without tests.txt, all are.
+new_items=()
+if [ -f "$out/tests.txt" ]; then
+  mapfile -t new_items < <("$PYTHON" scripts/gpu_items.py "$out/tests.txt" 2>"$logs/left_out.txt")
+  grep -qxF -f "$logs/left_out.txt" "$out/tests.txt" || cat "$logs/left_out.txt" >>"$out/tests.txt"
+fi
+
 # --- profile: where the fused step's time goes, with and without flash ------------------------
 t0=$SECONDS
 if resumed profile; then
@@ -244,12 +254,15 @@ for dtype in "${dtypes[@]}"; do
   rm -rf "${runs:?}/$dtype"
   DTYPES=$dtype BENCH=$BENCH PYTHON=$PYTHON timeout "$(left)" bash scripts/compare.sh \
     "$runs/$dtype" "${common[@]}" >"$logs/compare_$dtype.log" 2>&1 || status=partial
-  # The columns compare.sh lacks: bench's torch model, the CUDA graph of eager and of the fused
-  # path (flash + fused Adam), and fused + flash with the multi-tensor Adam beside compare.sh's.
+  # The columns compare.sh lacks: bench's torch model, the CUDA graph (flash + fused Adam), and
+  # fused + flash + fused Adam with each new item its GPU tests proved (gpu_items.py).
   extra="--model torch --dtype $dtype"
-  graph="--model handcraft --dtype $dtype --flash 1 --fused_adam 1 --cuda_graph 1"
-  multi="--model handcraft --dtype $dtype --compile fused --flash 1 --fused_adam 1 --adam_kernel multi"
-  [ "$REHEARSAL" = 1 ] || extra+="; $graph; $graph --compile fused; $multi"
+  if [ "$REHEARSAL" != 1 ]; then
+    extra+="; --model handcraft --dtype $dtype --flash 1 --fused_adam 1 --cuda_graph 1"
+    for item in "${new_items[@]}"; do
+      extra+="; --model handcraft --dtype $dtype --compile fused --flash 1 --fused_adam 1 $item"
+    done
+  fi
   if [ "$(left)" -gt 10 ]; then
     MATRIX=$extra BENCH=$BENCH PYTHON=$PYTHON timeout "$(left)" bash scripts/sweep.sh \
       "$runs/$dtype/extra" --data "$runs/$dtype/corpus.bin" "${common[@]}" \

@@ -118,6 +118,30 @@ TEST(GpuCall, TheRehearsalLeavesEveryStagesFilesAndAResumeKeepsThem) {
             13u);
 }
 
+// The call's new items (scripts/gpu_items.py): each runs unless a GPU test of it failed in the
+// tests stage; one that failed is named with its failed tests and left out, the others kept; a
+// missing summary is one line, exit 2.
+TEST(GpuCall, ANewItemWhoseGpuTestFailedIsNamedAndLeftOut) {
+  testing::TempDir dir;
+  testing::write_file(dir / "passed.txt", "[  PASSED  ] 40 tests.\n[  SKIPPED ] 2 tests\n");
+  testing::write_file(dir / "failed.txt",
+                      "[  PASSED  ] 39 tests.\n[  FAILED  ] 1 test, listed below:\n"
+                      "[  FAILED  ] KernelTableBits.ADAM_LIST(dtype=bf16,n=1,w=3,copy=dtype)\n");
+  const auto items = [&](const std::string& file) {
+    return testing::run_command(TB_PYTHON " " TB_SOURCE_DIR "/scripts/gpu_items.py " + file);
+  };
+  EXPECT_EQ(items(dir / "passed.txt").output, "--cuda_graph 1\n--adam_kernel multi\n");
+  const auto left = items(dir / "failed.txt");
+  EXPECT_EQ(left.exit_code, 0);
+  EXPECT_EQ(left.output,
+            "--cuda_graph 1\nleft out: --adam_kernel multi (failed: "
+            "KernelTableBits.ADAM_LIST(dtype=bf16,n=1,w=3,copy=dtype))\n");
+  const auto missing = items(dir / "none.txt");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.output,
+            "gpu_items.py: TESTS_TXT: No such file or directory: '" + (dir / "none.txt") + "'\n");
+}
+
 // What stops the call before anything is built: one line, exit 2, no output folder.
 TEST(GpuCall, BadInputIsOneLineAndExitTwoBeforeAnythingIsBuilt) {
   testing::TempDir dir;
