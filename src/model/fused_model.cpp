@@ -21,11 +21,12 @@ namespace {
 using torch::Tensor;
 namespace k = kernels;
 
-// The fused ops' dropout keys. The ops of a training pass take base, base + g, base + 2g, ...
-// in order (base: seed_key(), the seed's hash; g = 2^64 / phi), and the kernels move each by
-// the pass count, which they read where they run (FusedDropout::step): no key comes from the
-// host per step, so a captured CUDA graph's replays draw new masks, and the CPU and the GPU
-// draw the same bits.
+// The fused ops' dropout keys. Op i of a training pass takes splitmix64(base + i) (base:
+// seed_key(), the seed's hash), and the kernels move it by the pass count times g = 2^64 / phi,
+// which they read where they run (FusedDropout::step): no key comes from the host per step, so
+// a captured CUDA graph's replays draw new masks, and the CPU and the GPU draw the same bits.
+// The ops' keys are hashed, not base + i * g: then op i + 1 at one pass would have op i's key at
+// the next.
 class StepKeys {
  public:
   // A pass with dropout p (0, evaluation: none, and no count): the count moves on by one, on
@@ -39,7 +40,7 @@ class StepKeys {
     count_.add_(1);
   }
   FusedDropout next(double p) {
-    return p > 0 ? FusedDropout{p, base_ + kGoldenGamma * site_++, count_.const_data_ptr<int64_t>()}
+    return p > 0 ? FusedDropout{p, splitmix64(base_ + site_++), count_.const_data_ptr<int64_t>()}
                  : FusedDropout{};
   }
   // A resume: the passes done so far (one a training step).

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "trainbench/core/hash.h"
 #include "trainbench/kernels/storage.h"
 
 namespace trainbench::kernels::math {
@@ -58,9 +59,9 @@ TB_HOST_DEVICE A dropout_factor(uint64_t key, uint64_t index, uint32_t threshold
   return dropout_keep(key, index, threshold) ? scale : A(0);
 }
 // A kernel's dropout arguments with the key of the step they read (DropoutArgs::step): the key
-// moved by step * 2^64 / phi, read once, where the kernel runs.
+// moved by step * 2^64 / phi (kGoldenGamma), read once, where the kernel runs.
 TB_HOST_DEVICE DropoutArgs at_step(DropoutArgs d) {
-  if (d.step != nullptr) d.key += static_cast<uint64_t>(*d.step) * 0x9e3779b97f4a7c15ull;
+  if (d.step != nullptr) d.key += static_cast<uint64_t>(*d.step) * kGoldenGamma;
   d.step = nullptr;
   return d;
 }
