@@ -37,6 +37,13 @@ std::string field_after_(const std::string& text, const std::string& key, const 
   return text.substr(begin, text.find_first_of(stops, begin) - begin);
 }
 
+#ifdef TB_WITH_CUDA
+// A CUDA device's properties (no index: device 0).
+const cudaDeviceProp* props_(const torch::Device& device) {
+  return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index());
+}
+#endif
+
 // The machine beside the device: CPU identity and instruction sets, memory, OS and kernel, the
 // load when the run started and the command line (what pyperf records with a result).
 void machine_facts_(nlohmann::json& j) {
@@ -106,8 +113,7 @@ nlohmann::json thread_env() {
 
 std::string device_name(const torch::Device& device) {
 #ifdef TB_WITH_CUDA
-  if (device.is_cuda())
-    return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->name;
+  if (device.is_cuda()) return props_(device)->name;
 #endif
   (void)device;
   const std::string name = cpuinfo_field("model name");
@@ -117,7 +123,7 @@ std::string device_name(const torch::Device& device) {
 std::string gpu_uuid(const torch::Device& device) {
 #ifdef TB_WITH_CUDA
   if (device.is_cuda()) {
-    const auto& b = at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->uuid;
+    const auto& b = props_(device)->uuid;
     std::string s = "GPU-";
     char hex[3];
     for (int i = 0; i < 16; ++i) {
@@ -171,7 +177,7 @@ nlohmann::json collect_env(const torch::Device& device, int num_threads) {
   j["tf32_matmul"] = nullptr;
 #ifdef TB_WITH_CUDA
   if (device.is_cuda()) {
-    const auto* prop = at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index());
+    const auto* prop = props_(device);
     j["compute_capability"] = std::to_string(prop->major) + "." + std::to_string(prop->minor);
     j["cuda_version"] =
         std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10);

@@ -91,12 +91,12 @@ ColumnSumsArgs column_sums_args(const at::Tensor& x, const at::Tensor& partials,
 // undefined for none, else it holds copy_format's values (the run's format: bfloat16 or float16,
 // stored as such or in float32 on the float32 GEMM route); grad_scale and found_inf: float32
 // [] or [1] tensors on the device, or undefined (1 and 0).
-// The parameters' AdamArgs in one pass (one gradient and copy format, at most kAdamListSize).
-AdamListArgs adam_list_args(std::span<const AdamArgs> items);
 AdamArgs adam_args(const at::Tensor& param, const at::Tensor& exp_avg, const at::Tensor& exp_avg_sq,
                    const at::Tensor& step, const at::Tensor& grad, const at::Tensor& copy = {},
                    Format copy_format = {}, const at::Tensor& grad_scale = {},
                    const at::Tensor& found_inf = {}, const AdamOptions& options = {});
+// The parameters' AdamArgs in one pass (one gradient and copy format, at most kAdamListSize).
+AdamListArgs adam_list_args(std::span<const AdamArgs> items);
 
 #define TB_DECLARE_RUN(Args) void run(const Args& a, c10::DeviceType device);
 TB_FUSED_KERNELS(TB_DECLARE_RUN)

@@ -337,24 +337,12 @@ unsigned grid_(int64_t blocks) { return static_cast<unsigned>(blocks < 65535 ? b
 cudaError_t launched_(bool held) { return held ? cudaGetLastError() : cudaErrorNotSupported; }
 }  // namespace
 
-// Adam and its list: blocks for the largest item's elements, a row of them per item.
+// Adam and its list: `blocks` for the largest item's elements, a row of them per item.
+int64_t adam_blocks_(const AdamArgs& a) { return (a.rows * a.cols + kThreads - 1) / kThreads; }
 template <typename Args>
-cudaError_t adam_launch_(const Args& a, cudaStream_t stream) {
-  constexpr bool kList = std::is_same_v<Args, AdamListArgs>;
-  int32_t count = 1;
-  if constexpr (kList) count = a.count;
-  int64_t blocks = 0;
-  for (int32_t i = 0; i < count; ++i) {
-    const AdamArgs& item = [&]() -> const AdamArgs& {
-      if constexpr (kList)
-        return a.items[i];
-      else
-        return a;
-    }();
-    blocks = std::max<int64_t>(blocks, (item.rows * item.cols + kThreads - 1) / kThreads);
-  }
+cudaError_t adam_launch_(const Args& a, int64_t blocks, unsigned items, cudaStream_t stream) {
   if (blocks == 0) return cudaSuccess;  // empty parameters: nothing to launch
-  const dim3 grid(grid_(blocks), static_cast<unsigned>(count));
+  const dim3 grid(grid_(blocks), items);
   const auto f = a.formats();
   bool held = false;
   with_format(f[0], [&](auto g) {
@@ -362,7 +350,7 @@ cudaError_t adam_launch_(const Args& a, cudaStream_t stream) {
     with_format(f[1], [&](auto c) {
       using C = decltype(c);
       if constexpr (kHeld<G, C>) {
-        if constexpr (kList) {
+        if constexpr (std::is_same_v<Args, AdamListArgs>) {
           adam_list_kernel<typename G::S, typename C::S, typename C::R>
               <<<grid, kThreads, 0, stream>>>(a);
         } else {
@@ -376,8 +364,14 @@ cudaError_t adam_launch_(const Args& a, cudaStream_t stream) {
   return launched_(held);
 }
 
-cudaError_t launch(const AdamArgs& a, cudaStream_t stream) { return adam_launch_(a, stream); }
-cudaError_t launch(const AdamListArgs& a, cudaStream_t stream) { return adam_launch_(a, stream); }
+cudaError_t launch(const AdamArgs& a, cudaStream_t stream) {
+  return adam_launch_(a, adam_blocks_(a), 1, stream);
+}
+cudaError_t launch(const AdamListArgs& a, cudaStream_t stream) {
+  int64_t blocks = 0;
+  for (int32_t i = 0; i < a.count; ++i) blocks = std::max(blocks, adam_blocks_(a.items[i]));
+  return adam_launch_(a, blocks, static_cast<unsigned>(a.count), stream);
+}
 // DropAddLn(Grad): y in the branch's storage, in float32 storage (of the out format's values),
 // or, from a float32 branch, in any storage.
 #define TB_CUDA_DROP_ADD_LN_LAUNCH(Args, kernel, blocks)                                      \
