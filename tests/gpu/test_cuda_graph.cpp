@@ -10,18 +10,29 @@
 namespace trainbench {
 namespace {
 
+// A tiny run on CUDA with fused Adam (a capture needs it) in `dtype`, three warm-up steps.
+RunConfig graph_config_(const char* dtype, CompilePath compile, double dropout) {
+  RunConfig c = testing::tiny_config();
+  c.device = DeviceChoice::kCuda;
+  c.dtype = choice_of<Precision>("dtype", dtype);
+  c.compile = compile;
+  c.dropout = dropout;
+  c.fused_adam = 1;
+  c.warmup_steps = 3;
+  return c;
+}
+// {eager's losses, the captured run's} over `steps` steps of c.
+std::pair<std::vector<double>, std::vector<double>> eager_and_graphed_(RunConfig c, int steps) {
+  const auto eager = testing::train_losses(c, steps, torch::kCUDA);
+  c.cuda_graph = 1;
+  return {eager, testing::train_losses(c, steps, torch::kCUDA)};
+}
+
 TEST(CudaGraph, CapturedRunMatchesTheEagerRunWithin1e3Over50Steps) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   for (const char* dtype : {"float32", "float16", "bfloat16"}) {
-    RunConfig c = testing::tiny_config();
-    c.device = DeviceChoice::kCuda;
-    c.dtype = choice_of<Precision>("dtype", dtype);
-    c.dropout = 0;
-    c.fused_adam = 1;
-    c.warmup_steps = 3;
-    const auto eager = testing::train_losses(c, 50, torch::kCUDA);
-    c.cuda_graph = 1;
-    const auto graphed = testing::train_losses(c, 50, torch::kCUDA);
+    const auto [eager, graphed] =
+        eager_and_graphed_(graph_config_(dtype, CompilePath::kNone, 0.0), 50);
     ASSERT_EQ(graphed.size(), eager.size());
     for (size_t i = 0; i < eager.size(); ++i) {
       EXPECT_NEAR(graphed[i], eager[i], 1e-3) << dtype << " step " << i + 1;
@@ -36,16 +47,8 @@ TEST(CudaGraph, CapturedRunMatchesTheEagerRunWithin1e3Over50Steps) {
 TEST(CudaGraph, TheFusedStepCapturedWithDropoutTrainsEagersLosses) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   for (const char* dtype : {"float32", "bfloat16", "float16"}) {
-    RunConfig c = testing::tiny_config();
-    c.device = DeviceChoice::kCuda;
-    c.dtype = choice_of<Precision>("dtype", dtype);
-    c.compile = CompilePath::kFused;
-    c.dropout = 0.1;
-    c.fused_adam = 1;
-    c.warmup_steps = 3;
-    const auto eager = testing::train_losses(c, 30, torch::kCUDA);
-    c.cuda_graph = 1;
-    const auto graphed = testing::train_losses(c, 30, torch::kCUDA);
+    const auto [eager, graphed] =
+        eager_and_graphed_(graph_config_(dtype, CompilePath::kFused, 0.1), 30);
     ASSERT_EQ(graphed.size(), eager.size());
     for (size_t i = 0; i < eager.size(); ++i) {
       EXPECT_NEAR(graphed[i], eager[i], 1e-4 * std::max(1.0, eager[i]))
