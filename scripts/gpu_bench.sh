@@ -13,14 +13,15 @@
 #            CPU, the fused model against eager, fused Adam, CUDA graph replay, the loss scaler
 #            on device, the device profile)
 #   profile  profile.md: bfloat16 fused + fused Adam at the reference shape with and without
-#            flash, and with flash and --adam_kernel multi, `--profile_steps 3` (on CUDA the GPU's kernels by the op that launched
+#            flash, and with flash and --adam_kernel multi, and (on a GPU) --gpu_kernels v2,
+#            `--profile_steps 3` (on CUDA the GPU's kernels by the op that launched
 #            them, each category beside its bound; untraced: the GPU idle), `bench report` of both
 #   runs     for each of DTYPES in turn: scripts/compare.sh at the reference shape (8 layers,
 #            d_model 512, batch 100, seq 256): bench eager, TorchScript, flash, fused, fused +
 #            flash, PyTorch eager, torch.compile (default and max-autotune: CUDA graphs) and
 #            flash, JAX; then bench's torch model, flash + fused Adam + CUDA graph, and fused +
 #            flash + fused Adam with each new item (scripts/gpu_items.py: --cuda_graph 1,
-#            --adam_kernel multi) whose GPU tests passed, one that failed named in tests.txt and
+#            --adam_kernel multi, --gpu_kernels v2) whose GPU tests passed, one that failed named in tests.txt and
 #            left out; after each dtype report.md and report.json
 #            (`bench report`, MFU on bench's peak for the dtype: the GPU's datasheet figure,
 #            which the peers are given too) and runs.tar.gz (the run folders' small files)
@@ -168,7 +169,7 @@ if resumed tests; then
   stage_done tests ok "$t0"
 elif [ -n "$TESTS" ]; then
   echo "== GPU tests" >&2
-  filter="KernelTableBits.*:KernelTableCuda.*:FusedGpu.*:FusedAdam.*:CudaGraph.*:LossScalerOnDevice.*:GpuFlags*:ProfileOnCuda.*"
+  filter="KernelTableBits.*:KernelTableBitsV2.*:GpuRows.*:KernelTableCuda.*:FusedGpu.*:FusedAdam.*:CudaGraph.*:LossScalerOnDevice.*:GpuFlags*:ProfileOnCuda.*"
   status=ok
   # TB_BENCH_EXE: the tests that run bench take this one (the build folder's path they were
   # compiled with does not exist on the GPU machine).
@@ -203,18 +204,21 @@ if resumed profile; then
 elif [ "$(left)" -lt 60 ]; then
   stage_done profile "no time" "$t0"
 else
-  echo "== profile (bfloat16 fused, flash 1 and 0; flash 1 with --adam_kernel multi)" >&2
+  echo "== profile (bfloat16 fused, flash 1 and 0; flash 1 with --adam_kernel multi, with" \
+    "--gpu_kernels v2)" >&2
   status=ok
   rm -rf "$work/profile"
-  for run in "p 1 param" "p 0 param" "m 1 multi"; do
-    read -r prefix flash adam <<<"$run"
-    timeout 60 "$BENCH" "${shape[@]}" --dtype bfloat16 \
+  profiles=("p 1 param v1" "p 0 param v1" "m 1 multi v1")
+  [ "$REHEARSAL" = 1 ] || profiles+=("v 1 param v2")  # CUDA kernels: a CPU run refuses v2
+  for run in "${profiles[@]}"; do
+    read -r prefix flash adam rows <<<"$run"
+    timeout 60 "$BENCH" "${shape[@]}" --dtype bfloat16 --gpu_kernels "$rows" \
       --compile fused --fused_adam 1 --adam_kernel "$adam" --flash "$flash" \
       --steps "$((WARMUP + 5))" --warmup_steps "$WARMUP" --profile_steps 3 --log_every 10 \
       --eval_every 0 --eval_batches 1 --tensorboard 0 --save_dir "$work/profile/$prefix" \
       >"$logs/profile_${prefix}_$flash.log" 2>&1 || status=failed
   done
-  "$BENCH" report "$work"/profile/p_*/ "$work"/profile/m_*/ >"$out/profile.md" 2>&1 ||
+  "$BENCH" report "$work"/profile/[pmv]_*/ >"$out/profile.md" 2>&1 ||
     status=failed
   stage_done profile "$status" "$t0"
   echo "   profile: $status" >&2

@@ -21,8 +21,9 @@ BENCH, SCRIPT, PEER, INDUCTOR, AUTOTUNE, JAX = 5, 5, 15, 25, 90, 30
 BUILD, TESTS, REPORT = 10, 15, 5  # carried binaries checked; the GPU tests; a report
 # Per dtype: compare.sh's 5 bench columns on a GPU + 4 PyTorch (eager, torch.compile in its
 # default mode and max-autotune, flash; + JAX but in float16), the torch model, the CUDA graph
-# of eager and of the fused path (both with flash and fused Adam), and --adam_kernel multi.
-RUNS = 5 + 4 + 4
+# of eager and of the fused path (both with flash and fused Adam), --adam_kernel multi and
+# --gpu_kernels v2.
+RUNS = 5 + 4 + 5
 
 
 def flops_per_token(layers=8, d=512, ff=2048, seq=256, vocab=256):
@@ -44,13 +45,13 @@ def main():
         sys.exit(2)
     print("estimate of the real call (H200, 8 layers, batch 100, seq 256; seconds; fixed costs "
           f"fitted to the first H200 call, step time from FLOPs at {MFU:.0%} MFU)")
-    # The profile stage: three bench runs of warm-up + 3 profiled steps.
-    rows = [("machine", 2), ("build", BUILD), ("tests", TESTS), ("profile", 3 * BENCH + 5)]
+    # The profile stage: four bench runs of warm-up + 3 profiled steps.
+    rows = [("machine", 2), ("build", BUILD), ("tests", TESTS), ("profile", 4 * BENCH + 5)]
     step_flops = flops_per_token() * 100 * 256
     for d in dtypes:
         jax = d != "float16"
         steps = (RUNS + jax) * a.steps * step_flops / (PEAK[d] * MFU)
-        fixed = 7 * BENCH + SCRIPT + 4 * PEER + INDUCTOR + AUTOTUNE + jax * JAX
+        fixed = 8 * BENCH + SCRIPT + 4 * PEER + INDUCTOR + AUTOTUNE + jax * JAX
         rows.append((f"runs_{d}", round(fixed + steps + REPORT)))
     for name, s in rows:
         print(f"  {name:16s} {s:4d}")

@@ -15,6 +15,8 @@ ITEMS = [
     ("--adam_kernel multi", ["FusedAdam.AListStepIsThePerParameterSteps",
                              "FusedAdam.AMultiTensorRunTrainsThePerParameterRunsLosses",
                              "KernelTableBits.ADAM_LIST"]),
+    ("--gpu_kernels v2", ["KernelTableBitsV2.",
+                          "FusedGpu.TheV2KernelsTrainTheV1LossesWithin1e3"]),
 ]
 
 

@@ -153,6 +153,12 @@ void check_compile_rules_(const RunPlan& p) {
         kernels::cuda_kernels_unavailable(p.device.has_index() ? p.device.index() : 0);
     if (!why.empty()) throw ConfigError(why);
   }
+  if (cfg.gpu_kernels != GpuRows::kV1 && !(cfg.compile == CompilePath::kFused && p.cuda())) {
+    throw ConfigError("--gpu_kernels: '" + std::string(name_of(cfg.gpu_kernels)) +
+                      "' picks the CUDA kernels of --compile fused; this run is --compile " +
+                      name_of(cfg.compile) + " on " + p.device_name() +
+                      "; use --compile fused on a CUDA device or --gpu_kernels v1");
+  }
   if (cfg.lowp_gemm == GemmRoute::kFloat32 && cfg.compile != CompilePath::kFused) {
     throw ConfigError("--lowp_gemm: 'float32' is not allowed with --compile " +
                       std::string(name_of(cfg.compile)) +

@@ -216,6 +216,8 @@ std::vector<FlagSpec> make_table_() {
                   "16-bit weight copies the GEMMs read (no per-step cast)"),
       resumable(choice_flag<AdamKernel>("adam_kernel", G::kPrecision, &C::adam_kernel,
                                         "--fused_adam 1: ", "")),
+      resumable(choice_flag<GpuRows>("gpu_kernels", G::kPrecision, &C::gpu_kernels,
+                                     "--compile fused on CUDA: ", "")),
       resumable(switch_flag(
           "cuda_graph", G::kPrecision, &C::cuda_graph,
           "1: capture the whole step as one CUDA graph after warm-up and replay it (CUDA; needs "

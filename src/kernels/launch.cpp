@@ -2,8 +2,11 @@
 // checking the CPU runs its instructions), or the CUDA launch on LibTorch's current stream.
 #include <ATen/Parallel.h>
 
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <iterator>
 #include <string>
 
@@ -68,11 +71,57 @@ std::string formats_text_(const char* name, const Args& a) {
   return text;
 }
 
+// --gpu_kernels for this process (GpuRowsScope sets it; the trainer holds one for its run).
+std::atomic<GpuRows> g_gpu_rows{GpuRows::kV1};
+
+// Whether a's widths and pointers fit the v2 CUDA kernels (kernel_args.h kV2*): rows of whole
+// groups of kV2Cols columns, at most kV2Groups of them (LayerNorm, logits), or of at most
+// kV2Keys keys (softmax); every pointer a 16-byte word load reads or writes on 16 bytes.
+bool aligned_(std::initializer_list<const void*> ps) {
+  for (const void* p : ps)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;  // null: aligned
+  return true;
+}
+bool groups_fit_(int64_t rows, int64_t cols) {
+  return rows > 0 && cols % kV2Cols == 0 && cols > 0 && cols / kV2Cols <= kV2Groups;
+}
+bool v2_fits_(const DropAddLnArgs& a) {
+  return groups_fit_(a.rows, a.cols) &&
+         aligned_({a.resid, a.branch, a.bias, a.gamma, a.beta, a.resid_out, a.y});
+}
+bool v2_fits_(const DropAddLnGradArgs& a) {
+  return groups_fit_(a.rows, a.cols) &&
+         aligned_({a.dy, a.d_resid_out, a.resid_out, a.gamma, a.d_resid, a.d_branch, a.partials});
+}
+bool v2_fits_(const BiasReluDropoutArgs& a) {
+  return a.rows > 0 && a.cols > 0 && a.cols % kV2Vec == 0 && aligned_({a.a, a.bias});
+}
+bool v2_fits_(const CausalSoftmaxArgs& a) { return a.rows > 0 && a.seq <= kV2Keys; }
+bool v2_fits_(const CausalSoftmaxGradArgs& a) { return a.rows > 0 && a.seq <= kV2Keys; }
+bool v2_fits_(const HeadCrossEntropyArgs& a) {
+  return groups_fit_(a.rows, a.cols) && aligned_({a.logits, a.bias, a.bias_partials});
+}
+template <typename Args>
+bool v2_fits_(const Args&) {
+  return false;  // no v2 kernel
+}
+
+template <typename Args>
+GpuRows rows_taken_(const Args& a) {
+  return g_gpu_rows.load() == GpuRows::kV2 && v2_fits_(a) ? GpuRows::kV2 : GpuRows::kV1;
+}
+
 template <typename Args>
 void run_(const char* name, const Args& a, c10::DeviceType device) {
   if (device == c10::DeviceType::CUDA) {
 #ifdef TB_WITH_CUDA
-    const cudaError_t err = cuda::launch(a, c10::cuda::getCurrentCUDAStream().stream());
+    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+    cudaError_t err = cudaSuccess;
+    if constexpr (requires { cuda::launch_v2(a, stream); }) {
+      err = rows_taken_(a) == GpuRows::kV2 ? cuda::launch_v2(a, stream) : cuda::launch(a, stream);
+    } else {
+      err = cuda::launch(a, stream);
+    }
     if (err == cudaErrorNotSupported) {
       throw RunError("fused kernels on CUDA: no kernel of " + formats_text_(name, a) +
                      "; CUDA holds the formats of float32, bfloat16 and float16 runs");
@@ -185,10 +234,15 @@ Format run_format(c10::ScalarType dtype, GemmRoute route) {
 Format product_format(const Format& f) { return Format{f.storage, f.storage, f.acc}; }
 Format values_format(const Format& f) { return Format{f.values, f.values, f.acc}; }
 
-#define TB_DEFINE_RUN(Args) \
-  void run(const Args& a, c10::DeviceType device) { run_(#Args, a, device); }
+#define TB_DEFINE_RUN(Args)                                                   \
+  void run(const Args& a, c10::DeviceType device) { run_(#Args, a, device); } \
+  GpuRows gpu_rows_taken(const Args& a) { return rows_taken_(a); }
 TB_FUSED_KERNELS(TB_DEFINE_RUN)
 #undef TB_DEFINE_RUN
+
+GpuRows gpu_rows() { return g_gpu_rows.load(); }
+GpuRowsScope::GpuRowsScope(GpuRows rows) : before_(g_gpu_rows.exchange(rows)) {}
+GpuRowsScope::~GpuRowsScope() { g_gpu_rows.store(before_); }
 
 std::string cpu_kernels_unavailable() { return rows_isa_().why; }
 

@@ -131,6 +131,10 @@ std::string label_of_(const nlohmann::json& config, const std::string& cfile) {
   if (on("fused_adam")) label += " fused_adam";
   if (config.value("adam_kernel", std::string()) == "multi") label += " adam-multi";
   if (on("cuda_graph")) label += " cuda_graph";
+  if (const std::string rows = config.value("gpu_kernels", std::string());
+      !rows.empty() && rows != "v1") {
+    label += " gpu-" + rows;
+  }
   // Data-parallel runs (speeds are global) get their own column, those with the all-reduce
   // after backward (--dist_overlap 0) another; batch stays per rank.
   const int64_t world = config.value("world_size", int64_t{1});

@@ -25,6 +25,7 @@ Trainer::Trainer(const RunPlan& plan)
       device_(plan.device),
       autocast_(autocast_precision_(plan.cfg)),
       sdpa_guard_(plan.cfg.flash ? plan.cfg.sdpa_backend : SdpaBackend::kAuto),
+      gpu_rows_(plan.cfg.gpu_kernels),
       scaler_(row_of(plan.cfg.dtype).loss_scaled, {}, plan.device, plan.cfg.fused_adam) {
   const RunConfig& cfg = plan.cfg;
   model_ = make_model(plan);

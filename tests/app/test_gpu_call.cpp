@@ -125,17 +125,20 @@ TEST(GpuCall, ANewItemWhoseGpuTestFailedIsNamedAndLeftOut) {
   testing::TempDir dir;
   testing::write_file(dir / "passed.txt", "[  PASSED  ] 40 tests.\n[  SKIPPED ] 2 tests\n");
   testing::write_file(dir / "failed.txt",
-                      "[  PASSED  ] 39 tests.\n[  FAILED  ] 1 test, listed below:\n"
-                      "[  FAILED  ] KernelTableBits.ADAM_LIST(dtype=bf16,n=1,w=3,copy=dtype)\n");
+                      "[  PASSED  ] 38 tests.\n[  FAILED  ] 2 tests, listed below:\n"
+                      "[  FAILED  ] KernelTableBits.ADAM_LIST(dtype=bf16,n=1,w=3,copy=dtype)\n"
+                      "[  FAILED  ] KernelTableBitsV2.STORE(dtype=f16)\n");
   const auto items = [&](const std::string& file) {
     return testing::run_command(TB_PYTHON " " TB_SOURCE_DIR "/scripts/gpu_items.py " + file);
   };
-  EXPECT_EQ(items(dir / "passed.txt").output, "--cuda_graph 1\n--adam_kernel multi\n");
+  EXPECT_EQ(items(dir / "passed.txt").output,
+            "--cuda_graph 1\n--adam_kernel multi\n--gpu_kernels v2\n");
   const auto left = items(dir / "failed.txt");
   EXPECT_EQ(left.exit_code, 0);
   EXPECT_EQ(left.output,
             "--cuda_graph 1\nleft out: --adam_kernel multi (failed: "
-            "KernelTableBits.ADAM_LIST(dtype=bf16,n=1,w=3,copy=dtype))\n");
+            "KernelTableBits.ADAM_LIST(dtype=bf16,n=1,w=3,copy=dtype))\n"
+            "left out: --gpu_kernels v2 (failed: KernelTableBitsV2.STORE(dtype=f16))\n");
   const auto missing = items(dir / "none.txt");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_EQ(missing.output,

@@ -1,5 +1,5 @@
-// The GPU fast-path flags on the CPU: --sdpa_backend, --fused_adam and --cuda_graph errors and
-// exit codes, and the attention backend a run records.
+// The GPU fast-path flags on the CPU: --sdpa_backend, --fused_adam, --gpu_kernels and
+// --cuda_graph errors and exit codes, and the attention backend a run records.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -50,6 +50,13 @@ TEST(GpuFlags, BadValuesAndCombinationsNameTheFlagValueAndAllowed) {
        "--adam_kernel: 'multi' needs --fused_adam 1 (it launches bench's Adam kernel); use "
        "--fused_adam 1 or --adam_kernel param"},
       {{"--adam_kernel", "many"}, "--adam_kernel: 'many' is not allowed"},
+      {{"--gpu_kernels", "v3"}, "--gpu_kernels: 'v3' is not allowed; use one of v1|v2"},
+      {{"--gpu_kernels", "v2", "--compile", "fused", "--device", "cpu"},
+       "--gpu_kernels: 'v2' picks the CUDA kernels of --compile fused; this run is --compile "
+       "fused on cpu; use --compile fused on a CUDA device or --gpu_kernels v1"},
+      {{"--gpu_kernels", "v2", "--device", "cpu"},
+       "--gpu_kernels: 'v2' picks the CUDA kernels of --compile fused; this run is --compile "
+       "none on cpu"},
       {{"--cuda_graph", "2"}, "--cuda_graph: 2 is not allowed; use 0|1"},
       {{"--cuda_graph", "1"},
        "--cuda_graph: 1 needs --fused_adam 1 (torch::optim::Adam keeps its step count on the "

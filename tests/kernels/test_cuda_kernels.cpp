@@ -17,6 +17,8 @@
 namespace trainbench {
 namespace {
 
+using torch::Tensor;
+
 #define TB_NEED_GPU()               \
   if (!torch::cuda::is_available()) \
   GTEST_SKIP() << "no GPU visible: the CUDA kernels compile but do not run here"
@@ -30,6 +32,93 @@ TEST(FusedGpu, FusedModelTrainsTheCpuLossesWithin1e3) {
   c.device = DeviceChoice::kCuda;
   const auto gpu = testing::train_losses(c, 20, torch::Device(torch::kCUDA));
   for (size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(gpu[i], cpu[i], 1e-3) << "step " << i + 1;
+}
+
+// --gpu_kernels v2 on CUDA trains v1's losses: the same math, other sums along the rows (and
+// every column sum in the CPU's order). d_model 256, ff 1024, vocab 256, 128 keys: every v2
+// kernel fits (gpu_rows_taken), with dropout.
+TEST(FusedGpu, TheV2KernelsTrainTheV1LossesWithin1e3) {
+  TB_NEED_GPU();
+  RunConfig c = testing::tiny_config();
+  c.compile = CompilePath::kFused;
+  c.device = DeviceChoice::kCuda;
+  c.dtype = Precision::kBFloat16;
+  c.d_model = 256;
+  c.ff_dim = 1024;
+  c.num_heads = 4;
+  c.seq_len = 128;
+  const auto v1 = testing::train_losses(c, 12, torch::Device(torch::kCUDA));
+  c.gpu_kernels = GpuRows::kV2;
+  const auto v2 = testing::train_losses(c, 12, torch::Device(torch::kCUDA));
+  for (size_t i = 0; i < v1.size(); ++i) EXPECT_NEAR(v2[i], v1[i], 1e-3) << "step " << i + 1;
+}
+
+// The process-wide switch: v1 until a scope sets another, each scope putting back the one
+// before it (nested, as a trainer inside a test's scope).
+TEST(GpuRows, AScopeSetsTheSetAndPutsBackTheOneBefore) {
+  EXPECT_EQ(kernels::gpu_rows(), GpuRows::kV1);
+  {
+    const kernels::GpuRowsScope outer(GpuRows::kV2);
+    EXPECT_EQ(kernels::gpu_rows(), GpuRows::kV2);
+    {
+      const kernels::GpuRowsScope inner(GpuRows::kV1);
+      EXPECT_EQ(kernels::gpu_rows(), GpuRows::kV1);
+    }
+    EXPECT_EQ(kernels::gpu_rows(), GpuRows::kV2);
+  }
+  EXPECT_EQ(kernels::gpu_rows(), GpuRows::kV1);
+}
+
+// Which CUDA kernels a launch takes (host logic: checked here on CPU tensors, whose allocations
+// are aligned as CUDA's). v2: LayerNorm and logits rows of whole 256-column groups up to 1024
+// columns, ReLU rows of whole 8-column packs, softmax rows up to 512 keys, every pointer on 16
+// bytes; v1 for the rest, for kernels without a v2, and always under v1.
+TEST(GpuRows, V2TakesTheRowsItFitsAndV1TheRest) {
+  namespace k = kernels;
+  const auto f = k::format_of(torch::kBFloat16, torch::kBFloat16, torch::kFloat);
+  const auto ln = [&](int64_t n, int64_t d, int64_t offset = 0) {
+    const Tensor branch = torch::zeros({n * d + offset}, torch::kBFloat16).narrow(0, offset, n * d);
+    const Tensor acc = torch::zeros({n, d}), vec = torch::zeros({d}), row = torch::zeros({n});
+    return k::drop_add_ln_args(acc, branch.view({n, d}), vec, vec, vec, acc, branch.view({n, d}),
+                               row, row, f, f, {});
+  };
+  const auto taken = [](const auto& a) { return k::gpu_rows_taken(a); };
+  EXPECT_EQ(taken(ln(64, 512)), GpuRows::kV1);  // the default: v1
+  const k::GpuRowsScope v2(GpuRows::kV2);
+  for (int64_t d : {256, 512, 768, 1024}) EXPECT_EQ(taken(ln(64, d)), GpuRows::kV2) << d;
+  for (int64_t d : {32, 264, 1280, 2048}) EXPECT_EQ(taken(ln(64, d)), GpuRows::kV1) << d;
+  EXPECT_EQ(taken(ln(64, 512, 1)), GpuRows::kV1);  // a bfloat16 pointer 2 bytes off
+  EXPECT_EQ(taken(ln(64, 512, 8)), GpuRows::kV2);  // 16 bytes off: aligned
+
+  const Tensor grad = torch::zeros({40, 512}), dy = torch::zeros({40, 512}, torch::kBFloat16);
+  const Tensor parts = torch::zeros({k::num_chunks(40), 3, 512}), stats = torch::zeros({40});
+  EXPECT_EQ(taken(k::drop_add_ln_grad_args(dy, grad, grad, stats, stats, torch::ones({512}), grad,
+                                           dy, parts, f, f, {})),
+            GpuRows::kV2);
+
+  const auto relu = [&](int64_t cols) {
+    return k::bias_relu_dropout_args(torch::zeros({16, cols}, torch::kBFloat16),
+                                     torch::zeros({cols}), f, {});
+  };
+  EXPECT_EQ(taken(relu(2048)), GpuRows::kV2);
+  EXPECT_EQ(taken(relu(36)), GpuRows::kV1);
+
+  const auto softmax = [&](int64_t seq) {
+    return k::causal_softmax_args(torch::zeros({2 * seq, seq}, torch::kBFloat16), 2 * seq, seq, seq,
+                                  f, 1.0);
+  };
+  EXPECT_EQ(taken(softmax(512)), GpuRows::kV2);
+  EXPECT_EQ(taken(softmax(513)), GpuRows::kV1);
+
+  const Tensor logits = torch::zeros({45, 256}, torch::kBFloat16);
+  const Tensor targets = torch::zeros({45}, torch::kLong);
+  EXPECT_EQ(taken(k::head_cross_entropy_args(logits, torch::zeros({256}), targets,
+                                             torch::zeros({k::num_chunks(45)}), {}, f)),
+            GpuRows::kV2);
+  // No v2: the column sums.
+  EXPECT_EQ(taken(k::column_sums_args(torch::zeros({64, 512}, torch::kBFloat16),
+                                      torch::zeros({k::num_chunks(64), 512}), f)),
+            GpuRows::kV1);
 }
 
 // Which GPUs code built for a TORCH_CUDA_ARCH_LIST runs on (the rule behind the refusal of a

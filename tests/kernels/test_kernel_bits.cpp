@@ -2,15 +2,15 @@
 // kernel table (kernel_table.h): each case runs one kernel through run() twice with the same
 // inputs and holds the two runs to the same bits, in bfloat16: on the CPU with two intra-op
 // threads against one (suite KernelTableThreads: every output, since a row is one thread's and
-// the column sums are added per chunk), and on CUDA against the CPU (KernelTableBits, skipped
-// without a GPU). What must match bit for bit across devices is what the code says does not
-// depend on the device: every value a kernel computes element by element and stores
-// (storage.h: bfloat16 is rounded by the same integer arithmetic on both) and the column
-// partial sums, which both add in the same order per chunk (kernel_args.h). A value that comes
-// out of a sum or maximum along a row (LayerNorm's statistics, the softmax and cross-entropy
-// sums) is added in each backend's own order (SIMD lanes on the CPU, a warp tree on CUDA); it
-// is held to one bfloat16 step of the tensor's largest value (1e-5 relative in float32). A NaN
-// matches any NaN (CUDA's float16 conversion returns its own canonical NaN). A new kernel is
+// the column sums are added per chunk), and on CUDA against the CPU (KernelTableBits, and
+// KernelTableBitsV2 under --gpu_kernels v2; skipped without a GPU). What must match bit for bit
+// across devices is what the code says does not depend on the device: every value a kernel computes
+// element by element and stores (storage.h: bfloat16 is rounded by the same integer arithmetic on
+// both) and the column partial sums, which both add in the same order per chunk (kernel_args.h). A
+// value that comes out of a sum or maximum along a row (LayerNorm's statistics, the softmax and
+// cross-entropy sums) is added in each backend's own order (SIMD lanes on the CPU, a warp tree on
+// CUDA); it is held to one bfloat16 step of the tensor's largest value (1e-5 relative in float32).
+// A NaN matches any NaN (CUDA's float16 conversion returns its own canonical NaN). A new kernel is
 // one row of kernel_rows().
 #include <gtest/gtest.h>
 
@@ -339,7 +339,7 @@ std::vector<Output> adam_list_run(const KernelCase& c, torch::Device dev) {
 
 // ---- variants ---------------------------------------------------------------------------------
 const std::vector<KernelRow>& kernel_rows() {
-  const std::vector<Shape> rows_cols = {{1, 3}, {257, 33}, {64, 512}};
+  const std::vector<Shape> rows_cols = {{1, 3}, {257, 33}, {64, 512}, {33, 768}};
   const std::vector<Shape> heads_seq = {{1, 1}, {2, 7}, {3, 257}};
   const std::vector<Shape> rows_vocab = {{1, 5}, {45, 256}, {257, 255}};
   const std::vector<Variant> one = {Variant{}};
@@ -498,6 +498,15 @@ std::vector<std::string> register_bits_table() {
               testing::case_name(row.name, dtype_name, "", row.dims, shape, v.text);
           testing::register_case(
               "KernelTableBits", name, [&row, c] { check_cuda(row, c); }, __FILE__, __LINE__);
+          // The same under --gpu_kernels v2 (its kernels where the shape fits them; the table's
+          // shapes include the groups and keys they hold: fused_kernels.h gpu_rows_taken).
+          testing::register_case(
+              "KernelTableBitsV2", name,
+              [&row, c] {
+                const k::GpuRowsScope v2(GpuRows::kV2);
+                check_cuda(row, c);
+              },
+              __FILE__, __LINE__);
           testing::register_case(
               "KernelTableThreads", name, [&row, c] { check_threads(row, c); }, __FILE__, __LINE__);
         }

@@ -171,6 +171,9 @@ TEST(Report, BenchsReplacementsAreNamedBenchAndLibTorchRowsAreStock) {
             "bench handcraft fused_adam adam-multi");
   EXPECT_EQ(label(J{{"compile", "none"}, {"fused_adam", true}, {"adam_kernel", "param"}}),
             "bench handcraft fused_adam");
+  EXPECT_EQ(label(J{{"compile", "fused"}, {"gpu_kernels", "v2"}, {"flash", true}}),
+            "bench handcraft fused flash gpu-v2");
+  EXPECT_EQ(label(J{{"compile", "fused"}, {"gpu_kernels", "v1"}}), "bench handcraft fused");
   EXPECT_EQ(label(J{{"compile", "none"}, {"sdpa_backend", "math"}, {"flash", true}}),
             "libtorch handcraft sdpa-math flash");
   // The peers' --compile 1 is torch.compile / jax.jit: "compiled".

@@ -170,6 +170,19 @@ struct ChoiceTable<AdamKernel> {
   }};
 };
 
+// --gpu_kernels: which CUDA row kernels --compile fused launches (kernels/cuda/); the CPU's
+// are one set. v2 takes the rows it fits (kernels/fused_kernels.h gpu_rows_taken), v1 the rest.
+enum class GpuRows { kV1, kV2, kLast = kV2 };
+template <>
+struct ChoiceTable<GpuRows> {
+  static constexpr std::array<ChoiceRow<GpuRows>, 2> rows = {{
+      {GpuRows::kV1, "v1", "a block per row or chunk, one element a thread per load"},
+      {GpuRows::kV2, "v2",
+       "a warp per row with 16-byte loads, each value read once into registers (LayerNorm's "
+       "backward: a block per 32 rows); rows it does not fit take v1"},
+  }};
+};
+
 // --dist_backend: the process group of a multi-process run (kAuto as given).
 enum class DistBackend { kAuto, kGloo, kNccl, kLast = kNccl };
 template <>
@@ -192,5 +205,6 @@ static_assert(choices_in_order<DeviceChoice>(), "one row per DeviceChoice, in or
 static_assert(choices_in_order<SdpaBackend>(), "one row per SdpaBackend, in order");
 static_assert(choices_in_order<DistBackend>(), "one row per DistBackend, in order");
 static_assert(choices_in_order<AdamKernel>(), "one row per AdamKernel, in order");
+static_assert(choices_in_order<GpuRows>(), "one row per GpuRows, in order");
 
 }  // namespace trainbench

@@ -86,6 +86,7 @@ struct RunConfig {
   bool fused_adam = false;                        // Adam in one pass (bench's kernel)
   AdamKernel adam_kernel = AdamKernel::kParam;    // how fused Adam launches it
   bool cuda_graph = false;                        // the whole step captured once, then replayed
+  GpuRows gpu_kernels = GpuRows::kV1;             // the CUDA row kernels of --compile fused
 };
 
 // Steps the TorchScript graph executor spends profiling and optimizing (--compile torchscript);

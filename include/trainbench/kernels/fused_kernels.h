@@ -98,9 +98,29 @@ AdamArgs adam_args(const at::Tensor& param, const at::Tensor& exp_avg, const at:
 // The parameters' AdamArgs in one pass (one gradient and copy format, at most kAdamListSize).
 AdamListArgs adam_list_args(std::span<const AdamArgs> items);
 
-#define TB_DECLARE_RUN(Args) void run(const Args& a, c10::DeviceType device);
+// gpu_rows_taken: the CUDA kernels a run(a, CUDA) launches under gpu_rows(): v2 where it is
+// asked for and a's widths and pointers fit it (kernel_args.h kV2*: rows of whole groups of
+// kV2Cols columns, at most kV2Groups, or of at most kV2Keys keys; pointers on 16 bytes), v1
+// otherwise and for the kernels without a v2 (heads, column sums, ReLU's backward, Adam).
+#define TB_DECLARE_RUN(Args)                       \
+  void run(const Args& a, c10::DeviceType device); \
+  GpuRows gpu_rows_taken(const Args& a);
 TB_FUSED_KERNELS(TB_DECLARE_RUN)
 #undef TB_DECLARE_RUN
+
+// --gpu_kernels: the CUDA row kernels this process launches (v1 until a scope sets another).
+// Process-wide, as LibTorch's SDPA switches are: the trainer holds a scope for its run.
+GpuRows gpu_rows();
+class GpuRowsScope {
+ public:
+  explicit GpuRowsScope(GpuRows rows);  // sets it
+  ~GpuRowsScope();                      // puts back the one before
+  GpuRowsScope(const GpuRowsScope&) = delete;
+  GpuRowsScope& operator=(const GpuRowsScope&) = delete;
+
+ private:
+  GpuRows before_;
+};
 
 // "" when this CPU can run the fused kernels, else why not (they are built for AVX2 + FMA, or
 // TB_CPU_ROWS asks for a build the CPU cannot run).

@@ -13,6 +13,7 @@
 #include "trainbench/data/sampler.h"
 #include "trainbench/dist/dist.h"
 #include "trainbench/gpu/cuda_graph.h"
+#include "trainbench/kernels/fused_kernels.h"
 #include "trainbench/model/model.h"
 #include "trainbench/model/sdpa_backend.h"
 #include "trainbench/train/fused_adam.h"
@@ -65,7 +66,8 @@ class Trainer {
   RunPlan plan_;
   torch::Device device_;
   Precision autocast_;  // the forward's autocast: the run's dtype, float32 (off) when fused
-  SdpaBackendGuard sdpa_guard_;  // --sdpa_backend for the trainer's lifetime
+  SdpaBackendGuard sdpa_guard_;     // --sdpa_backend for the trainer's lifetime
+  kernels::GpuRowsScope gpu_rows_;  // --gpu_kernels for the trainer's lifetime
   std::shared_ptr<LanguageModel> model_;
   std::unique_ptr<torch::optim::Adam> optimizer_;  // --fused_adam 0
   std::unique_ptr<FusedAdam> fused_adam_;          // --fused_adam 1

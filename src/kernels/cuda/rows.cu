@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "rows.h"
+#include "rows_common.cuh"
 #include "trainbench/kernels/fused_math.h"
 #include "trainbench/kernels/storage.h"
 
@@ -16,8 +17,7 @@ namespace trainbench::kernels::cuda {
 namespace {
 
 namespace m = trainbench::kernels::math;
-
-constexpr int kThreads = 256;
+using namespace detail;  // NOLINT(google-build-using-namespace): rows_common.cuh
 
 // Sum / max over the block; every thread gets the result. shm: 32 values.
 template <typename A>
@@ -327,16 +327,7 @@ cudaError_t has_code_for(int device, int* major, int* minor, std::string* name) 
 }
 
 // ---- launches: each kernel's instantiation for its Args' formats ------------------------------
-// The formats a run reaches, as the CPU's run build holds them (cpu/rows.cpp); float64 (the CPU
-// tests' reference) has no CUDA code: cudaErrorNotSupported, which launch.cpp refuses in one
-// line, as for any format no kernel holds.
-namespace {
-template <typename... F>
-constexpr bool kHeld = !kAnyF64<F...>;
-unsigned grid_(int64_t blocks) { return static_cast<unsigned>(blocks < 65535 ? blocks : 65535); }
-cudaError_t launched_(bool held) { return held ? cudaGetLastError() : cudaErrorNotSupported; }
-}  // namespace
-
+// The formats a run reaches, as the CPU's run build holds them (cpu/rows.cpp; rows_common.cuh).
 // Adam and its list: `blocks` for the largest item's elements, a row of them per item.
 int64_t adam_blocks_(const AdamArgs& a) { return (a.rows * a.cols + kThreads - 1) / kThreads; }
 template <typename Args>
@@ -374,26 +365,21 @@ cudaError_t launch(const AdamListArgs& a, cudaStream_t stream) {
 }
 // DropAddLn(Grad): y in the branch's storage, in float32 storage (of the out format's values),
 // or, from a float32 branch, in any storage.
-#define TB_CUDA_DROP_ADD_LN_LAUNCH(Args, kernel, blocks)                                      \
-  cudaError_t launch(const Args& a, cudaStream_t stream) {                                    \
-    bool held = false;                                                                        \
-    with_format(a.branch_format, [&](auto b) {                                                \
-      using B = decltype(b);                                                                  \
-      with_format(a.out_format, [&](auto o) {                                                 \
-        using O = decltype(o);                                                                \
-        using A = typename B::A;                                                              \
-        constexpr bool kOut =                                                                 \
-            std::is_same_v<typename O::S, typename B::S> ||                                   \
-            (std::is_same_v<A, float> &&                                                      \
-             (std::is_same_v<typename O::S, float> || std::is_same_v<typename B::S, float>)); \
-        if constexpr (kOut && kHeld<B, O>) {                                                  \
-          kernel<A, typename B::S, typename O::S, typename O::R>                              \
-              <<<(blocks), kThreads, 0, stream>>>(a);                                         \
-          held = true;                                                                        \
-        }                                                                                     \
-      });                                                                                     \
-    });                                                                                       \
-    return launched_(held);                                                                   \
+#define TB_CUDA_DROP_ADD_LN_LAUNCH(Args, kernel, blocks)                     \
+  cudaError_t launch(const Args& a, cudaStream_t stream) {                   \
+    bool held = false;                                                       \
+    with_format(a.branch_format, [&](auto b) {                               \
+      using B = decltype(b);                                                 \
+      with_format(a.out_format, [&](auto o) {                                \
+        using O = decltype(o);                                               \
+        if constexpr (kDropAddLnHeld<B, O>) {                                \
+          kernel<typename B::A, typename B::S, typename O::S, typename O::R> \
+              <<<(blocks), kThreads, 0, stream>>>(a);                        \
+          held = true;                                                       \
+        }                                                                    \
+      });                                                                    \
+    });                                                                      \
+    return launched_(held);                                                  \
   }
 TB_CUDA_DROP_ADD_LN_LAUNCH(DropAddLnArgs, drop_add_ln_kernel, a.rows)
 TB_CUDA_DROP_ADD_LN_LAUNCH(DropAddLnGradArgs, drop_add_ln_grad_kernel, num_chunks(a.rows))

@@ -21,4 +21,17 @@ cudaError_t has_code_for(int device, int* major, int* minor, std::string* name);
 TB_FUSED_KERNELS(TB_DECLARE_CUDA_LAUNCH)
 #undef TB_DECLARE_CUDA_LAUNCH
 
+// The v2 kernels (--gpu_kernels v2, rows_v2.cu) of the Args that have one: launch.cpp calls them
+// where the arguments fit v2 (fused_kernels.h gpu_rows_taken), v1's launch above elsewhere.
+#define TB_CUDA_V2_KERNELS(X) \
+  X(DropAddLnArgs)            \
+  X(DropAddLnGradArgs)        \
+  X(BiasReluDropoutArgs)      \
+  X(CausalSoftmaxArgs)        \
+  X(CausalSoftmaxGradArgs)    \
+  X(HeadCrossEntropyArgs)
+#define TB_DECLARE_CUDA_LAUNCH_V2(Args) cudaError_t launch_v2(const Args& a, cudaStream_t stream);
+TB_CUDA_V2_KERNELS(TB_DECLARE_CUDA_LAUNCH_V2)
+#undef TB_DECLARE_CUDA_LAUNCH_V2
+
 }  // namespace trainbench::kernels::cuda
