@@ -96,8 +96,20 @@ bool v2_fits_(const DropAddLnGradArgs& a) {
 bool v2_fits_(const BiasReluDropoutArgs& a) {
   return a.rows > 0 && a.cols > 0 && a.cols % kV2Vec == 0 && aligned_({a.a, a.bias});
 }
-bool v2_fits_(const CausalSoftmaxArgs& a) { return a.rows > 0 && a.seq <= kV2Keys; }
-bool v2_fits_(const CausalSoftmaxGradArgs& a) { return a.rows > 0 && a.seq <= kV2Keys; }
+// A block per chunk, a thread per kV2Vec columns: at most kV2Packs threads.
+bool packs_fit_(int64_t rows, int64_t cols) {
+  return rows > 0 && cols > 0 && cols % kV2Vec == 0 && cols / kV2Vec <= kV2Packs;
+}
+bool v2_fits_(const BiasReluDropoutGradArgs& a) {
+  return packs_fit_(a.rows, a.cols) && aligned_({a.dout, a.out, a.da, a.partials});
+}
+bool v2_fits_(const ColumnSumsArgs& a) {
+  return packs_fit_(a.rows, a.cols) && aligned_({a.x, a.partials});
+}
+bool v2_fits_(const CausalSoftmaxArgs& a) { return a.rows > 0 && a.seq > 0 && a.seq <= kV2Keys; }
+bool v2_fits_(const CausalSoftmaxGradArgs& a) {
+  return a.rows > 0 && a.seq > 0 && a.seq <= kV2Keys;
+}
 bool v2_fits_(const HeadCrossEntropyArgs& a) {
   return groups_fit_(a.rows, a.cols) && aligned_({a.logits, a.bias, a.bias_partials});
 }

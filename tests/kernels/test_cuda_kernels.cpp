@@ -71,8 +71,9 @@ TEST(GpuRows, AScopeSetsTheSetAndPutsBackTheOneBefore) {
 
 // Which CUDA kernels a launch takes (host logic: checked here on CPU tensors, whose allocations
 // are aligned as CUDA's). v2: LayerNorm and logits rows of whole 256-column groups up to 1024
-// columns, ReLU rows of whole 8-column packs, softmax rows up to 512 keys, every pointer on 16
-// bytes; v1 for the rest, for kernels without a v2, and always under v1.
+// columns, ReLU rows and column sums of whole 8-column packs (up to 512 packs where a block
+// takes a chunk), softmax rows up to 512 keys, every pointer on 16 bytes; v1 for the rest, for
+// the heads (no v2), and always under v1.
 TEST(GpuRows, V2TakesTheRowsItFitsAndV1TheRest) {
   namespace k = kernels;
   const auto f = k::format_of(torch::kBFloat16, torch::kBFloat16, torch::kFloat);
@@ -115,10 +116,22 @@ TEST(GpuRows, V2TakesTheRowsItFitsAndV1TheRest) {
   EXPECT_EQ(taken(k::head_cross_entropy_args(logits, torch::zeros({256}), targets,
                                              torch::zeros({k::num_chunks(45)}), {}, f)),
             GpuRows::kV2);
-  // No v2: the column sums.
-  EXPECT_EQ(taken(k::column_sums_args(torch::zeros({64, 512}, torch::kBFloat16),
-                                      torch::zeros({k::num_chunks(64), 512}), f)),
-            GpuRows::kV1);
+  // A block per chunk, a thread per 8 columns: up to 4096 columns.
+  const auto sums = [&](int64_t cols) {
+    return k::column_sums_args(torch::zeros({64, cols}, torch::kBFloat16),
+                               torch::zeros({k::num_chunks(64), cols}), f);
+  };
+  EXPECT_EQ(taken(sums(4096)), GpuRows::kV2);
+  EXPECT_EQ(taken(sums(4104)), GpuRows::kV1);
+  EXPECT_EQ(taken(sums(36)), GpuRows::kV1);
+  const Tensor hidden = torch::zeros({64, 2048}, torch::kBFloat16);
+  EXPECT_EQ(taken(k::bias_relu_dropout_grad_args(hidden, hidden, hidden,
+                                                 torch::zeros({k::num_chunks(64), 2048}), f, 1.0)),
+            GpuRows::kV2);
+  // No v2: the heads.
+  const Tensor heads_rows = torch::zeros({8, 3 * 64}, torch::kBFloat16);
+  const std::vector<Tensor> heads(3, torch::zeros({2, 8, 32}, torch::kBFloat16));
+  EXPECT_EQ(taken(k::heads_args(heads_rows, heads, 8, 2, true, f)), GpuRows::kV1);
 }
 
 // Which GPUs code built for a TORCH_CUDA_ARCH_LIST runs on (the rule behind the refusal of a

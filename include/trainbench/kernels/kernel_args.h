@@ -79,8 +79,10 @@ inline int64_t num_chunks(int64_t rows) { return (rows + kChunkRows - 1) / kChun
 // The v2 CUDA rows' sizes (--gpu_kernels v2, kernels/cuda/rows_v2.cu): a warp's lane moves
 // kV2Vec consecutive columns a load (16 bytes of 16-bit values), so a LayerNorm or logits row
 // is groups of kV2Cols columns, at most kV2Groups of them in the lanes' registers; a softmax
-// row at most kV2Keys keys (kV2Keys / 32 a lane). Wider rows take v1 (fused_kernels.h).
-inline constexpr int64_t kV2Vec = 8, kV2Cols = 32 * kV2Vec, kV2Groups = 4, kV2Keys = 512;
+// row at most kV2Keys keys (kV2Keys / 32 a lane); where a block takes a chunk of rows with a
+// thread per kV2Vec columns, at most kV2Packs threads. Wider rows take v1 (fused_kernels.h).
+inline constexpr int64_t kV2Vec = 8, kV2Cols = 32 * kV2Vec, kV2Groups = 4, kV2Keys = 512,
+                         kV2Packs = 512;
 
 // Dropout as every kernel takes it: counter-based keep(key, index) (fused_math.h) with
 // threshold = dropout_threshold(p) and the kept elements' factor scale = 1 / (1 - p).

@@ -27,6 +27,8 @@ TB_FUSED_KERNELS(TB_DECLARE_CUDA_LAUNCH)
   X(DropAddLnArgs)            \
   X(DropAddLnGradArgs)        \
   X(BiasReluDropoutArgs)      \
+  X(BiasReluDropoutGradArgs)  \
+  X(ColumnSumsArgs)           \
   X(CausalSoftmaxArgs)        \
   X(CausalSoftmaxGradArgs)    \
   X(HeadCrossEntropyArgs)

@@ -2,11 +2,11 @@
 // stores of storage.h, as the v1 kernels of rows.cu, laid out for the memory system: a warp per
 // row (LayerNorm, softmax) or per chunk of kChunkRows rows (the head's cross-entropy), each
 // lane's columns read once into registers, kV2Vec consecutive columns a load (one 16-byte word
-// of 16-bit values, two of float32); LayerNorm's backward a block per chunk, a thread per kV2Vec
-// columns. A chunk's rows go in order and its column sums stay in registers until written once:
-// each column's is added as the CPU's (the same bits). Sums along a row are a warp's butterfly
-// (every lane gets the same total). Rows wider than the registers hold, and pointers off 16
-// bytes, take v1 (launch.cpp's v2_fits_). No LibTorch header.
+// of 16-bit values, two of float32); LayerNorm's backward, ReLU's and the column sums a block per
+// chunk, a thread per kV2Vec columns. A chunk's rows go in order and its column sums stay in
+// registers until written once: each column's is added as the CPU's (the same bits). Sums along a
+// row are a warp's butterfly (every lane gets the same total). Rows wider than the registers hold,
+// and pointers off 16 bytes, take v1 (launch.cpp's v2_fits_). No LibTorch header.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -233,6 +233,43 @@ __global__ void bias_relu_dropout_v2(BiasReluDropoutArgs a) {
   }
 }
 
+// As rows.cu's bias_relu_dropout_grad_kernel and column_sums_kernel: a block per chunk, a thread
+// per kVec columns (cols / kVec threads), the chunk's rows in order, the column sums in
+// registers.
+template <typename A, typename S, typename R>
+__global__ void __launch_bounds__(kV2Packs) bias_relu_dropout_grad_v2(BiasReluDropoutGradArgs a) {
+  const int64_t chunk = blockIdx.x, f = a.cols, c = static_cast<int64_t>(threadIdx.x) * kVec;
+  const A scale = static_cast<A>(a.scale);
+  A sums[kVec] = {};
+  const int64_t r_end = min(a.rows, (chunk + 1) * kChunkRows);
+  for (int64_t r = chunk * kChunkRows; r < r_end; ++r) {
+    A dout[kVec], out[kVec];
+    load_(static_cast<const S*>(a.dout), r * f + c, dout);
+    load_(static_cast<const S*>(a.out), r * f + c, out);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      const A g = m::bias_relu_dropout_grad(m::rounded_as<A, S, R>(dout[j]), out[j], scale);
+      dout[j] = m::rounded_as<A, S, R>(g);
+      sums[j] += g;
+    }
+    store_(static_cast<S*>(a.da), r * f + c, dout);
+  }
+  store_(static_cast<A*>(a.partials) + chunk * f, c, sums);
+}
+template <typename A, typename S, typename R>
+__global__ void __launch_bounds__(kV2Packs) column_sums_v2(ColumnSumsArgs a) {
+  const int64_t chunk = blockIdx.x, w = a.cols, c = static_cast<int64_t>(threadIdx.x) * kVec;
+  A sums[kVec] = {};
+  const int64_t r_end = min(a.rows, (chunk + 1) * kChunkRows);
+  for (int64_t r = chunk * kChunkRows; r < r_end; ++r) {
+    A x[kVec];
+    load_(static_cast<const S*>(a.x), r * w + c, x);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) sums[j] += x[j];
+  }
+  store_(static_cast<A*>(a.partials) + chunk * w, c, sums);
+}
+
 // As rows.cu's causal softmax kernels, a warp per row of up to kV2Keys keys: key j in lane
 // j % 32's registers.
 template <typename A, typename S, typename R>
@@ -393,7 +430,6 @@ TB_CUDA_V2_DROP_ADD_LN_LAUNCH(DropAddLnGradArgs, drop_add_ln_grad_v2,
 
 #define TB_CUDA_V2_LAUNCH(Args, grid, threads, kernel)                                            \
   cudaError_t launch_v2(const Args& a, cudaStream_t stream) {                                     \
-    if (a.rows == 0) return cudaSuccess;                                                          \
     bool held = false;                                                                            \
     with_format(a.format, [&](auto f) {                                                           \
       using F = decltype(f);                                                                      \
@@ -406,6 +442,10 @@ TB_CUDA_V2_DROP_ADD_LN_LAUNCH(DropAddLnGradArgs, drop_add_ln_grad_v2,
   }
 TB_CUDA_V2_LAUNCH(BiasReluDropoutArgs, grid_((a.rows * a.cols / kVec + kThreads - 1) / kThreads),
                   kThreads, bias_relu_dropout_v2)
+TB_CUDA_V2_LAUNCH(BiasReluDropoutGradArgs, static_cast<unsigned>(num_chunks(a.rows)),
+                  static_cast<unsigned>(a.cols / kVec), bias_relu_dropout_grad_v2)
+TB_CUDA_V2_LAUNCH(ColumnSumsArgs, static_cast<unsigned>(num_chunks(a.rows)),
+                  static_cast<unsigned>(a.cols / kVec), column_sums_v2)
 TB_CUDA_V2_LAUNCH(CausalSoftmaxArgs, warps_grid_(a.rows), kWarps* kWarp, causal_softmax_v2)
 TB_CUDA_V2_LAUNCH(CausalSoftmaxGradArgs, warps_grid_(a.rows), kWarps* kWarp, causal_softmax_grad_v2)
 TB_CUDA_V2_LAUNCH(HeadCrossEntropyArgs, warps_grid_(num_chunks(a.rows)), kWarps* kWarp,
