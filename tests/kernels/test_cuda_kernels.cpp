@@ -72,8 +72,8 @@ TEST(GpuRows, AScopeSetsTheSetAndPutsBackTheOneBefore) {
 // Which CUDA kernels a launch takes (host logic: checked here on CPU tensors, whose allocations
 // are aligned as CUDA's). v2: LayerNorm and logits rows of whole 256-column groups up to 1024
 // columns, ReLU rows and column sums of whole 8-column packs (up to 512 packs where a block
-// takes a chunk), softmax rows up to 512 keys, every pointer on 16 bytes; v1 for the rest, for
-// the heads (no v2), and always under v1.
+// takes a chunk), heads of a multiple of 8 columns, softmax rows up to 512 keys, every pointer on
+// 16 bytes; v1 for the rest, for Adam (no v2), and always under v1.
 TEST(GpuRows, V2TakesTheRowsItFitsAndV1TheRest) {
   namespace k = kernels;
   const auto f = k::format_of(torch::kBFloat16, torch::kBFloat16, torch::kFloat);
@@ -128,10 +128,16 @@ TEST(GpuRows, V2TakesTheRowsItFitsAndV1TheRest) {
   EXPECT_EQ(taken(k::bias_relu_dropout_grad_args(hidden, hidden, hidden,
                                                  torch::zeros({k::num_chunks(64), 2048}), f, 1.0)),
             GpuRows::kV2);
-  // No v2: the heads.
-  const Tensor heads_rows = torch::zeros({8, 3 * 64}, torch::kBFloat16);
-  const std::vector<Tensor> heads(3, torch::zeros({2, 8, 32}, torch::kBFloat16));
-  EXPECT_EQ(taken(k::heads_args(heads_rows, heads, 8, 2, true, f)), GpuRows::kV1);
+  // The heads: a head's width a multiple of 8.
+  const auto heads = [&](int64_t hd) {
+    const std::vector<Tensor> parts(3, torch::zeros({2, 8, hd}, torch::kBFloat16));
+    return k::heads_args(torch::zeros({8, 3 * 2 * hd}, torch::kBFloat16), parts, 8, 2, true, f);
+  };
+  EXPECT_EQ(taken(heads(32)), GpuRows::kV2);
+  EXPECT_EQ(taken(heads(12)), GpuRows::kV1);
+  // No v2: Adam.
+  const Tensor w = torch::zeros({64, 64}), step = torch::zeros({1});
+  EXPECT_EQ(taken(k::adam_args(w, w, w, step, w)), GpuRows::kV1);
 }
 
 // Which GPUs code built for a TORCH_CUDA_ARCH_LIST runs on (the rule behind the refusal of a

@@ -102,7 +102,7 @@ AdamListArgs adam_list_args(std::span<const AdamArgs> items);
 // asked for and a's widths and pointers fit it (kernel_args.h kV2*: rows of whole groups of
 // kV2Cols columns, at most kV2Groups, of whole packs of kV2Vec columns, at most kV2Packs
 // where a thread takes a pack of every row, or of at most kV2Keys keys; pointers on 16 bytes), v1
-// otherwise and for the kernels without a v2 (the heads, Adam).
+// otherwise and for Adam (no v2).
 #define TB_DECLARE_RUN(Args)                       \
   void run(const Args& a, c10::DeviceType device); \
   GpuRows gpu_rows_taken(const Args& a);

@@ -29,6 +29,7 @@ TB_FUSED_KERNELS(TB_DECLARE_CUDA_LAUNCH)
   X(BiasReluDropoutArgs)      \
   X(BiasReluDropoutGradArgs)  \
   X(ColumnSumsArgs)           \
+  X(HeadsArgs)                \
   X(CausalSoftmaxArgs)        \
   X(CausalSoftmaxGradArgs)    \
   X(HeadCrossEntropyArgs)
