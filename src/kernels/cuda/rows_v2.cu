@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(kWarps* kWarp) head_cross_entropy_v2(HeadCross
   for (int64_t r = chunk * kChunkRows; r < r_end; ++r) {
     const int64_t o = r * v, target = a.targets[r];
     A e[kGroups][kVec];
-    A mx = -1e30;
+    A mx = -1e30, zt = 0;  // zt: the target's logit, in its lane alone until the warp's sum
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
       if (g >= groups) break;
@@ -155,9 +155,11 @@ __global__ void __launch_bounds__(kWarps* kWarp) head_cross_entropy_v2(HeadCross
       for (int j = 0; j < kVec; ++j) {
         e[g][j] = m::rounded_as<A, S, R>(e[g][j]) + b[j];
         mx = max(mx, e[g][j]);
+        if (col_(g) + j == target) zt = e[g][j];
       }
     }
     mx = warp_max(mx);
+    zt = warp_sum(zt);  // one lane's value plus zeros: that value
     A sum = 0;
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
@@ -169,8 +171,6 @@ __global__ void __launch_bounds__(kWarps* kWarp) head_cross_entropy_v2(HeadCross
       }
     }
     sum = warp_sum(sum);
-    const A zt = m::rounded_as<A, S, R>(ld<A>(z, o + target)) + bias[target];
-    __syncwarp();  // every lane has read z[target] before it is overwritten
     loss += m::log_(sum) - (zt - mx);
     const A inv = A(1) / sum;
 #pragma unroll

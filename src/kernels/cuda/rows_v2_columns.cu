@@ -43,6 +43,7 @@ __global__ void __launch_bounds__(kV2Groups* kWarp) drop_add_ln_grad_v2(DropAddL
     const int64_t o = r * d;
     A dyv[kVec], xhat[kVec] = {}, grad[kVec], db[kVec];
     load_(static_cast<const So*>(a.dy), o + c, dyv);
+    load_(static_cast<const A*>(a.d_resid_out), o + c, grad);  // in flight over the row's sums
 #pragma unroll
     for (int j = 0; j < kVec; ++j) dyv[j] = m::rounded_as<A, So, R>(dyv[j]);
     A rstd = 0, c1 = 0, c2 = 0;
@@ -63,7 +64,6 @@ __global__ void __launch_bounds__(kV2Groups* kWarp) drop_add_ln_grad_v2(DropAddL
       c1 /= static_cast<A>(d);
       c2 /= static_cast<A>(d);
     }
-    load_(static_cast<const A*>(a.d_resid_out), o + c, grad);
 #pragma unroll
     for (int j = 0; j < kVec; ++j) {
       grad[j] += ln ? m::layer_norm_grad(dyv[j], gamma[j], xhat[j], rstd, c1, c2) : dyv[j];
