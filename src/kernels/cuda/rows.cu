@@ -159,7 +159,7 @@ __global__ void bias_relu_dropout_grad_kernel(BiasReluDropoutGradArgs a) {
   }
 }
 
-template <typename A, typename S>
+template <typename A, typename S, typename R = S>  // R: the launch macro's; unused
 __global__ void column_sums_kernel(ColumnSumsArgs a) {
   const int64_t chunk = blockIdx.x, w = a.cols;
   A* pb = static_cast<A*>(a.partials) + chunk * w;
@@ -363,78 +363,37 @@ cudaError_t launch(const AdamListArgs& a, cudaStream_t stream) {
   for (int32_t i = 0; i < a.count; ++i) blocks = std::max(blocks, adam_blocks_(a.items[i]));
   return adam_launch_(a, blocks, static_cast<unsigned>(a.count), stream);
 }
-// DropAddLn(Grad): y in the branch's storage, in float32 storage (of the out format's values),
-// or, from a float32 branch, in any storage.
-#define TB_CUDA_DROP_ADD_LN_LAUNCH(Args, kernel, blocks)                     \
-  cudaError_t launch(const Args& a, cudaStream_t stream) {                   \
-    bool held = false;                                                       \
-    with_format(a.branch_format, [&](auto b) {                               \
-      using B = decltype(b);                                                 \
-      with_format(a.out_format, [&](auto o) {                                \
-        using O = decltype(o);                                               \
-        if constexpr (kDropAddLnHeld<B, O>) {                                \
-          kernel<typename B::A, typename B::S, typename O::S, typename O::R> \
-              <<<(blocks), kThreads, 0, stream>>>(a);                        \
-          held = true;                                                       \
-        }                                                                    \
-      });                                                                    \
-    });                                                                      \
-    return launched_(held);                                                  \
-  }
-TB_CUDA_DROP_ADD_LN_LAUNCH(DropAddLnArgs, drop_add_ln_kernel, a.rows)
-TB_CUDA_DROP_ADD_LN_LAUNCH(DropAddLnGradArgs, drop_add_ln_grad_kernel, num_chunks(a.rows))
-#undef TB_CUDA_DROP_ADD_LN_LAUNCH
+TB_CUDA_DROP_ADD_LN_LAUNCH(launch, DropAddLnArgs, drop_add_ln_kernel, a.rows, kThreads)
+TB_CUDA_DROP_ADD_LN_LAUNCH(launch, DropAddLnGradArgs, drop_add_ln_grad_kernel, num_chunks(a.rows),
+                           kThreads)
 cudaError_t launch(const HeadsArgs& a, cudaStream_t stream) {
   const int64_t blocks = (a.rows * a.parts * a.heads * a.hd + kThreads - 1) / kThreads;
   if (blocks == 0) return cudaSuccess;
-  bool held = false;
-  with_format(a.to_heads ? a.rows_format : a.heads_format, [&](auto src) {
+  return launched_(with_heads_formats(a, [&](auto src, auto dst) {
     using F = decltype(src);
-    with_format(a.to_heads ? a.heads_format : a.rows_format, [&](auto dst) {
-      using G = decltype(dst);
-      if constexpr (kHeld<F, G>) {
-        using Src = typename F::S;
-        using Dst = typename G::S;
-        heads_kernel<Src, Dst, HeadsRound<F, G>><<<grid_(blocks), kThreads, 0, stream>>>(a);
-        if (a.partials != nullptr && !a.to_heads) {
-          // The merged rows' column sums: a thread per element leaves no row to one thread, so
-          // the column-sum kernel reads them after (the same per-chunk order as the CPU's pass).
-          const ColumnSumsArgs sums = column_sums_args(a.rows, a.parts * a.heads * a.hd, a.row_data,
-                                                       a.partials, a.rows_format);
-          column_sums_kernel<HeadsAcc<Src, Dst>, Dst>
-              <<<static_cast<unsigned>(num_chunks(a.rows)), kThreads, 0, stream>>>(sums);
-        }
-        held = true;
-      }
-    });
-  });
-  return launched_(held);
+    using Dst = typename decltype(dst)::S;
+    heads_kernel<typename F::S, Dst, HeadsRound<F, decltype(dst)>>
+        <<<grid_(blocks), kThreads, 0, stream>>>(a);
+    if (a.partials != nullptr && !a.to_heads) {
+      // The merged rows' column sums: a thread per element leaves no row to one thread, so
+      // the column-sum kernel reads them after (the same per-chunk order as the CPU's pass).
+      const ColumnSumsArgs sums =
+          column_sums_args(a.rows, a.parts * a.heads * a.hd, a.row_data, a.partials, a.rows_format);
+      column_sums_kernel<HeadsAcc<typename F::S, Dst>, Dst>
+          <<<static_cast<unsigned>(num_chunks(a.rows)), kThreads, 0, stream>>>(sums);
+    }
+  }));
 }
-// One format: a rounding type (R) for float32 storage of 16-bit values, or the storage alone;
-// a block per row or chunk (bias + ReLU + dropout: a thread per element, grid-stride).
-#define TB_CUDA_LAUNCH(Args, blocks, ...)                  \
-  cudaError_t launch(const Args& a, cudaStream_t stream) { \
-    bool held = false;                                     \
-    with_format(a.format, [&](auto f) {                    \
-      using F = decltype(f);                               \
-      using A = typename F::A;                             \
-      using S = typename F::S;                             \
-      using R = typename F::R;                             \
-      (void)sizeof(R);                                     \
-      if constexpr (kHeld<F>) {                            \
-        __VA_ARGS__<<<(blocks), kThreads, 0, stream>>>(a); \
-        held = true;                                       \
-      }                                                    \
-    });                                                    \
-    return launched_(held);                                \
-  }
-TB_CUDA_LAUNCH(BiasReluDropoutArgs, grid_((a.rows * a.cols + kThreads - 1) / kThreads),
-               bias_relu_dropout_kernel<A, S, R>)
-TB_CUDA_LAUNCH(BiasReluDropoutGradArgs, num_chunks(a.rows), bias_relu_dropout_grad_kernel<A, S, R>)
-TB_CUDA_LAUNCH(CausalSoftmaxArgs, a.rows, causal_softmax_kernel<A, S, R>)
-TB_CUDA_LAUNCH(CausalSoftmaxGradArgs, a.rows, causal_softmax_grad_kernel<A, S, R>)
-TB_CUDA_LAUNCH(HeadCrossEntropyArgs, num_chunks(a.rows), head_cross_entropy_kernel<A, S, R>)
-TB_CUDA_LAUNCH(ColumnSumsArgs, num_chunks(a.rows), column_sums_kernel<A, S>)
-#undef TB_CUDA_LAUNCH
+// One format: a block per row or chunk (bias + ReLU + dropout: a thread per element, grid-stride).
+TB_CUDA_ONE_FORMAT_LAUNCH(launch, BiasReluDropoutArgs, bias_relu_dropout_kernel,
+                          grid_((a.rows * a.cols + kThreads - 1) / kThreads), kThreads)
+TB_CUDA_ONE_FORMAT_LAUNCH(launch, BiasReluDropoutGradArgs, bias_relu_dropout_grad_kernel,
+                          num_chunks(a.rows), kThreads)
+TB_CUDA_ONE_FORMAT_LAUNCH(launch, CausalSoftmaxArgs, causal_softmax_kernel, a.rows, kThreads)
+TB_CUDA_ONE_FORMAT_LAUNCH(launch, CausalSoftmaxGradArgs, causal_softmax_grad_kernel, a.rows,
+                          kThreads)
+TB_CUDA_ONE_FORMAT_LAUNCH(launch, HeadCrossEntropyArgs, head_cross_entropy_kernel,
+                          num_chunks(a.rows), kThreads)
+TB_CUDA_ONE_FORMAT_LAUNCH(launch, ColumnSumsArgs, column_sums_kernel, num_chunks(a.rows), kThreads)
 
 }  // namespace trainbench::kernels::cuda

@@ -33,4 +33,54 @@ inline cudaError_t launched_(bool held) {
   return held ? cudaGetLastError() : cudaErrorNotSupported;
 }
 
+// Heads: fn(F, G) with the source's and the destination's FormatTypes where a kernel holds
+// them; false where it does not.
+template <typename Fn>
+bool with_heads_formats(const HeadsArgs& a, Fn&& fn) {
+  bool held = false;
+  with_format(a.to_heads ? a.rows_format : a.heads_format, [&](auto src) {
+    using F = decltype(src);
+    with_format(a.to_heads ? a.heads_format : a.rows_format, [&](auto dst) {
+      using G = decltype(dst);
+      if constexpr (kHeld<F, G>) {
+        fn(F{}, G{});
+        held = true;
+      }
+    });
+  });
+  return held;
+}
+
 }  // namespace trainbench::kernels::cuda::detail
+
+// The launch function `name` of Args: kernel's instantiation for the Args' formats on `grid`
+// blocks of `threads`. DropAddLn(Grad): kernel<A, the branch's S, the output's S and R> where
+// kDropAddLnHeld; one format: kernel<A, S, R> (R the 16-bit type float32 storage holds, else S).
+#define TB_CUDA_DROP_ADD_LN_LAUNCH(name, Args, kernel, grid, threads)        \
+  cudaError_t name(const Args& a, cudaStream_t stream) {                     \
+    bool held = false;                                                       \
+    with_format(a.branch_format, [&](auto b) {                               \
+      using B = decltype(b);                                                 \
+      with_format(a.out_format, [&](auto o) {                                \
+        using O = decltype(o);                                               \
+        if constexpr (kDropAddLnHeld<B, O>) {                                \
+          kernel<typename B::A, typename B::S, typename O::S, typename O::R> \
+              <<<(grid), (threads), 0, stream>>>(a);                         \
+          held = true;                                                       \
+        }                                                                    \
+      });                                                                    \
+    });                                                                      \
+    return launched_(held);                                                  \
+  }
+#define TB_CUDA_ONE_FORMAT_LAUNCH(name, Args, kernel, grid, threads)                              \
+  cudaError_t name(const Args& a, cudaStream_t stream) {                                          \
+    bool held = false;                                                                            \
+    with_format(a.format, [&](auto f) {                                                           \
+      using F = decltype(f);                                                                      \
+      if constexpr (kHeld<F>) {                                                                   \
+        kernel<typename F::A, typename F::S, typename F::R><<<(grid), (threads), 0, stream>>>(a); \
+        held = true;                                                                              \
+      }                                                                                           \
+    });                                                                                           \
+    return launched_(held);                                                                       \
+  }

@@ -200,12 +200,13 @@ __global__ void __launch_bounds__(kWarps* kWarp) head_cross_entropy_v2(HeadCross
 
 }  // namespace
 
-TB_CUDA_V2_DROP_ADD_LN_LAUNCH(DropAddLnArgs, drop_add_ln_v2, warps_grid_(a.rows), kWarps* kWarp)
-TB_CUDA_V2_LAUNCH(CausalSoftmaxArgs, warps_grid_(a.rows), kWarps* kWarp, causal_softmax_v2)
-TB_CUDA_V2_LAUNCH(CausalSoftmaxGradArgs, warps_grid_(a.rows), kWarps* kWarp, causal_softmax_grad_v2)
-TB_CUDA_V2_LAUNCH(HeadCrossEntropyArgs, warps_grid_(num_chunks(a.rows)), kWarps* kWarp,
-                  head_cross_entropy_v2)
-#undef TB_CUDA_V2_DROP_ADD_LN_LAUNCH
-#undef TB_CUDA_V2_LAUNCH
+TB_CUDA_DROP_ADD_LN_LAUNCH(launch_v2, DropAddLnArgs, drop_add_ln_v2, warps_grid_(a.rows),
+                           kWarps* kWarp)
+TB_CUDA_ONE_FORMAT_LAUNCH(launch_v2, CausalSoftmaxArgs, causal_softmax_v2, warps_grid_(a.rows),
+                          kWarps* kWarp)
+TB_CUDA_ONE_FORMAT_LAUNCH(launch_v2, CausalSoftmaxGradArgs, causal_softmax_grad_v2,
+                          warps_grid_(a.rows), kWarps* kWarp)
+TB_CUDA_ONE_FORMAT_LAUNCH(launch_v2, HeadCrossEntropyArgs, head_cross_entropy_v2,
+                          warps_grid_(num_chunks(a.rows)), kWarps* kWarp)
 
 }  // namespace trainbench::kernels::cuda

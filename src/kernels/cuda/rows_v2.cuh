@@ -87,35 +87,4 @@ inline unsigned warps_grid_(int64_t items) {
 
 }  // namespace
 
-// The launch of a DropAddLn(Grad) kernel for its formats (rows_common.cuh kDropAddLnHeld), and of
-// a one-format kernel <A, S, R>.
-#define TB_CUDA_V2_DROP_ADD_LN_LAUNCH(Args, kernel, grid, threads)           \
-  cudaError_t launch_v2(const Args& a, cudaStream_t stream) {                \
-    bool held = false;                                                       \
-    with_format(a.branch_format, [&](auto b) {                               \
-      using B = decltype(b);                                                 \
-      with_format(a.out_format, [&](auto o) {                                \
-        using O = decltype(o);                                               \
-        if constexpr (kDropAddLnHeld<B, O>) {                                \
-          kernel<typename B::A, typename B::S, typename O::S, typename O::R> \
-              <<<(grid), (threads), 0, stream>>>(a);                         \
-          held = true;                                                       \
-        }                                                                    \
-      });                                                                    \
-    });                                                                      \
-    return launched_(held);                                                  \
-  }
-#define TB_CUDA_V2_LAUNCH(Args, grid, threads, kernel)                                            \
-  cudaError_t launch_v2(const Args& a, cudaStream_t stream) {                                     \
-    bool held = false;                                                                            \
-    with_format(a.format, [&](auto f) {                                                           \
-      using F = decltype(f);                                                                      \
-      if constexpr (kHeld<F>) {                                                                   \
-        kernel<typename F::A, typename F::S, typename F::R><<<(grid), (threads), 0, stream>>>(a); \
-        held = true;                                                                              \
-      }                                                                                           \
-    });                                                                                           \
-    return launched_(held);                                                                       \
-  }
-
 }  // namespace trainbench::kernels::cuda

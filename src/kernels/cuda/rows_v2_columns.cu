@@ -174,39 +174,32 @@ __global__ void heads_v2(HeadsArgs a) {
 
 }  // namespace
 
-TB_CUDA_V2_DROP_ADD_LN_LAUNCH(DropAddLnGradArgs, drop_add_ln_grad_v2,
-                              static_cast<unsigned>(num_chunks(a.rows)),
-                              static_cast<unsigned>(a.cols / kVec))
-TB_CUDA_V2_LAUNCH(BiasReluDropoutArgs, grid_((a.rows * a.cols / kVec + kThreads - 1) / kThreads),
-                  kThreads, bias_relu_dropout_v2)
-TB_CUDA_V2_LAUNCH(BiasReluDropoutGradArgs, static_cast<unsigned>(num_chunks(a.rows)),
-                  static_cast<unsigned>(a.cols / kVec), bias_relu_dropout_grad_v2)
-TB_CUDA_V2_LAUNCH(ColumnSumsArgs, static_cast<unsigned>(num_chunks(a.rows)),
-                  static_cast<unsigned>(a.cols / kVec), column_sums_v2)
+TB_CUDA_DROP_ADD_LN_LAUNCH(launch_v2, DropAddLnGradArgs, drop_add_ln_grad_v2,
+                           static_cast<unsigned>(num_chunks(a.rows)),
+                           static_cast<unsigned>(a.cols / kVec))
+TB_CUDA_ONE_FORMAT_LAUNCH(launch_v2, BiasReluDropoutArgs, bias_relu_dropout_v2,
+                          grid_((a.rows * a.cols / kVec + kThreads - 1) / kThreads), kThreads)
+TB_CUDA_ONE_FORMAT_LAUNCH(launch_v2, BiasReluDropoutGradArgs, bias_relu_dropout_grad_v2,
+                          static_cast<unsigned>(num_chunks(a.rows)),
+                          static_cast<unsigned>(a.cols / kVec))
+TB_CUDA_ONE_FORMAT_LAUNCH(launch_v2, ColumnSumsArgs, column_sums_v2,
+                          static_cast<unsigned>(num_chunks(a.rows)),
+                          static_cast<unsigned>(a.cols / kVec))
 cudaError_t launch_v2(const HeadsArgs& a, cudaStream_t stream) {
   const int64_t blocks = (a.rows * a.parts * a.heads * a.hd / kVec + kThreads - 1) / kThreads;
-  bool held = false;
-  with_format(a.to_heads ? a.rows_format : a.heads_format, [&](auto src) {
+  return launched_(with_heads_formats(a, [&](auto src, auto dst) {
     using F = decltype(src);
-    with_format(a.to_heads ? a.heads_format : a.rows_format, [&](auto dst) {
-      using G = decltype(dst);
-      if constexpr (kHeld<F, G>) {
-        using Dst = typename G::S;
-        heads_v2<typename F::S, Dst, HeadsRound<F, G>><<<grid_(blocks), kThreads, 0, stream>>>(a);
-        if (a.partials != nullptr && !a.to_heads) {  // the merged rows' column sums, after
-          const ColumnSumsArgs sums = column_sums_args(a.rows, a.parts * a.heads * a.hd, a.row_data,
-                                                       a.partials, a.rows_format);
-          column_sums_v2<HeadsAcc<typename F::S, Dst>, Dst, Dst>
-              <<<static_cast<unsigned>(num_chunks(a.rows)), static_cast<unsigned>(sums.cols / kVec),
-                 0, stream>>>(sums);
-        }
-        held = true;
-      }
-    });
-  });
-  return launched_(held);
+    using Dst = typename decltype(dst)::S;
+    heads_v2<typename F::S, Dst, HeadsRound<F, decltype(dst)>>
+        <<<grid_(blocks), kThreads, 0, stream>>>(a);
+    if (a.partials != nullptr && !a.to_heads) {  // the merged rows' column sums, after
+      const ColumnSumsArgs sums =
+          column_sums_args(a.rows, a.parts * a.heads * a.hd, a.row_data, a.partials, a.rows_format);
+      column_sums_v2<HeadsAcc<typename F::S, Dst>, Dst, Dst>
+          <<<static_cast<unsigned>(num_chunks(a.rows)), static_cast<unsigned>(sums.cols / kVec), 0,
+             stream>>>(sums);
+    }
+  }));
 }
-#undef TB_CUDA_V2_DROP_ADD_LN_LAUNCH
-#undef TB_CUDA_V2_LAUNCH
 
 }  // namespace trainbench::kernels::cuda
