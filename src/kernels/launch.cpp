@@ -109,7 +109,7 @@ bool v2_fits_(const ColumnSumsArgs& a) {
 // A pack of kV2Vec columns within one head; the merged rows' column sums as ColumnSums'.
 bool v2_fits_(const HeadsArgs& a) {
   const int64_t width = a.parts * a.heads * a.hd;
-  return a.rows > 0 && a.hd > 0 && a.hd % kV2Vec == 0 &&
+  return a.rows > 0 && a.parts > 0 && a.heads > 0 && a.hd > 0 && a.hd % kV2Vec == 0 &&
          (a.partials == nullptr || a.to_heads || packs_fit_(a.rows, width)) &&
          aligned_({a.row_data, a.head_data[0], a.head_data[1], a.head_data[2], a.bias, a.partials});
 }

@@ -135,6 +135,14 @@ TEST(GpuRows, V2TakesTheRowsItFitsAndV1TheRest) {
   };
   EXPECT_EQ(taken(heads(32)), GpuRows::kV2);
   EXPECT_EQ(taken(heads(12)), GpuRows::kV1);
+  // Merged into rows with their column sums (a thread per 8 of them): up to 4096 columns.
+  const auto merged = [&](int64_t hd) {
+    const std::vector<Tensor> parts(3, torch::zeros({2, 8, hd}, torch::kBFloat16));
+    return k::heads_args(torch::zeros({8, 3 * 2 * hd}, torch::kBFloat16), parts, 8, 2, false, f, 0,
+                         {}, torch::zeros({1, 3 * 2 * hd}));
+  };
+  EXPECT_EQ(taken(merged(680)), GpuRows::kV2);  // 4080 columns
+  EXPECT_EQ(taken(merged(688)), GpuRows::kV1);  // 4128
   // No v2: Adam.
   const Tensor w = torch::zeros({64, 64}), step = torch::zeros({1});
   EXPECT_EQ(taken(k::adam_args(w, w, w, step, w)), GpuRows::kV1);

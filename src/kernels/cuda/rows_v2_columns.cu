@@ -152,6 +152,9 @@ __global__ void heads_v2(HeadsArgs a) {
         m::head_block_row((r / seq) * heads + h, r % seq, a.rows / seq * heads, seq, a.block).row *
             hd +
         col % hd;
+    // The part's tensor picked by value: a runtime index into the arguments' array would copy
+    // them to local memory.
+    void* const head = part == 0 ? a.head_data[0] : part == 1 ? a.head_data[1] : a.head_data[2];
     A v[kVec];
     if (a.to_heads) {
       load_(static_cast<const Src*>(a.row_data), i, v);
@@ -162,9 +165,9 @@ __global__ void heads_v2(HeadsArgs a) {
         if (a.bias != nullptr) v[j] += bias[j];
         v[j] = m::rounded_as<A, Dst, R>(v[j]);
       }
-      store_(static_cast<Dst*>(a.head_data[part]), ho, v);
+      store_(static_cast<Dst*>(head), ho, v);
     } else {
-      load_(static_cast<const Src*>(a.head_data[part]), ho, v);
+      load_(static_cast<const Src*>(head), ho, v);
 #pragma unroll
       for (int j = 0; j < kVec; ++j) v[j] = m::rounded_as<A, Dst, R>(v[j]);
       store_(static_cast<Dst*>(a.row_data), i, v);
