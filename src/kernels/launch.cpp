@@ -74,9 +74,8 @@ std::string formats_text_(const char* name, const Args& a) {
 // --gpu_kernels for this process (GpuRowsScope sets it; the trainer holds one for its run).
 std::atomic<GpuRows> g_gpu_rows{GpuRows::kV1};
 
-// Whether a's widths and pointers fit the v2 CUDA kernels (kernel_args.h kV2*): rows of whole
-// groups of kV2Cols columns, at most kV2Groups of them (LayerNorm, logits), or of at most
-// kV2Keys keys (softmax); every pointer a 16-byte word load reads or writes on 16 bytes.
+// Whether a's widths and pointers fit the v2 CUDA kernels (kernel_args.h kV2*; the rules in
+// fused_kernels.h gpu_rows_taken): every pointer a 16-byte word load reads or writes on 16 bytes.
 bool aligned_(std::initializer_list<const void*> ps) {
   for (const void* p : ps)
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;  // null: aligned
