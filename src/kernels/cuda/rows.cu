@@ -215,21 +215,16 @@ __global__ void causal_softmax_grad_kernel(CausalSoftmaxGradArgs a) {
 template <typename Src, typename Dst, typename R>
 __global__ void heads_kernel(HeadsArgs a) {
   using A = HeadsAcc<Src, Dst>;
-  const int64_t hd = a.hd, heads = a.heads, seq = a.seq, width = a.parts * heads * hd;
-  const int64_t n = a.rows * width;
+  const int64_t n = a.rows * a.parts * a.heads * a.hd;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = i / width, col = i % width, p = col / (heads * hd), h = (col / hd) % heads;
-    const int64_t ho =
-        m::head_block_row((r / seq) * heads + h, r % seq, a.rows / seq * heads, seq, a.block).row *
-            hd +
-        col % hd;
+    const HeadsPlace at = heads_place(a, i);
     if (a.to_heads) {
       A v = ld<A>(static_cast<const Src*>(a.row_data), i);
-      if (a.bias != nullptr) v += static_cast<const A*>(a.bias)[col];
-      st(static_cast<Dst*>(a.head_data[p]), ho, m::rounded_as<A, Dst, R>(v));
+      if (a.bias != nullptr) v += static_cast<const A*>(a.bias)[at.col];
+      st(static_cast<Dst*>(at.part), at.offset, m::rounded_as<A, Dst, R>(v));
     } else {
-      const A v = ld<A>(static_cast<const Src*>(a.head_data[p]), ho);
+      const A v = ld<A>(static_cast<const Src*>(at.part), at.offset);
       st(static_cast<Dst*>(a.row_data), i, m::rounded_as<A, Dst, R>(v));
     }
   }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "trainbench/kernels/fused_math.h"
 #include "trainbench/kernels/storage.h"
 
 namespace trainbench::kernels::cuda::detail {
@@ -31,6 +32,26 @@ inline unsigned grid_(int64_t blocks) {
 }
 inline cudaError_t launched_(bool held) {
   return held ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+// Where element i of the rows layout [N, P*H*hd] (HeadsArgs) stands in the heads layout: its
+// column, its part's tensor (picked by value: a runtime index into the arguments' array would
+// copy them to local memory) and its offset there.
+struct HeadsPlace {
+  int64_t col;
+  void* part;
+  int64_t offset;
+};
+__device__ __forceinline__ HeadsPlace heads_place(const HeadsArgs& a, int64_t i) {
+  const int64_t hd = a.hd, heads = a.heads, seq = a.seq, width = a.parts * heads * hd;
+  const int64_t r = i / width, col = i % width, p = col / (heads * hd), h = (col / hd) % heads;
+  const int64_t row =
+      math::head_block_row((r / seq) * heads + h, r % seq, a.rows / seq * heads, seq, a.block).row;
+  return {col,
+          p == 0   ? a.head_data[0]
+          : p == 1 ? a.head_data[1]
+                   : a.head_data[2],
+          row * hd + col % hd};
 }
 
 // Heads: fn(F, G) with the source's and the destination's FormatTypes where a kernel holds

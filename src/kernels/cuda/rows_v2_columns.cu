@@ -144,32 +144,24 @@ __global__ void __launch_bounds__(kV2Packs) column_sums_v2(ColumnSumsArgs a) {
 template <typename Src, typename Dst, typename R>
 __global__ void heads_v2(HeadsArgs a) {
   using A = HeadsAcc<Src, Dst>;
-  const int64_t hd = a.hd, heads = a.heads, seq = a.seq, width = a.parts * heads * hd;
-  const int64_t packs = a.rows * width / kVec;
+  const int64_t packs = a.rows * a.parts * a.heads * a.hd / kVec;
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < packs;
        p += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t i = p * kVec, r = i / width, col = i % width, part = col / (heads * hd);
-    const int64_t h = (col / hd) % heads;
-    const int64_t ho =
-        m::head_block_row((r / seq) * heads + h, r % seq, a.rows / seq * heads, seq, a.block).row *
-            hd +
-        col % hd;
-    // The part's tensor picked by value: a runtime index into the arguments' array would copy
-    // them to local memory.
-    void* const head = part == 0 ? a.head_data[0] : part == 1 ? a.head_data[1] : a.head_data[2];
+    const int64_t i = p * kVec;
+    const HeadsPlace at = heads_place(a, i);  // the pack's first element; the rest follow it
     A v[kVec];
     if (a.to_heads) {
       load_(static_cast<const Src*>(a.row_data), i, v);
       A bias[kVec] = {};
-      if (a.bias != nullptr) load_(static_cast<const A*>(a.bias), col, bias);
+      if (a.bias != nullptr) load_(static_cast<const A*>(a.bias), at.col, bias);
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
         if (a.bias != nullptr) v[j] += bias[j];
         v[j] = m::rounded_as<A, Dst, R>(v[j]);
       }
-      store_(static_cast<Dst*>(head), ho, v);
+      store_(static_cast<Dst*>(at.part), at.offset, v);
     } else {
-      load_(static_cast<const Src*>(head), ho, v);
+      load_(static_cast<const Src*>(at.part), at.offset, v);
 #pragma unroll
       for (int j = 0; j < kVec; ++j) v[j] = m::rounded_as<A, Dst, R>(v[j]);
       store_(static_cast<Dst*>(a.row_data), i, v);
